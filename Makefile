@@ -1,0 +1,30 @@
+# make demo: start Redis and PostgreSQL if needed, then run every step.
+# make test: start them if needed, then vet and run the tests with -race.
+# Services come from scripts/services.sh: whatever already answers, else
+# docker compose, else local redis-server and PostgreSQL binaries.
+
+GO ?= go
+
+.PHONY: help up compose-up down compose-down status demo test
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+up: ## make Redis and PostgreSQL reachable (Docker or local binaries)
+	@scripts/services.sh up
+compose-up: up
+
+down: ## stop what `make up` started, nothing else
+	@scripts/services.sh down
+compose-down: down
+
+status: ## say whether Redis and PostgreSQL answer
+	@scripts/services.sh status
+
+demo: up ## run every step program in order
+	@echo "== step 1: no lock, lost updates"
+	@$(GO) run ./cmd/step1-race -runs 3
+
+test: up ## go vet and go test -race against the real services
+	$(GO) vet ./...
+	$(GO) test -race ./...

@@ -1,0 +1,10 @@
+-- refresh.lua: give the lock a fresh TTL only if it still holds our token.
+-- KEYS[1]: the lock key
+-- ARGV[1]: the token this holder set when it acquired the lock
+-- ARGV[2]: the new TTL in milliseconds (at least 1)
+-- Returns 1 when the TTL was reset, 0 when the lock had expired or holds
+-- another token (then it is not ours to extend).
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0

@@ -1,0 +1,393 @@
+package wallet
+
+// The PostgreSQL side: the same wallet, kept in one row, spent four ways.
+//
+//   - Read and Write: no protection at all, the broken baseline.
+//   - Claim, WriteFenced and SpendFenced: a fencing token from a Redis lock,
+//     checked by PostgreSQL, so a holder whose lease ran out cannot write.
+//   - SpendVersioned: no lock, optimistic; the write succeeds only if nobody
+//     wrote since the read, otherwise it reads again.
+//   - SpendForUpdate: no Redis, a database row lock held through the work.
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+)
+
+// Errors the Store returns besides those of the database (wrapped, with a
+// "wallet:" prefix). A missing row is ErrNoWallet, as in Spend.
+var (
+	// ErrStaleFence means PostgreSQL refused a fenced claim or write because a
+	// newer fence holds the wallet. The error is a *StaleFenceError.
+	ErrStaleFence = errors.New("wallet: stale fence")
+	// ErrBadFence means a fence below 1: fences come from a counter that
+	// starts at 1, and 0 is what an unclaimed row holds.
+	ErrBadFence = errors.New("wallet: fence must be at least 1")
+)
+
+// StaleFenceError is the error of a refused fenced claim or write. It matches
+// ErrStaleFence with errors.Is.
+//
+// Highest is the fence PostgreSQL holds for the wallet, read right after the
+// refusal. When it is above every fence the lock has handed out, the lock's
+// counter went backwards (Redis restarted without its data): raise the
+// counter to at least Highest and acquire again. The Store never retries on
+// its own, because only the lock holder can get a newer fence.
+type StaleFenceError struct {
+	ID      int64 // the wallet
+	Fence   int64 // the fence that was refused
+	Highest int64 // the fence the row carries
+}
+
+func (e *StaleFenceError) Error() string {
+	return fmt.Sprintf("wallet: stale fence: wallet %d refused fence %d, PostgreSQL holds fence %d", e.ID, e.Fence, e.Highest)
+}
+
+// Unwrap makes errors.Is(err, ErrStaleFence) true.
+func (e *StaleFenceError) Unwrap() error { return ErrStaleFence }
+
+//go:embed schema.sql
+var schemaSQL string
+
+// schemaLockKey is the advisory lock that serialises OpenStore calls. Two
+// concurrent CREATE TABLE IF NOT EXISTS can both find no table and then both
+// insert its row type, and the loser fails with a unique violation on
+// pg_type; `go test ./...` opens stores from several packages at once. The
+// value spells "walletlk" in ASCII, to stay clear of other users' keys.
+const schemaLockKey int64 = 0x77616c6c65746c6b
+
+// rollbackTimeout bounds a ROLLBACK sent after the caller's ctx has ended.
+const rollbackTimeout = 5 * time.Second
+
+// Store keeps wallets in the table walletlock_wallets. It is safe for
+// concurrent use; every call is bounded by its ctx.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// OpenStore returns a Store over pool, creating its table if it does not
+// exist yet. It may be called any number of times, concurrently too.
+func OpenStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("wallet: OpenStore needs a pool (see ConnectPostgres)")
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wallet: create table walletlock_wallets: %w", err)
+	}
+	defer rollback(ctx, tx)
+	// Transaction-scoped: the lock goes away with the commit, or with the
+	// connection if this process dies half-way.
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schemaLockKey); err != nil {
+		return nil, fmt.Errorf("wallet: create table walletlock_wallets: %w", err)
+	}
+	if _, err := tx.Exec(ctx, schemaSQL); err != nil {
+		return nil, fmt.Errorf("wallet: create table walletlock_wallets: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("wallet: create table walletlock_wallets: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// rollback ends tx if it is still open; after Commit it does nothing. It
+// does not use ctx as is: when ctx has ended (often the very reason to roll
+// back), pgx would drop the connection instead of sending ROLLBACK. The
+// server would then roll back too, but later and at the cost of the
+// connection; a short context of its own releases the row at once.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	_ = tx.Rollback(rctx) // pgx.ErrTxClosed after a commit; a failure closes the connection
+}
+
+func noWallet(id int64) error {
+	return fmt.Errorf("%w for wallet %d in PostgreSQL", ErrNoWallet, id)
+}
+
+// Reset creates wallet id with balance, or puts an existing one back to
+// balance with fence and version 0: the starting point of a run. Do not call
+// it while spends on the same wallet are running.
+func (s *Store) Reset(ctx context.Context, id, balance int64) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO walletlock_wallets (id, balance) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence = 0, version = 0`,
+		id, balance)
+	if err != nil {
+		return fmt.Errorf("wallet: reset wallet %d: %w", id, err)
+	}
+	return nil
+}
+
+// Delete removes wallets; ids that do not exist are ignored.
+func (s *Store) Delete(ctx context.Context, ids ...int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id = ANY($1)", ids); err != nil {
+		return fmt.Errorf("wallet: delete wallets %v: %w", ids, err)
+	}
+	return nil
+}
+
+// Balance reads the balance of wallet id.
+func (s *Store) Balance(ctx context.Context, id int64) (int64, error) {
+	var bal int64
+	err := s.pool.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1", id).Scan(&bal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, noWallet(id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wallet: read wallet %d: %w", id, err)
+	}
+	return bal, nil
+}
+
+// Fence reads the highest fence that has claimed wallet id (0 if none).
+func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
+	var fence int64
+	err := s.pool.QueryRow(ctx, "SELECT fence FROM walletlock_wallets WHERE id = $1", id).Scan(&fence)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, noWallet(id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wallet: read the fence of wallet %d: %w", id, err)
+	}
+	return fence, nil
+}
+
+// Read is the unprotected read of a read-modify-write; it is Balance under
+// the name the broken baseline uses.
+func (s *Store) Read(ctx context.Context, id int64) (int64, error) {
+	return s.Balance(ctx, id)
+}
+
+// Write stores balance whatever happened since the caller read: the broken
+// baseline, which loses every update made in between. The CHECK constraint
+// still refuses a negative balance.
+func (s *Store) Write(ctx context.Context, id, balance int64) error {
+	tag, err := s.pool.Exec(ctx,
+		"UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1",
+		id, balance)
+	if err != nil {
+		return fmt.Errorf("wallet: write wallet %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return noWallet(id)
+	}
+	return nil
+}
+
+// Fenced access.
+//
+// Checking the fence only when writing (`WHERE fence < $mine`) is not
+// enough: it orders the writes but does not make the reads fresh.
+//
+//	A (fence 1) reads 100 and stalls; its lease expires; B (fence 2) reads 100.
+//	A wakes and writes 90 (1 > 0, accepted); B writes 90 (2 > 1, accepted).
+//	Two spends, one recorded.
+//
+// So the fence is taken at the read: Claim stamps the row with the reader's
+// fence, and WriteFenced writes only while the row still carries it. In the
+// timeline above B's read moves the row to fence 2, and A's write, computed
+// from a balance B may since have spent, finds no row to update.
+
+// Claim reads the balance of wallet id and stamps the row with fence, unless
+// a higher fence has claimed it already. Claiming again with the same fence
+// is allowed, so one lock holder can spend several times.
+//
+// It returns ErrBadFence for a fence below 1, a *StaleFenceError (matching
+// ErrStaleFence) when a higher fence holds the row, ErrNoWallet when there is
+// no such wallet.
+func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err error) {
+	if fence < 1 {
+		return 0, fmt.Errorf("%w, got %d", ErrBadFence, fence)
+	}
+	err = s.pool.QueryRow(ctx,
+		"UPDATE walletlock_wallets SET fence = $2 WHERE id = $1 AND fence <= $2 RETURNING balance",
+		id, fence).Scan(&balance)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, s.refused(ctx, id, fence)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("wallet: claim wallet %d with fence %d: %w", id, fence, err)
+	}
+	return balance, nil
+}
+
+// WriteFenced stores balance, computed from what Claim returned with the
+// same fence, only if no other fence has claimed the row since. It returns
+// the same errors as Claim.
+func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error {
+	if fence < 1 {
+		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
+	}
+	tag, err := s.pool.Exec(ctx,
+		"UPDATE walletlock_wallets SET balance = $3, version = version + 1 WHERE id = $1 AND fence = $2",
+		id, fence, balance)
+	if err != nil {
+		return fmt.Errorf("wallet: write wallet %d with fence %d: %w", id, fence, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.refused(ctx, id, fence)
+	}
+	return nil
+}
+
+// refused explains a fenced UPDATE that matched no row: either the wallet
+// does not exist or another fence holds it. The fence is read in a second
+// statement; in the meantime it can only have risen (or been Reset).
+func (s *Store) refused(ctx context.Context, id, fence int64) error {
+	highest, err := s.Fence(ctx, id)
+	if errors.Is(err, ErrNoWallet) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: wallet %d refused fence %d, and then %w", ErrStaleFence, id, fence, err)
+	}
+	return &StaleFenceError{ID: id, Fence: fence, Highest: highest}
+}
+
+// SpendFenced is Spend for a holder of fence: it claims and reads the
+// balance, refuses (false, nil) when it is below amount, does the work
+// (honouring ctx, see Work) and writes the new balance if the row still
+// carries fence. Nothing is written unless it returns (true, nil). A refusal
+// for short funds still leaves the claim, which only shuts out older fences.
+//
+// Errors: those of Claim and WriteFenced, and Work's when ctx ends.
+func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
+	bal, err := s.Claim(ctx, id, fence)
+	if err != nil {
+		return false, err
+	}
+	if bal < amount {
+		return false, nil
+	}
+	if err := Work(ctx, work); err != nil {
+		return false, err
+	}
+	if err := s.WriteFenced(ctx, id, fence, bal-amount); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SpendVersioned spends without any lock: it reads the balance and the
+// row's version, refuses (false, n, nil) when funds are short, does the work
+// and writes only if the version is unchanged. When another spend wrote
+// first it counts a conflict, waits a moment and starts over, until it
+// succeeds, funds run short or ctx ends. It cannot spin forever: every
+// conflict means another spend succeeded.
+//
+// The work is redone after each conflict; that is the price of optimism
+// when many spenders contend for one wallet.
+func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.Duration) (ok bool, conflicts int, err error) {
+	for {
+		var bal, version int64
+		err := s.pool.QueryRow(ctx,
+			"SELECT balance, version FROM walletlock_wallets WHERE id = $1", id).Scan(&bal, &version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, conflicts, noWallet(id)
+		}
+		if err != nil {
+			return false, conflicts, fmt.Errorf("wallet: read wallet %d: %w", id, err)
+		}
+		if bal < amount {
+			return false, conflicts, nil
+		}
+		if err := Work(ctx, work); err != nil {
+			return false, conflicts, err
+		}
+		tag, err := s.pool.Exec(ctx,
+			"UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1 AND version = $3",
+			id, bal-amount, version)
+		if err != nil {
+			return false, conflicts, fmt.Errorf("wallet: write wallet %d: %w", id, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return true, conflicts, nil
+		}
+		conflicts++
+		// A random pause, so that the losers of one round do not all read
+		// again at the same instant and collide again.
+		if err := Work(ctx, rand.N(2*time.Millisecond)); err != nil {
+			return false, conflicts, err
+		}
+	}
+}
+
+// SpendForUpdate spends under a PostgreSQL row lock instead of a Redis one:
+// in one transaction it reads the balance with SELECT ... FOR UPDATE, does
+// the work and writes. Other spenders of the same wallet wait for the
+// commit. If anything fails, ctx ending during the work included, the
+// transaction is rolled back: nothing is written and the row is free.
+//
+// The lock lives as long as the transaction, so a spender that dies or
+// loses its connection releases it; there is no TTL to guess.
+func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("wallet: begin a spend of wallet %d: %w", id, err)
+	}
+	defer rollback(ctx, tx)
+	var bal int64
+	err = tx.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1 FOR UPDATE", id).Scan(&bal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, noWallet(id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("wallet: lock wallet %d: %w", id, err)
+	}
+	if bal < amount {
+		return false, nil
+	}
+	if err := Work(ctx, work); err != nil {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx,
+		"UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1",
+		id, bal-amount); err != nil {
+		return false, fmt.Errorf("wallet: write wallet %d: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("wallet: commit a spend of wallet %d: %w", id, err)
+	}
+	return true, nil
+}
+
+// PostgresVersion returns the server's version number, such as "15.18"
+// (without the distribution suffix SHOW server_version may add), for the
+// transcripts.
+func PostgresVersion(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var v string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return "", fmt.Errorf("wallet: read the PostgreSQL version: %w", err)
+	}
+	if f := strings.Fields(v); len(f) > 0 {
+		return f[0], nil
+	}
+	return "", errors.New("wallet: PostgreSQL reported an empty server_version")
+}
+
+// RedisVersion returns redis_version from INFO server, such as "7.0.15".
+func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("wallet: read the Redis version: %w", err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v, nil
+		}
+	}
+	return "", errors.New("wallet: INFO server has no redis_version")
+}

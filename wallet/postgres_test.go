@@ -1,0 +1,582 @@
+package wallet_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/wallet"
+)
+
+// testCtx bounds a test's database calls, so that nothing can hang.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// openStore returns a Store on the test database and its pool.
+func openStore(t *testing.T) (*wallet.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := testenv.Postgres(t)
+	s, err := wallet.OpenStore(testCtx(t), pool)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	return s, pool
+}
+
+// newWallet creates a wallet only this test uses, deleted when it ends.
+func newWallet(t *testing.T, s *wallet.Store, balance int64) int64 {
+	t.Helper()
+	id := testenv.WalletID(t)
+	if err := s.Reset(testCtx(t), id, balance); err != nil {
+		t.Fatalf("Reset(%d, %d): %v", id, balance, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Delete(ctx, id); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return id
+}
+
+func wantBalance(t *testing.T, s *wallet.Store, id, want int64) {
+	t.Helper()
+	got, err := s.Balance(testCtx(t), id)
+	if err != nil {
+		t.Fatalf("Balance: %v", err)
+	}
+	if got != want {
+		t.Errorf("balance = %d, want %d", got, want)
+	}
+}
+
+func TestOpenStore_twice(t *testing.T) {
+	pool := testenv.Postgres(t)
+	for i := range 2 {
+		if _, err := wallet.OpenStore(testCtx(t), pool); err != nil {
+			t.Fatalf("OpenStore #%d: %v", i+1, err)
+		}
+	}
+}
+
+func TestOpenStore_nilPool(t *testing.T) {
+	if _, err := wallet.OpenStore(context.Background(), nil); err == nil {
+		t.Fatal("OpenStore(nil) succeeded, want an error")
+	}
+}
+
+// The table normally exists already, and concurrent CREATE TABLE IF NOT
+// EXISTS only collide when it does not. So this test runs OpenStore from
+// several goroutines in a schema of its own, where the table is new, and
+// drops that schema afterwards.
+func TestOpenStore_concurrentlyOnAFreshSchema(t *testing.T) {
+	admin := testenv.Postgres(t)
+	ctx := testCtx(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "walletlock_test_" + hex.EncodeToString(b)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+quoted); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+quoted+" CASCADE"); err != nil {
+			t.Errorf("cleanup: drop schema %s: %v", schema, err)
+		}
+	})
+
+	cfg, err := pgxpool.ParseConfig(wallet.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	var stores [8]*wallet.Store
+	tally := wallet.Hammer(len(stores), func(i int) (bool, error) {
+		s, err := wallet.OpenStore(ctx, pool)
+		stores[i] = s
+		return err == nil, err
+	})
+	if len(tally.Errors) > 0 || tally.Accepted != len(stores) {
+		t.Fatalf("%d of %d OpenStore calls succeeded; errors: %v", tally.Accepted, len(stores), tally.Errors)
+	}
+	var where *string
+	if err := admin.QueryRow(ctx, "SELECT to_regclass($1)::text", schema+".walletlock_wallets").Scan(&where); err != nil || where == nil {
+		t.Fatalf("table not created in %s (err %v)", schema, err)
+	}
+	s := stores[0]
+	if err := s.Reset(ctx, 1, 100); err != nil {
+		t.Fatalf("Reset on the new table: %v", err)
+	}
+	wantBalance(t, s, 1, 100)
+}
+
+func TestStore_resetReadWriteDelete(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	if got, err := s.Read(ctx, id); err != nil || got != 100 {
+		t.Fatalf("Read = %d, %v; want 100, nil", got, err)
+	}
+	if err := s.Write(ctx, id, 70); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	wantBalance(t, s, id, 70)
+	if _, err := s.Claim(ctx, id, 3); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if err := s.Reset(ctx, id, 100); err != nil {
+		t.Fatalf("Reset of an existing wallet: %v", err)
+	}
+	wantBalance(t, s, id, 100)
+	if f, err := s.Fence(ctx, id); err != nil || f != 0 {
+		t.Errorf("Fence after Reset = %d, %v; want 0, nil", f, err)
+	}
+	if err := s.Delete(ctx, id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Balance(ctx, id); !errors.Is(err, wallet.ErrNoWallet) {
+		t.Errorf("Balance after Delete: err = %v, want ErrNoWallet", err)
+	}
+}
+
+func TestStore_missingWallet(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := testenv.WalletID(t) // never created
+	calls := map[string]func() error{
+		"Balance":        func() error { _, err := s.Balance(ctx, id); return err },
+		"Write":          func() error { return s.Write(ctx, id, 1) },
+		"Claim":          func() error { _, err := s.Claim(ctx, id, 1); return err },
+		"WriteFenced":    func() error { return s.WriteFenced(ctx, id, 1, 1) },
+		"SpendFenced":    func() error { _, err := s.SpendFenced(ctx, id, 1, 1, 0); return err },
+		"SpendVersioned": func() error { _, _, err := s.SpendVersioned(ctx, id, 1, 0); return err },
+		"SpendForUpdate": func() error { _, err := s.SpendForUpdate(ctx, id, 1, 0); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			if err := call(); !errors.Is(err, wallet.ErrNoWallet) {
+				t.Errorf("err = %v, want ErrNoWallet", err)
+			}
+		})
+	}
+}
+
+func TestStore_checkRefusesNegativeBalance(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	if _, err := s.Claim(ctx, id, 1); err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string]func() error{
+		"Write":       func() error { return s.Write(ctx, id, -1) },
+		"WriteFenced": func() error { return s.WriteFenced(ctx, id, 1, -1) },
+		"Reset":       func() error { return s.Reset(ctx, id, -1) },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			err := write()
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "23514" { // check_violation
+				t.Fatalf("err = %v, want a check_violation (23514)", err)
+			}
+			wantBalance(t, s, id, 100)
+		})
+	}
+}
+
+// Every ordering of a stale holder A (fence 1) and a newer holder B
+// (fence 2), each of which reads the balance (Claim) and writes back
+// balance-10 (WriteFenced). No write computed from a stale read may be
+// accepted, and the final balance must match the accepted writes.
+func TestFence_staleAndNewHolderInterleavings(t *testing.T) {
+	const initial, amount = 100, 10
+	type step struct{ who, op string } // op is "claim" or "write"
+	var (
+		aClaim = step{"A", "claim"}
+		aWrite = step{"A", "write"}
+		bClaim = step{"B", "claim"}
+		bWrite = step{"B", "write"}
+	)
+	fences := map[string]int64{"A": 1, "B": 2}
+	tests := []struct {
+		name     string
+		steps    []step
+		accepted map[string]bool
+		read     map[string]int64 // what each holder's claim returns
+	}{
+		{
+			name:     "B writes between A's read and A's write: A refused",
+			steps:    []step{aClaim, bClaim, bWrite, aWrite},
+			accepted: map[string]bool{"A": false, "B": true},
+			read:     map[string]int64{"A": 100, "B": 100},
+		},
+		{
+			name:     "both read, A writes first: A refused, B accepted",
+			steps:    []step{aClaim, bClaim, aWrite, bWrite},
+			accepted: map[string]bool{"A": false, "B": true},
+			read:     map[string]int64{"A": 100, "B": 100},
+		},
+		{
+			name:     "A writes before B reads: both accepted, B reads A's result",
+			steps:    []step{aClaim, aWrite, bClaim, bWrite},
+			accepted: map[string]bool{"A": true, "B": true},
+			read:     map[string]int64{"A": 100, "B": 90},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openStore(t)
+			ctx := testCtx(t)
+			id := newWallet(t, s, initial)
+			read := map[string]int64{}
+			accepted := map[string]bool{}
+			for _, st := range tc.steps {
+				fence := fences[st.who]
+				switch st.op {
+				case "claim":
+					bal, err := s.Claim(ctx, id, fence)
+					if err != nil {
+						t.Fatalf("%s claims with fence %d: %v", st.who, fence, err)
+					}
+					read[st.who] = bal
+				case "write":
+					current, err := s.Balance(ctx, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = s.WriteFenced(ctx, id, fence, read[st.who]-amount)
+					var stale *wallet.StaleFenceError
+					switch {
+					case err == nil:
+						accepted[st.who] = true
+						if read[st.who] != current {
+							t.Errorf("%s's write was computed from a stale read (%d, balance was %d) and was accepted", st.who, read[st.who], current)
+						}
+					case errors.As(err, &stale):
+						if !errors.Is(err, wallet.ErrStaleFence) {
+							t.Errorf("%v does not match ErrStaleFence", err)
+						}
+						want := wallet.StaleFenceError{ID: id, Fence: fence, Highest: fences["B"]}
+						if *stale != want {
+							t.Errorf("refusal = %+v, want %+v", *stale, want)
+						}
+					default:
+						t.Fatalf("%s writes with fence %d: %v", st.who, fence, err)
+					}
+				}
+			}
+			for _, who := range []string{"A", "B"} {
+				if accepted[who] != tc.accepted[who] {
+					t.Errorf("%s's write accepted = %v, want %v", who, accepted[who], tc.accepted[who])
+				}
+				if read[who] != tc.read[who] {
+					t.Errorf("%s read %d, want %d", who, read[who], tc.read[who])
+				}
+			}
+			n := 0
+			for _, ok := range accepted {
+				if ok {
+					n++
+				}
+			}
+			bal, err := s.Balance(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := wallet.Check(initial, amount, n, bal); !v.OK {
+				t.Errorf("%s", v)
+			}
+		})
+	}
+}
+
+// The approach this package does NOT use, kept as a warning: a fence
+// checked only at the write (`WHERE fence < $mine`) accepts A's stale write
+// in the "both read, A writes first" ordering, and a spend is lost.
+func TestPlainFenceCheck_losesMoney(t *testing.T) {
+	s, pool := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	naiveWrite := func(fence, balance int64) bool {
+		t.Helper()
+		tag, err := pool.Exec(ctx,
+			"UPDATE walletlock_wallets SET balance = $3, fence = $2 WHERE id = $1 AND fence < $2",
+			id, fence, balance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tag.RowsAffected() == 1
+	}
+	aRead, err := s.Read(ctx, id) // A, fence 1, reads and stalls
+	if err != nil {
+		t.Fatal(err)
+	}
+	bRead, err := s.Read(ctx, id) // B, fence 2, reads the same 100
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := 0
+	if naiveWrite(1, aRead-10) { // 1 > 0: accepted
+		accepted++
+	}
+	if naiveWrite(2, bRead-10) { // 2 > 1: accepted
+		accepted++
+	}
+	bal, err := s.Balance(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := wallet.Check(100, 10, accepted, bal)
+	if v.OK {
+		t.Fatalf("the plain fence check kept the books straight (%s); this test expects it to lose a spend", v)
+	}
+	t.Logf("plain `WHERE fence < $mine`: %s", v)
+}
+
+func TestClaim_staleFenceReportsHighest(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	if _, err := s.Claim(ctx, id, 5); err != nil {
+		t.Fatalf("Claim(5): %v", err)
+	}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"Claim with a lower fence", func() error { _, err := s.Claim(ctx, id, 4); return err }},
+		{"Claim with fence 1", func() error { _, err := s.Claim(ctx, id, 1); return err }},
+		{"WriteFenced with a lower fence", func() error { return s.WriteFenced(ctx, id, 4, 0) }},
+		{"WriteFenced with a higher, unclaimed fence", func() error { return s.WriteFenced(ctx, id, 6, 0) }},
+		{"SpendFenced with a lower fence", func() error { _, err := s.SpendFenced(ctx, id, 4, 10, 0); return err }},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.call()
+			if !errors.Is(err, wallet.ErrStaleFence) {
+				t.Fatalf("err = %v, want ErrStaleFence", err)
+			}
+			var stale *wallet.StaleFenceError
+			if !errors.As(err, &stale) || stale.ID != id || stale.Highest != 5 {
+				t.Fatalf("err = %#v, want a *StaleFenceError for wallet %d with Highest 5", err, id)
+			}
+			wantBalance(t, s, id, 100)
+		})
+	}
+	// The holder of fence 5 may claim again, and a newer holder takes over.
+	for _, fence := range []int64{5, 6} {
+		if _, err := s.Claim(ctx, id, fence); err != nil {
+			t.Errorf("Claim(%d) after Claim(5): %v", fence, err)
+		}
+	}
+}
+
+func TestClaim_badFence(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	for _, fence := range []int64{0, -1} {
+		calls := map[string]func() error{
+			"Claim":       func() error { _, err := s.Claim(ctx, id, fence); return err },
+			"WriteFenced": func() error { return s.WriteFenced(ctx, id, fence, 0) },
+			"SpendFenced": func() error { _, err := s.SpendFenced(ctx, id, fence, 10, 0); return err },
+		}
+		for name, call := range calls {
+			if err := call(); !errors.Is(err, wallet.ErrBadFence) {
+				t.Errorf("%s with fence %d: err = %v, want ErrBadFence", name, fence, err)
+			}
+		}
+	}
+	wantBalance(t, s, id, 100)
+}
+
+func TestSpendFenced_spends(t *testing.T) {
+	s, _ := openStore(t)
+	id := newWallet(t, s, 100)
+	ok, err := s.SpendFenced(testCtx(t), id, 1, 30, time.Millisecond)
+	if !ok || err != nil {
+		t.Fatalf("SpendFenced = %v, %v; want true, nil", ok, err)
+	}
+	wantBalance(t, s, id, 70)
+}
+
+func TestSpendFenced_refusesShortFunds(t *testing.T) {
+	s, _ := openStore(t)
+	id := newWallet(t, s, 5)
+	ok, err := s.SpendFenced(testCtx(t), id, 1, 10, 0)
+	if ok || err != nil {
+		t.Fatalf("SpendFenced = %v, %v; want false, nil", ok, err)
+	}
+	wantBalance(t, s, id, 5)
+}
+
+// The ctx is cancelled once the claim is visible in the database, so it
+// ends during the work whatever the machine's speed.
+func TestSpendFenced_ctxEndsDuringWork(t *testing.T) {
+	s, _ := openStore(t)
+	id := newWallet(t, s, 100)
+	lost := errors.New("lease lost")
+	ctx, cancel := context.WithCancelCause(testCtx(t))
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.SpendFenced(ctx, id, 7, 10, time.Hour)
+		done <- err
+	}()
+	waitFor(t, testCtx(t), func(ctx context.Context) bool {
+		f, err := s.Fence(ctx, id)
+		return err == nil && f == 7
+	})
+	cancel(lost)
+	err := <-done
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, lost) {
+		t.Fatalf("err = %v, want context.Canceled and the cause", err)
+	}
+	wantBalance(t, s, id, 100)
+}
+
+// waitFor polls cond until it holds; the test's own deadline bounds it.
+func waitFor(t *testing.T, ctx context.Context, cond func(context.Context) bool) {
+	t.Helper()
+	for !cond(ctx) {
+		select {
+		case <-ctx.Done():
+			t.Fatal("condition never held")
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// hammer runs 20 spends of 10 on a wallet holding 100: exactly 10 may win.
+func hammer(t *testing.T, s *wallet.Store, id int64, spend func() (bool, error)) {
+	t.Helper()
+	const n, initial, amount = 20, 100, 10
+	tally := wallet.Hammer(n, func(int) (bool, error) { return spend() })
+	if len(tally.Errors) > 0 {
+		t.Fatalf("errors: %v", tally.Errors)
+	}
+	bal, err := s.Balance(testCtx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := wallet.Check(initial, amount, tally.Accepted, bal)
+	if !v.OK || tally.Accepted != initial/amount {
+		t.Errorf("%s, want accepted=%d", v, initial/amount)
+	}
+}
+
+func TestSpendVersioned_twentySpendersTenWin(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	var conflicts atomic.Int64
+	hammer(t, s, id, func() (bool, error) {
+		ok, c, err := s.SpendVersioned(ctx, id, 10, 2*time.Millisecond)
+		conflicts.Add(int64(c))
+		return ok, err
+	})
+	if conflicts.Load() == 0 {
+		t.Error("no conflicts: the spenders never overlapped, so this test proved nothing")
+	}
+	t.Logf("conflicts: %d", conflicts.Load())
+}
+
+func TestSpendVersioned_ctxEnded(t *testing.T) {
+	s, _ := openStore(t)
+	id := newWallet(t, s, 100)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	ok, _, err := s.SpendVersioned(ctx, id, 10, time.Millisecond)
+	if ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("SpendVersioned = %v, %v; want false and context.Canceled", ok, err)
+	}
+	wantBalance(t, s, id, 100)
+}
+
+func TestSpendForUpdate_twentySpendersTenWin(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	id := newWallet(t, s, 100)
+	hammer(t, s, id, func() (bool, error) {
+		return s.SpendForUpdate(ctx, id, 10, 2*time.Millisecond)
+	})
+}
+
+// The ctx is cancelled once the spender holds the row lock (seen by a
+// SKIP LOCKED probe that finds no row), so it ends during the work. After
+// the rollback the row must be unchanged and free for the next spender.
+func TestSpendForUpdate_ctxEndsDuringWork(t *testing.T) {
+	s, pool := openStore(t)
+	id := newWallet(t, s, 100)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.SpendForUpdate(ctx, id, 10, time.Hour)
+		done <- err
+	}()
+	waitFor(t, testCtx(t), func(ctx context.Context) bool {
+		var one int
+		err := pool.QueryRow(ctx,
+			"SELECT 1 FROM walletlock_wallets WHERE id = $1 FOR UPDATE SKIP LOCKED", id).Scan(&one)
+		return errors.Is(err, pgx.ErrNoRows)
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	wantBalance(t, s, id, 100)
+	// A bounded ctx: if the rollback had left the row locked, this would
+	// fail instead of hanging.
+	next, cancelNext := context.WithTimeout(testCtx(t), 10*time.Second)
+	defer cancelNext()
+	if ok, err := s.SpendForUpdate(next, id, 10, 0); !ok || err != nil {
+		t.Fatalf("next SpendForUpdate = %v, %v; want true, nil", ok, err)
+	}
+	wantBalance(t, s, id, 90)
+}
+
+var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
+
+func TestPostgresVersion(t *testing.T) {
+	pool := testenv.Postgres(t)
+	v, err := wallet.PostgresVersion(testCtx(t), pool)
+	if err != nil || !versionRE.MatchString(v) {
+		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
+	}
+	t.Logf("PostgreSQL %s", v)
+}
+
+func TestRedisVersion(t *testing.T) {
+	rdb := testenv.Redis(t)
+	v, err := wallet.RedisVersion(testCtx(t), rdb)
+	if err != nil || !versionRE.MatchString(v) {
+		t.Fatalf("RedisVersion = %q, %v; want a version number", v, err)
+	}
+	t.Logf("Redis %s", v)
+}

@@ -1,0 +1,16 @@
+-- The one table walletlock keeps in PostgreSQL. OpenStore runs this file, so
+-- there is no manual SQL step; it touches nothing else in the database.
+--
+--   balance  what the wallet holds. The CHECK is the last line of defence:
+--            whatever a caller gets wrong, PostgreSQL refuses an overdraft.
+--   fence    the highest fencing token that has claimed the row (0: none).
+--            Store.Claim raises it; Store.WriteFenced writes only while the
+--            row still carries the writer's fence.
+--   version  bumped by every balance write; Store.SpendVersioned writes only
+--            if it is still the value it read.
+CREATE TABLE IF NOT EXISTS walletlock_wallets (
+    id      bigint PRIMARY KEY,
+    balance bigint NOT NULL CHECK (balance >= 0),
+    fence   bigint NOT NULL DEFAULT 0,
+    version bigint NOT NULL DEFAULT 0
+);

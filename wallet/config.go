@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func RedisOptions() (*redis.Options, error) {
 	var opt *redis.Options
 	if raw := os.Getenv("REDIS_URL"); raw != "" {
+		if userinfoNeedsEscaping(raw) {
+			return nil, errors.New("REDIS_URL: percent-encode / ? # % in the user and password (as %2F %3F %23 %25); the form is redis://user:password@host:6379/0")
+		}
 		u, err := url.Parse(raw)
 		if err != nil {
 			// url.Error repeats the whole URL, password included: keep
@@ -96,14 +100,36 @@ func Connect(ctx context.Context) (*redis.Client, error) {
 	return rdb, nil
 }
 
+// userinfoNeedsEscaping reports whether the user:password part of a URL
+// holds a character that must be percent-encoded there. An unencoded / ? or
+// # makes the parser split the URL inside the password, and a bare % is an
+// invalid escape; either way the parser's error would quote a piece of the
+// password, so the caller must say what is wrong without using it.
+func userinfoNeedsEscaping(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return false
+	}
+	info := rest[:at]
+	_, err := url.PathUnescape(info)
+	return err != nil || strings.ContainsAny(info, "/?#")
+}
+
+// oneLine folds a multi-line driver error (pgx lists each address it tried
+// on a line of its own) into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
 func redisError(addr string, err error) error {
-	msg := err.Error()
+	msg := oneLine(err)
 	switch {
 	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"),
 		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"):
-		return fmt.Errorf("redis at %s refused the credentials (%v): check the user and password in REDIS_URL", addr, err)
+		return fmt.Errorf("redis at %s refused the credentials (%s): check the user and password in REDIS_URL", addr, msg)
 	default:
-		return fmt.Errorf("redis at %s is not reachable (%v): is Redis running? try `make up`", addr, err)
+		return fmt.Errorf("redis at %s is not reachable (%s): is Redis running? try `make up`", addr, msg)
 	}
 }
 
@@ -120,28 +146,32 @@ func DatabaseURL() string {
 // server answers. Like Connect, its error is one line naming the address
 // (host:port/database, no credentials) and the fix.
 func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(DatabaseURL())
+	raw := DatabaseURL()
+	if userinfoNeedsEscaping(raw) {
+		return nil, errors.New("DATABASE_URL: percent-encode / ? # % in the user and password (as %2F %3F %23 %25); the form is postgres://user:password@host:5432/db?sslmode=disable")
+	}
+	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		// pgx redacts the password in its parse errors, but the message
 		// still quotes the URL; say only what is wrong.
 		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
 	}
 	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
-	addr := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))) + "/" + cfg.ConnConfig.Database
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres at %s: %v", addr, err)
+		return nil, fmt.Errorf("postgres at %s: %s", addr, oneLine(err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		msg := err.Error()
+		msg := oneLine(err)
 		if strings.Contains(msg, "password authentication failed") || strings.Contains(msg, "SQLSTATE 28") {
 			return nil, fmt.Errorf("postgres at %s refused the credentials: check the user and password in DATABASE_URL", addr)
 		}
 		// pgx errors name the host and user but never the password.
-		return nil, fmt.Errorf("postgres at %s is not reachable (%v): is PostgreSQL running? try `make up`", addr, err)
+		return nil, fmt.Errorf("postgres at %s is not reachable (%s): is PostgreSQL running? try `make up`", addr, msg)
 	}
 	return pool, nil
 }

@@ -1,0 +1,78 @@
+// Package fencing joins the two halves of step 5: a lease with a fencing
+// token from Redis (lock.AcquireFenced) and a wallet row in PostgreSQL that
+// refuses writes from an older token (wallet.Store). It lives apart from
+// both because lock knows nothing of wallets and wallet nothing of locks.
+//
+// What it adds to the two is the heal. Redis keeps the fence counter in
+// memory; after a restart without persistence the counter starts again
+// from 1, below the fences PostgreSQL has already accepted. That stays
+// safe (PostgreSQL refuses every one of those low fences) but, left alone,
+// it would refuse them until the counter had climbed back on its own. So
+// when PostgreSQL refuses a fence, Do raises the counter to the fence
+// PostgreSQL holds, and the next holder gets a fence above it.
+package fencing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// releaseTimeout bounds the release of the lease, which runs even when the
+// caller's ctx has ended.
+const releaseTimeout = time.Second
+
+// Do takes the lease on key with a fencing token, runs write with that
+// token and gives the lease back. write must hand the fence to the
+// database with every read and write (wallet.Store.Claim and WriteFenced
+// do), so that PostgreSQL, not the lease, decides whether the write lands.
+//
+// When write fails with a *wallet.StaleFenceError, nothing was written. Do
+// then raises the fence counter of key to the fence PostgreSQL holds
+// (lock.RaiseFence: a no-op unless Redis lost the counter) before giving
+// the lease back, so that the next holder's fence is above it, and returns
+// the error as it is: it does not try again, the caller decides.
+//
+// Do runs no watchdog: a holder that outlives its lease is stopped by the
+// fence, at the cost of its work. Its errors are those of
+// lock.AcquireFenced, those of write, and, joined to a stale fence, the
+// error of a heal that failed. Whether the release succeeds does not
+// matter: a lease that already expired is what fencing is for, and one
+// that could not be deleted expires after ttl.
+func Do(ctx context.Context, rdb lock.Client, key string, ttl time.Duration, write func(ctx context.Context, fence int64) (bool, error)) (bool, error) {
+	l, err := lock.AcquireFenced(ctx, rdb, key, ttl)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_ = l.Release(rctx)
+	}()
+
+	ok, err := write(ctx, l.Fence)
+	var stale *wallet.StaleFenceError
+	if errors.As(err, &stale) {
+		// Heal while still holding the lease (if it is still ours): the
+		// next AcquireFenced then draws its fence after the raise.
+		if _, herr := lock.RaiseFence(ctx, rdb, key, stale.Highest); herr != nil {
+			return false, errors.Join(err, fmt.Errorf("fencing: could not heal the fence counter: %w", herr))
+		}
+	}
+	return ok, err
+}
+
+// Spend is Do with wallet.Store.SpendFenced: it spends amount from wallet
+// id in s under the lease on key, taking work between the read and the
+// write. It reports (true, nil) when the spend was written, (false, nil)
+// when funds were short, and a *wallet.StaleFenceError (matching
+// wallet.ErrStaleFence) when PostgreSQL refused the fence.
+func Spend(ctx context.Context, rdb lock.Client, s *wallet.Store, key string, id, amount int64, ttl, work time.Duration) (bool, error) {
+	return Do(ctx, rdb, key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		return s.SpendFenced(ctx, id, fence, amount, work)
+	})
+}

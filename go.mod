@@ -3,6 +3,7 @@ module example.com/walletlock
 go 1.26.0
 
 require (
+	github.com/bsm/redislock v0.10.0
 	github.com/jackc/pgx/v5 v5.11.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.yaml.in/yaml/v3 v3.0.5

@@ -1,0 +1,146 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+)
+
+// This file adapts github.com/bsm/redislock v0.10.0 to the rules of this
+// package, for step 4 and the step 6 load test. The library leaves a few
+// things to its caller; each function below takes one of them on.
+
+// CheckTTL returns ErrBadTTL (wrapped, naming the value) for a TTL under
+// 1 ms, and nil otherwise. Programs call it on their -ttl flag so that a bad
+// value is refused before anything runs.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
+	}
+	return nil
+}
+
+// ObtainRedislock takes the lock on key with redislock, after the checks
+// redislock does not make.
+//
+// The TTL is checked first: given 0, a negative TTL or one under 1 ms and
+// a ctx with a deadline, redislock v0.10.0 runs SET and then PEXPIRE with
+// 0 or less, which deletes the key, and returns a lock with a nil error
+// while nothing is held in Redis. Here such a TTL (and an empty key) fails
+// with ErrBadTTL (or ErrEmptyKey) before any call to Redis.
+//
+// Bound the wait with a ctx deadline. Without one, redislock quietly stops
+// retrying after ttl, however long the retry strategy would go on. When
+// the deadline cuts a call to Redis short, the lease that call may still
+// have taken is deleted before ObtainRedislock returns; redislock alone
+// would leave it to block everyone until its TTL ran out.
+//
+// opt.RetryStrategy must be a fresh value for each call: ExponentialBackoff
+// and LimitRetry count retries inside the value, so one value shared by
+// several Obtains makes each one's waits depend on the others.
+//
+// Errors, told apart with errors.Is:
+//   - the wait ran out: the error matches ctx.Err() (or, when ctx had no
+//     deadline, context.DeadlineExceeded), and also
+//     redislock.ErrNotObtained when it ran out between two attempts. Test
+//     for the context first, since both match.
+//   - the retry strategy gave up: redislock.ErrNotObtained alone.
+//   - anything else is a Redis error, returned at once.
+//
+// All are one line (redislock's own joined error spans two) and name the
+// key.
+func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
+	if err := validate(key, ttl); err != nil {
+		return nil, err
+	}
+	// Choose the token here rather than let redislock do it, so that a call
+	// cut short by ctx can be cleaned up below. Copy opt: it is the caller's.
+	o := redislock.Options{Token: rand.Text()}
+	if opt != nil {
+		o = *opt
+		if o.Token == "" {
+			o.Token = rand.Text()
+		}
+	}
+	l, err := redislock.New(rdb).Obtain(ctx, key, ttl, &o)
+	if err == nil {
+		return l, nil
+	}
+	// The wait ran out: ctx ended, or the deadline redislock set itself
+	// (now+ttl) because ctx had none.
+	gaveUp := fmt.Sprintf("lock: obtain %s: gave up waiting", key)
+	cause := ctx.Err()
+	if cause == nil && errors.Is(err, context.DeadlineExceeded) {
+		gaveUp += fmt.Sprintf(" after the TTL (%v), as ctx had no deadline", ttl)
+		cause = context.DeadlineExceeded
+	}
+	switch {
+	case cause != nil && errors.Is(err, redislock.ErrNotObtained):
+		// It ran out between two attempts: redislock returned
+		// errors.Join(ErrNotObtained, ctx.Err()), a two-line message.
+		return nil, fmt.Errorf("%s: %w: %w", gaveUp, redislock.ErrNotObtained, cause)
+	case cause != nil:
+		// It cut a call to Redis short, and Redis may still have run it:
+		// delete what might be ours, so that no orphan lease blocks the
+		// others until its TTL runs out. redislock stores token+metadata.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		releaseScript.Run(cctx, rdb, []string{key}, o.Token+o.Metadata)
+		cancel()
+		return nil, fmt.Errorf("%s: %w", gaveUp, cause)
+	case errors.Is(err, redislock.ErrNotObtained):
+		return nil, fmt.Errorf("lock: obtain %s: retry strategy gave up: %w", key, err)
+	default:
+		return nil, fmt.Errorf("lock: obtain %s: %w", key, err)
+	}
+}
+
+// RedislockRefresh returns a refresh call for KeepAlive that gives l a
+// fresh ttl. redislock has no watchdog of its own; this is how it gets the
+// one Watch uses:
+//
+//	wctx, stop := lock.KeepAlive(ctx, ttl, lock.RedislockRefresh(l, ttl))
+//	defer stop()
+//
+// When the lease is gone, redislock's Refresh returns ErrNotObtained (not
+// ErrLockNotHeld, which only Release returns); it becomes ErrNotHeld here,
+// so context.Cause reads the same for both locks. Refresh makes a single
+// attempt: KeepAlive bounds it and cancels the work on the first failure.
+func RedislockRefresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		err := l.Refresh(ctx, ttl, nil)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, redislock.ErrNotObtained):
+			return ErrNotHeld
+		default:
+			return fmt.Errorf("lock: refresh %s: %w", l.Key(), err)
+		}
+	}
+}
+
+// CountingRetry is a redislock.RetryStrategy that passes the waits of
+// Strategy through and counts how often redislock asked for one. redislock
+// asks once after every attempt that found the lock held, so an Obtain
+// that returned the lock made Busy()+1 attempts.
+//
+// Use one per Obtain, like the strategy it wraps. Busy may be read from
+// another goroutine while the Obtain runs.
+type CountingRetry struct {
+	Strategy redislock.RetryStrategy
+	busy     atomic.Int64
+}
+
+// NextBackoff counts the call and returns Strategy's wait.
+func (c *CountingRetry) NextBackoff() time.Duration {
+	c.busy.Add(1)
+	return c.Strategy.NextBackoff()
+}
+
+// Busy returns how many attempts so far found the lock held.
+func (c *CountingRetry) Busy() int { return int(c.busy.Load()) }

@@ -1,0 +1,354 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lock"
+)
+
+// failEveryCall is a go-redis hook that fails every command and every dial
+// without touching the network, and counts them.
+type failEveryCall struct{ calls atomic.Int64 }
+
+var errCalled = errors.New("test: this call should not have happened")
+
+func (h *failEveryCall) DialHook(redis.DialHook) redis.DialHook {
+	return func(context.Context, string, string) (net.Conn, error) {
+		h.calls.Add(1)
+		return nil, errCalled
+	}
+}
+
+func (h *failEveryCall) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(_ context.Context, cmd redis.Cmder) error {
+		h.calls.Add(1)
+		cmd.SetErr(errCalled)
+		return errCalled
+	}
+}
+
+func (h *failEveryCall) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(context.Context, []redis.Cmder) error {
+		h.calls.Add(1)
+		return errCalled
+	}
+}
+
+func TestObtainRedislock_refusesBadInputBeforeAnyCall(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string
+		ttl  time.Duration
+		want error
+	}{
+		{"zero TTL", "k", 0, lock.ErrBadTTL},
+		{"negative TTL", "k", -time.Second, lock.ErrBadTTL},
+		{"sub-millisecond TTL", "k", 999 * time.Microsecond, lock.ErrBadTTL},
+		{"empty key", "", time.Second, lock.ErrEmptyKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hook := &failEveryCall{}
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+			rdb.AddHook(hook)
+			t.Cleanup(func() { rdb.Close() })
+
+			l, err := lock.ObtainRedislock(context.Background(), rdb, tt.key, tt.ttl, nil)
+			if !errors.Is(err, tt.want) || l != nil {
+				t.Fatalf("got (%v, %v), want (nil, %v)", l, err, tt.want)
+			}
+			if n := hook.calls.Load(); n != 0 {
+				t.Errorf("Redis was called %d times, want 0", n)
+			}
+		})
+	}
+}
+
+func TestObtainRedislock_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
+	// The guard lets 1 ms through; the call then reaches the client, whose
+	// error comes back wrapped.
+	hook := &failEveryCall{}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	rdb.AddHook(hook)
+	t.Cleanup(func() { rdb.Close() })
+
+	_, err := lock.ObtainRedislock(context.Background(), rdb, "k", time.Millisecond, nil)
+	if !errors.Is(err, errCalled) {
+		t.Fatalf("got %v, want the client's error", err)
+	}
+	if hook.calls.Load() == 0 {
+		t.Error("Redis was never called")
+	}
+}
+
+// This is the redislock v0.10.0 behaviour that ObtainRedislock guards
+// against. If it fails after an upgrade, redislock fixed it: revisit the
+// comments that mention it.
+//
+// It needs a ctx with a deadline, as any caller that bounds its wait has.
+// Without one, redislock derives a deadline of now+ttl, already past for
+// these TTLs, and the call fails with context.DeadlineExceeded instead.
+func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, ttl := range []time.Duration{0, -time.Second, 500 * time.Microsecond} {
+		key := prefix + "lock:" + ttl.String()
+		l, err := redislock.Obtain(ctx, rdb, key, ttl, nil)
+		if err != nil || l == nil {
+			t.Fatalf("ttl %v: got (%v, %v), want a lock and no error", ttl, l, err)
+		}
+		if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+			t.Errorf("ttl %v: key exists (%d), want it gone", ttl, n)
+		}
+	}
+}
+
+func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Prefix(t, rdb) + "lock"
+	held, err := lock.ObtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Release(context.Background()) })
+
+	// Waits of a minute make sure that the deadline falls between two
+	// attempts (the case where redislock joins two errors), not during one.
+	waitLong := &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Minute)}
+	t.Run("deadline while waiting matches both", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, waitLong)
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("got %v, want DeadlineExceeded and ErrNotObtained", err)
+		}
+		checkOneLine(t, err, key)
+	})
+	t.Run("strategy giving up matches ErrNotObtained only", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)})
+		if !errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrNotObtained alone", err)
+		}
+		checkOneLine(t, err, key)
+	})
+	t.Run("no deadline stops at the TTL", func(t *testing.T) {
+		start := time.Now()
+		_, err := lock.ObtainRedislock(context.Background(), rdb, key, 300*time.Millisecond, waitLong)
+		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
+		}
+		checkOneLine(t, err, key)
+		// Generous: only "it did not wait a minute" matters.
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("returned after %v, want about the 300ms TTL", d)
+		}
+	})
+	t.Run("a cancelled context matches Canceled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, waitLong)
+		if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("got %v, want Canceled", err)
+		}
+		checkOneLine(t, err, key)
+	})
+}
+
+func checkOneLine(t *testing.T, err error, key string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("got no error")
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, key) {
+		t.Errorf("error %q should be one line naming %s", msg, key)
+	}
+}
+
+// cutFirstCall lets the first command after arm run in Redis, then holds
+// it until ctx ends and reports ctx's error, as if the reply came too late.
+type cutFirstCall struct {
+	armed, landed atomic.Bool
+}
+
+func (h *cutFirstCall) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *cutFirstCall) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.armed.CompareAndSwap(true, false) {
+			return next(ctx, cmd)
+		}
+		if err := next(ctx, cmd); err == nil {
+			h.landed.Store(true)
+		}
+		<-ctx.Done()
+		cmd.SetErr(ctx.Err())
+		return ctx.Err()
+	}
+}
+
+func (h *cutFirstCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestObtainRedislock_cleansUpACallCutShort(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Prefix(t, rdb) + "lock"
+	hook := &cutFirstCall{}
+	rdb.AddHook(hook)
+	// Load redislock's script first, so that the cut call is the one that
+	// takes the lock rather than a NOSCRIPT miss.
+	warm, err := lock.ObtainRedislock(context.Background(), rdb, key, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm.Release(context.Background())
+
+	hook.armed.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = lock.ObtainRedislock(ctx, rdb, key, time.Minute, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+	if !hook.landed.Load() {
+		t.Fatal("the cut call did not take the lock in Redis; the test proves nothing")
+	}
+	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Error("the lease taken by the cut call is still in Redis, want it deleted")
+	}
+}
+
+func TestRedislockRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Prefix(t, rdb) + "lock"
+	// Refreshes come every ttl/3; a stall of two thirds of the TTL would
+	// lose the lease, so keep the TTL well above a noisy machine's stalls.
+	const ttl = time.Second
+	l, err := lock.ObtainRedislock(context.Background(), rdb, key, ttl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, stop := lock.KeepAlive(context.Background(), ttl, lock.RedislockRefresh(l, ttl))
+	defer stop()
+
+	time.Sleep(ttl * 5 / 2)
+	if err := context.Cause(work); err != nil {
+		t.Fatalf("work cancelled after 2.5 TTLs: %v", err)
+	}
+	if left, err := l.TTL(context.Background()); err != nil || left <= 0 {
+		t.Fatalf("lease after 2.5 TTLs: TTL %v, error %v; want it alive", left, err)
+	}
+
+	// Someone else deletes the key: the next refresh must notice.
+	rdb.Del(context.Background(), key)
+	select {
+	case <-work.Done():
+	case <-time.After(10 * ttl):
+		t.Fatal("work not cancelled 10 TTLs after the key was deleted")
+	}
+	if err := context.Cause(work); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("cause = %v, want lock.ErrNotHeld", err)
+	}
+}
+
+func TestRedislockRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Prefix(t, rdb) + "lock"
+	l, err := lock.ObtainRedislock(context.Background(), rdb, key, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refresh := lock.RedislockRefresh(l, time.Minute)
+	if err := refresh(context.Background()); err != nil {
+		t.Fatalf("refresh of a held lock: %v", err)
+	}
+	rdb.Del(context.Background(), key)
+	if err := refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("refresh of a deleted lock: got %v, want lock.ErrNotHeld", err)
+	}
+	if err := lock.RedislockRefresh(nil, time.Minute)(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("refresh of a nil lock: got %v, want lock.ErrNotHeld", err)
+	}
+}
+
+func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
+	c := &lock.CountingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
+	for i := 1; i <= 3; i++ {
+		if got := c.NextBackoff(); got != 7*time.Millisecond {
+			t.Fatalf("wait %d = %v, want 7ms", i, got)
+		}
+		if c.Busy() != i {
+			t.Fatalf("Busy() = %d after %d calls", c.Busy(), i)
+		}
+	}
+}
+
+func TestCountingRetry_countsAttempts(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	obtain := func(t *testing.T, key string) *lock.CountingRetry {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		retry := &lock.CountingRetry{Strategy: lock.Jitter{Min: time.Millisecond, Max: 5 * time.Millisecond}}
+		l, err := lock.ObtainRedislock(ctx, rdb, key, 10*time.Second, &redislock.Options{RetryStrategy: retry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(context.Background())
+		return retry
+	}
+
+	t.Run("no contention: one attempt", func(t *testing.T) {
+		if retry := obtain(t, prefix+"free"); retry.Busy() != 0 {
+			t.Errorf("Busy() = %d, want 0 (one attempt)", retry.Busy())
+		}
+	})
+	t.Run("contention: more attempts", func(t *testing.T) {
+		key := prefix + "busy"
+		held, err := lock.ObtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			held.Release(context.Background())
+		}()
+		if retry := obtain(t, key); retry.Busy() < 1 {
+			t.Errorf("Busy() = %d, want at least 1 while the lock was held", retry.Busy())
+		}
+	})
+}
+
+func TestCheckTTL(t *testing.T) {
+	tests := []struct {
+		ttl time.Duration
+		ok  bool
+	}{
+		{-time.Millisecond, false},
+		{0, false},
+		{time.Millisecond - 1, false},
+		{time.Millisecond, true},
+		{2 * time.Second, true},
+	}
+	for _, tt := range tests {
+		err := lock.CheckTTL(tt.ttl)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
+			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
+		}
+	}
+}

@@ -24,6 +24,8 @@ status: ## say whether Redis and PostgreSQL answer
 demo: up ## run every step program in order
 	@echo "== step 1: no lock, lost updates"
 	@$(GO) run ./cmd/step1-race -runs 3
+	@echo "== step 4: bsm/redislock, and what lockstep retries cost"
+	@$(GO) run ./cmd/step4-redislock
 
 test: up ## go vet and go test -race against the real services
 	$(GO) vet ./...

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lock"
+)
+
+// runStep runs the program with args plus a -prefix of the test's own and
+// returns its exit code, stdout and stderr.
+func runStep(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	args = append(args, "-prefix", testenv.Prefix(t, rdb))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// runJSON runs the program with -json and parses what it prints.
+func runJSON(t *testing.T, args ...string) (int, jsonOutput) {
+	t.Helper()
+	code, stdout, stderr := runStep(t, append(args, "-json")...)
+	var out jsonOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("-json output does not parse: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	return code, out
+}
+
+type jsonOutput struct {
+	N          int          `json:"n"`
+	Strategies []jsonResult `json:"strategies"`
+}
+
+func TestRun_eachStrategyIsOKTenTimesInTen(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			for i := range 10 {
+				// A long -wait: this test is about the balance, not speed.
+				code, stdout, stderr := runStep(t, "-strategy", s.name, "-wait", "60s")
+				want := fmt.Sprintf("%-12s %s", s.name+":", "accepted=10 balance=0 expected=0 OK")
+				if code != 0 || !strings.Contains(stdout, want+"\n") || stderr != "" {
+					t.Fatalf("run %d: exit %d, want 0 and %q\nstdout:\n%s\nstderr:\n%s", i+1, code, want, stdout, stderr)
+				}
+			}
+		})
+	}
+}
+
+func TestRun_printsOneCheckLineAndOneTableRowPerStrategy(t *testing.T) {
+	code, stdout, stderr := runStep(t, "-n", "10")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
+	}
+	for _, s := range strategies {
+		if n := strings.Count(stdout, "\n"+s.name+" "); n != 1 {
+			t.Errorf("%d table rows for %s, want 1\n%s", n, s.name, stdout)
+		}
+		checks := 0
+		for line := range strings.Lines(stdout) {
+			if strings.HasPrefix(line, s.name+":") && strings.HasSuffix(line, " OK\n") {
+				checks++
+			}
+		}
+		if checks != 1 {
+			t.Errorf("%d OK check lines for %s, want 1\n%s", checks, s.name, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "server-wide") {
+		t.Errorf("the output should warn that command counts are server-wide\n%s", stdout)
+	}
+}
+
+func TestRun_jsonParses(t *testing.T) {
+	code, out := runJSON(t, "-n", "20")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if out.N != 20 || len(out.Strategies) != len(strategies) {
+		t.Fatalf("got n=%d and %d strategies, want 20 and %d", out.N, len(out.Strategies), len(strategies))
+	}
+	for i, r := range out.Strategies {
+		if r.Strategy != strategies[i].name || !r.OK || r.Accepted != 10 || !strings.HasSuffix(r.Check, " OK") {
+			t.Errorf("strategy %d: %+v, want %s OK with 10 accepted", i, r, strategies[i].name)
+		}
+		if r.AttemptsPerSpend == nil || r.CommandsPerSpend == nil || r.WaitP99MS < r.WaitP50MS {
+			t.Errorf("%s: per-spend numbers missing or p99 < p50: %+v", r.Strategy, r)
+		}
+	}
+}
+
+func TestRun_attemptsAreCounted(t *testing.T) {
+	tests := []struct {
+		name       string
+		n          string
+		atLeast    int // attempts, all spenders together
+		exactlyOne bool
+	}{
+		// Alone, a spender takes the lock at the first attempt.
+		{"no contention: exactly one", "1", 1, true},
+		// Fifty spenders cannot all win their first attempt.
+		{"contention: more than one each", "50", 51, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, s := range strategies {
+				code, out := runJSON(t, "-strategy", s.name, "-n", tt.n, "-wait", "60s")
+				if code != 0 || len(out.Strategies) != 1 {
+					t.Fatalf("%s: exit %d, %d results", s.name, code, len(out.Strategies))
+				}
+				got := out.Strategies[0].Attempts
+				if got < tt.atLeast || (tt.exactlyOne && got != 1) {
+					t.Errorf("%s: %d attempts, want at least %d (exactly one: %v)", s.name, got, tt.atLeast, tt.exactlyOne)
+				}
+			}
+		})
+	}
+}
+
+func TestRun_refusesBadTTLsBeforeRunning(t *testing.T) {
+	for _, ttl := range []string{"0", "-1s", "999us"} {
+		t.Run(ttl, func(t *testing.T) {
+			// No Redis needed: the TTL is refused first.
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"-ttl", ttl}, &stdout, &stderr)
+			if code == 0 || !strings.Contains(stderr.String(), lock.ErrBadTTL.Error()) {
+				t.Errorf("exit %d, stderr %q; want non-zero and %q", code, stderr.String(), lock.ErrBadTTL)
+			}
+			if strings.Contains(stdout.String(), "OK") {
+				t.Errorf("printed OK for -ttl %s:\n%s", ttl, stdout.String())
+			}
+		})
+	}
+}
+
+func TestRun_badFlagsExitTwo(t *testing.T) {
+	tests := [][]string{
+		{"-strategy", "random"},
+		{"-n", "0"},
+		{"-wait", "0"},
+		{"-work", "-1ms"},
+		{"-ttl", "soon"},
+		{"-no-such-flag"},
+		{"extra"},
+	}
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit %d, want 2\nstderr:\n%s", code, stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("stdout should stay empty, got:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+func TestRun_unreachableRedisExitsOneWithOneLine(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run(context.Background(), nil, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "127.0.0.1:1") {
+		t.Errorf("stderr %q, want one line naming the address", msg)
+	}
+	// Connect gives up after a few seconds at most; the margin is wide.
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v to give up", d)
+	}
+}
+
+func TestRun_shortWaitReportsErrorsPerStrategy(t *testing.T) {
+	// A 1 ms wait: the first spender gets the lock, those that have to
+	// retry give up. The balance must still add up.
+	code, stdout, stderr := runStep(t, "-strategy", "lockstep", "-wait", "1ms")
+	if strings.Contains(stdout, "BROKEN") {
+		t.Fatalf("BROKEN with a short wait:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "lockstep: ") || !strings.Contains(stderr, "gave up waiting") {
+		t.Errorf("exit %d; stderr should count the failed waits of lockstep, got:\n%s", code, stderr)
+	}
+}
+
+func TestStrategies_jitterWaitsStayInRangeAndDiffer(t *testing.T) {
+	s, err := pick("jitter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, ok := s[0].fresh().(lock.Jitter)
+	if !ok {
+		t.Fatalf("jitter strategy is %T, want lock.Jitter", s[0].fresh())
+	}
+	seen := map[time.Duration]bool{}
+	for range 1000 {
+		d := s[0].fresh().NextBackoff() // a fresh strategy per Obtain, as spendAll does
+		if d < j.Min || d > j.Max {
+			t.Fatalf("wait %v outside [%v, %v]", d, j.Min, j.Max)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 10 {
+		t.Errorf("1000 waits took only %d values; they should differ", len(seen))
+	}
+}
+
+func TestStrategies_freshValuesDoNotShareState(t *testing.T) {
+	// Why spendAll makes one strategy per Obtain: an ExponentialBackoff
+	// counts its own retries, so a shared one would make a newcomer start
+	// at the cap.
+	s, _ := pick("exponential")
+	first := s[0].fresh().NextBackoff()
+	shared := s[0].fresh()
+	for range 10 {
+		shared.NextBackoff()
+	}
+	if got := shared.NextBackoff(); got <= first {
+		t.Fatalf("a used strategy waits %v, a fresh one %v: the test's premise is wrong", got, first)
+	}
+	if got := s[0].fresh().NextBackoff(); got != first {
+		t.Errorf("a fresh strategy waits %v after another was used, want %v", got, first)
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{errors.Join(redislock.ErrNotObtained, context.DeadlineExceeded), "gave up waiting"},
+		{fmt.Errorf("lock: obtain k: gave up waiting: %w: %w", redislock.ErrNotObtained, context.DeadlineExceeded), "gave up waiting"},
+		{redislock.ErrNotObtained, "retries exhausted"},
+		{redislock.ErrLockNotHeld, "lease lost"},
+		// What wallet.Spend returns when the watchdog cancelled the work.
+		{fmt.Errorf("wallet: spend aborted: %w (%w)", context.Canceled, lock.ErrNotHeld), "lease lost"},
+		{context.Canceled, "interrupted"},
+		{errors.New("READONLY You can't write against a read only replica"), "redis error"},
+	}
+	for _, tt := range tests {
+		if got := errorKind(tt.err); got != tt.want {
+			t.Errorf("errorKind(%q) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestParseCommandStats(t *testing.T) {
+	info := "# Commandstats\r\n" +
+		"cmdstat_get:calls=21,usec=35,usec_per_call=1.67,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=7,usec=120,usec_per_call=17.14,rejected_calls=0,failed_calls=1\r\n" +
+		"cmdstat_client|setinfo:calls=4,usec=4,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
+	got := parseCommandStats(info)
+	want := map[string]int64{"get": 21, "evalsha": 7, "client|setinfo": 4}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: got %d, want %d", k, got[k], v)
+		}
+	}
+}
+
+func TestCommandsBetween(t *testing.T) {
+	before := map[string]int64{"get": 10, "info": 5, "hello": 1}
+	tests := []struct {
+		name  string
+		after map[string]int64
+		want  int64
+	}{
+		{"sums the deltas", map[string]int64{"get": 15, "evalsha": 3, "info": 5}, 8},
+		{"ignores INFO and connection setup", map[string]int64{"get": 10, "info": 9, "hello": 7, "client|setinfo": 12}, 0},
+		{"a reset counter means unknown", map[string]int64{"get": 2, "evalsha": 3}, -1},
+	}
+	for _, tt := range tests {
+		if got := commandsBetween(before, tt.after); got != tt.want {
+			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestResult_percentile(t *testing.T) {
+	var r result
+	for i := 50; i >= 1; i-- { // unsorted on purpose
+		r.waits = append(r.waits, time.Duration(i)*time.Millisecond)
+	}
+	if got := r.percentile(0.50); got != 25*time.Millisecond {
+		t.Errorf("p50 = %v, want 25ms", got)
+	}
+	if got := r.percentile(0.99); got != 50*time.Millisecond {
+		t.Errorf("p99 = %v, want 50ms", got)
+	}
+	if got := (result{}).percentile(0.5); got != 0 {
+		t.Errorf("p50 of nothing = %v, want 0", got)
+	}
+}

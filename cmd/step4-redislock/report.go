@@ -1,0 +1,255 @@
+package main
+
+// The measuring and printing side of step 4: the results of one strategy,
+// Redis's own command counts, and the table or JSON they end up in.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// config is what the flags set.
+type config struct {
+	n               int
+	work, ttl, wait time.Duration
+	prefix          string
+}
+
+// pick returns the strategies -strategy names.
+func pick(name string) ([]strategy, error) {
+	if name == "all" {
+		return strategies, nil
+	}
+	for _, s := range strategies {
+		if s.name == name {
+			return []strategy{s}, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown -strategy %q (want lockstep, exponential, jitter or all)", name)
+}
+
+// result is what one strategy's run measured.
+type result struct {
+	Strategy, Retry string
+	wallet.Verdict
+	wall     time.Duration
+	attempts int             // lock attempts, all spenders together
+	waits    []time.Duration // per obtained lock: from calling Obtain to holding it
+	commands int64           // Redis commands during the run, -1 if unknown
+	failed   int             // spends that returned an error
+	errs     []error         // their errors, and failed releases
+}
+
+// perSpend divides by the accepted spends; NaN when there were none.
+func (r result) perSpend(total float64) float64 {
+	if r.Accepted == 0 || total < 0 {
+		return math.NaN()
+	}
+	return total / float64(r.Accepted)
+}
+
+// percentile returns the p-th (0 to 1) of the waits by nearest rank (with
+// 50 samples, p99 is the slowest one). A plain sort is enough here.
+func (r result) percentile(p float64) time.Duration {
+	if len(r.waits) == 0 {
+		return 0
+	}
+	w := slices.Sorted(slices.Values(r.waits))
+	i := int(math.Ceil(p*float64(len(w)))) - 1
+	return w[max(i, 0)]
+}
+
+// commandCalls reads INFO commandstats: how many times the server ran each
+// command since it started. Commands that Lua scripts run count as well as
+// the EVALSHA that ran them, so a redislock attempt costs three.
+func commandCalls(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {
+	ictx, cancel := context.WithTimeout(ctx, wallet.ConnectTimeout)
+	defer cancel()
+	info, err := rdb.Info(ictx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis INFO commandstats: %w", err)
+	}
+	return parseCommandStats(info), nil
+}
+
+// parseCommandStats reads lines such as
+// "cmdstat_get:calls=21,usec=35,usec_per_call=1.67,rejected_calls=0,failed_calls=0".
+func parseCommandStats(info string) map[string]int64 {
+	calls := map[string]int64{}
+	for line := range strings.Lines(info) {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		name, isStat := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isStat {
+			continue
+		}
+		for f := range strings.SplitSeq(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					calls[name] = n
+				}
+			}
+		}
+	}
+	return calls
+}
+
+// notTheLock are commands that say nothing about the lock: our own INFO,
+// and what go-redis sends when it opens a connection (the first strategy
+// opens most of the pool).
+var notTheLock = map[string]bool{"info": true, "hello": true, "client|setinfo": true, "auth": true, "select": true}
+
+// commandsBetween sums the calls that happened between two INFO readings.
+// They are server-wide: any other client of this Redis (a parallel test,
+// another program) adds its own, so this is an upper bound, not an exact
+// count. It returns -1 when a counter went down (someone ran CONFIG
+// RESETSTAT), as the difference then means nothing.
+func commandsBetween(before, after map[string]int64) int64 {
+	var sum int64
+	for name, n := range after {
+		if notTheLock[name] {
+			continue
+		}
+		d := n - before[name]
+		if d < 0 {
+			return -1
+		}
+		sum += d
+	}
+	return sum
+}
+
+// errorKind names why a spend failed. The order matters: redislock joins
+// ErrNotObtained with ctx.Err() when the wait ran out, so the context is
+// tested before ErrNotObtained; and a spend cancelled by the watchdog
+// matches context.Canceled as well as ErrNotHeld.
+func errorKind(err error) string {
+	switch {
+	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, redislock.ErrLockNotHeld):
+		return "lease lost"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "gave up waiting"
+	case errors.Is(err, context.Canceled):
+		return "interrupted"
+	case errors.Is(err, redislock.ErrNotObtained):
+		return "retries exhausted"
+	}
+	return "redis error"
+}
+
+// reportErrors says on stderr how many spends failed, and why.
+func reportErrors(stderr io.Writer, r result) {
+	if len(r.errs) == 0 {
+		return
+	}
+	kinds := map[string]int{}
+	for _, err := range r.errs {
+		kinds[errorKind(err)]++
+	}
+	var why []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		why = append(why, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	fmt.Fprintf(stderr, "step4-redislock: %s: %d errors (%s), first: %v\n",
+		r.Strategy, len(r.errs), strings.Join(why, ", "), r.errs[0])
+}
+
+const commandsNote = "Redis commands come from INFO commandstats, script internals included; they are server-wide, so other clients of this Redis inflate them."
+
+func writeTable(w io.Writer, c config, results []result) {
+	fmt.Fprintf(w, "\n%d spenders, %d each from %d, work %v, ttl %v, wait at most %v.\n%s\n\n",
+		c.n, amount, initial, c.work, c.ttl, c.wait, commandsNote)
+	width := len("retry")
+	for _, r := range results {
+		width = max(width, len(r.Retry))
+	}
+	row := "%-12s %-*s %9s %15s %9s %9s %15s %7s\n"
+	fmt.Fprintf(w, row, "strategy", width, "retry", "wall", "attempts/spend", "wait p50", "wait p99", "commands/spend", "errors")
+	for _, r := range results {
+		fmt.Fprintf(w, row, r.Strategy, width, r.Retry, ms(r.wall),
+			num(r.perSpend(float64(r.attempts))), ms(r.percentile(0.50)), ms(r.percentile(0.99)),
+			num(r.perSpend(float64(r.commands))), strconv.Itoa(len(r.errs)))
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
+
+func num(f float64) string {
+	if math.IsNaN(f) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", f)
+}
+
+// jsonResult is one strategy in the -json output. Per-spend numbers are
+// null when no spend was accepted.
+type jsonResult struct {
+	Strategy         string         `json:"strategy"`
+	Retry            string         `json:"retry"`
+	Check            string         `json:"check"`
+	OK               bool           `json:"ok"`
+	Accepted         int            `json:"accepted"`
+	Balance          int64          `json:"balance"`
+	Expected         int64          `json:"expected"`
+	WallMS           float64        `json:"wall_ms"`
+	Attempts         int            `json:"attempts"`
+	AttemptsPerSpend *float64       `json:"attempts_per_spend"`
+	WaitP50MS        float64        `json:"wait_p50_ms"`
+	WaitP99MS        float64        `json:"wait_p99_ms"`
+	Commands         int64          `json:"commands"`
+	CommandsPerSpend *float64       `json:"commands_per_spend"`
+	Failed           int            `json:"failed_spends"`
+	Errors           map[string]int `json:"errors"`
+}
+
+func writeJSON(w io.Writer, c config, results []result) error {
+	out := struct {
+		N          int          `json:"n"`
+		Work       string       `json:"work"`
+		TTL        string       `json:"ttl"`
+		Wait       string       `json:"wait"`
+		Note       string       `json:"note"`
+		Strategies []jsonResult `json:"strategies"`
+	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}}
+	for _, r := range results {
+		j := jsonResult{
+			Strategy: r.Strategy, Retry: r.Retry, Check: r.Verdict.String(), OK: r.OK,
+			Accepted: r.Accepted, Balance: r.Balance, Expected: r.Expected,
+			WallMS: msf(r.wall), Attempts: r.attempts,
+			AttemptsPerSpend: orNull(r.perSpend(float64(r.attempts))),
+			WaitP50MS:        msf(r.percentile(0.50)), WaitP99MS: msf(r.percentile(0.99)),
+			Commands: r.commands, CommandsPerSpend: orNull(r.perSpend(float64(r.commands))),
+			Failed: r.failed, Errors: map[string]int{},
+		}
+		for _, err := range r.errs {
+			j.Errors[errorKind(err)]++
+		}
+		out.Strategies = append(out.Strategies, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func msf(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
+
+func orNull(f float64) *float64 {
+	if math.IsNaN(f) {
+		return nil
+	}
+	return &f
+}

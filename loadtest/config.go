@@ -1,0 +1,148 @@
+package loadtest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// Step is the name of the step program in package lesson's table.
+const Step = "step6-loadtest"
+
+// ErrBadConfig is matched by every error Config.Validate and
+// ParseStrategies return: a program maps it to exit status 2.
+var ErrBadConfig = errors.New("loadtest: bad configuration")
+
+// Config is one run: the strategies to compare and the workload each of them
+// gets, on wallets of its own.
+type Config struct {
+	Strategies []string // names from Strategies(), run in this order
+
+	Wallets  int           // wallets the workers spend from
+	Workers  int           // goroutines that spend concurrently
+	Duration time.Duration // per strategy
+	Ops      int64         // per strategy: stop after this many spends (0: no limit; Duration still applies)
+	Work     time.Duration // time between the read and the write of each spend
+	Amount   int64         // taken by each spend
+	Initial  int64         // starting balance of every wallet
+	Seed     uint64        // seeds the workers' wallet picks
+	Hot      bool          // every spend goes to the first wallet
+
+	TTL     time.Duration // lease of the Redis locks
+	Timeout time.Duration // bounds each spend, waiting for its lock included
+
+	Prefix  string // Redis keys are written under it
+	FirstID int64  // PostgreSQL wallets are FirstID .. FirstID+Wallets-1
+
+	// Progress, when not nil, gets a progress bar while the run goes on
+	// (give it a terminal; nothing else wants carriage returns).
+	Progress io.Writer
+}
+
+// Defaults are the settings of `go run ./cmd/step6-loadtest`: six strategies
+// of 5 s each, so that the whole run stays within about 40 s.
+func Defaults() Config {
+	return Config{
+		Strategies: Strategies(),
+		Wallets:    16,
+		Workers:    64,
+		Duration:   5 * time.Second,
+		Work:       time.Millisecond,
+		Amount:     10,
+		// Far more than any run can spend (a million spends take 10
+		// million), so only -initial set low makes funds run out.
+		Initial: 1_000_000_000,
+		Seed:    1,
+		TTL:     2 * time.Second,
+		Timeout: 10 * time.Second,
+		Prefix:  wallet.DefaultPrefix + "step6:",
+		// Well clear of the demo wallet (42) and of the ids tests use
+		// (testenv.WalletID, from 1e9 up).
+		FirstID: 1_000_000,
+	}
+}
+
+// ParseStrategies reads a -strategy flag: "all", one name, or names separated
+// by commas.
+func ParseStrategies(s string) ([]string, error) {
+	if s == "all" {
+		return Strategies(), nil
+	}
+	var names []string
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := strategyByName(name); !ok {
+			return nil, fmt.Errorf("%w: unknown strategy %q (want all or some of %s)", ErrBadConfig, name, strings.Join(Strategies(), ", "))
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// Validate says what is wrong with c, in one line that names the flag.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrBadConfig}, a...)...)
+	}
+	switch {
+	case len(c.Strategies) == 0:
+		return bad("no strategy to run")
+	case c.Wallets < 1:
+		return bad("-wallets must be at least 1, got %d", c.Wallets)
+	case c.Workers < 1:
+		return bad("-workers must be at least 1, got %d", c.Workers)
+	case c.Duration <= 0:
+		return bad("-duration must be above 0, got %v", c.Duration)
+	case c.Ops < 0:
+		return bad("-ops must be 0 (no limit) or more, got %d", c.Ops)
+	case c.Work < 0:
+		return bad("-work must be at least 0, got %v", c.Work)
+	case c.Amount < 1:
+		return bad("-amount must be at least 1, got %d", c.Amount)
+	case c.Initial < 0:
+		return bad("-initial must be at least 0, got %d", c.Initial)
+	case c.Timeout <= 0:
+		return bad("-timeout must be above 0, got %v", c.Timeout)
+	case c.FirstID < 1 || c.FirstID > math.MaxInt64-int64(c.Wallets):
+		return bad("-first-id must be at least 1 and leave room for %d wallets, got %d", c.Wallets, c.FirstID)
+	case c.Prefix == "":
+		return bad("-prefix must not be empty: every key this program writes lives under it")
+	}
+	for _, name := range c.Strategies {
+		if _, ok := strategyByName(name); !ok {
+			return bad("unknown strategy %q (want all or some of %s)", name, strings.Join(Strategies(), ", "))
+		}
+	}
+	if err := lock.CheckTTL(c.TTL); err != nil {
+		return bad("-ttl: %v", err)
+	}
+	return nil
+}
+
+// parallel is how many critical sections can run at once: one per wallet
+// that some worker spends from.
+func (c Config) parallel() int {
+	if c.Hot {
+		return 1
+	}
+	return min(c.Wallets, c.Workers)
+}
+
+// needs reports which services the chosen strategies use.
+func (c Config) needs() (redis, postgres bool) {
+	for _, name := range c.Strategies {
+		s, _ := strategyByName(name)
+		redis = redis || s.trips.Redis > 0
+		postgres = postgres || s.trips.Postgres > 0
+	}
+	return redis, postgres
+}

@@ -1,0 +1,22 @@
+// Package loadtest puts every way of spending from a wallet that this repo
+// shows side by side, under the same load, and checks each one with the
+// verdict every step uses.
+//
+// Workers spend from wallets picked at random (or all from one, Hot) for a
+// fixed time per strategy, on wallets set up afresh for each strategy:
+//
+//	none       Redis GET, work, SET, no lock: the control, BROKEN under contention
+//	lock       the hand-built lease of step 2, waiters retry after 5 to 15 ms
+//	redislock  bsm/redislock with step 4's jittered retries
+//	fenced     a lease with a fencing token, checked by PostgreSQL (step 5)
+//	version    PostgreSQL only: a version column and a conditional UPDATE
+//	forupdate  PostgreSQL only: SELECT ... FOR UPDATE in a transaction
+//
+// For each it reports the rate of accepted spends, the attempts and
+// refusals, lock-wait and spend latencies (HDR histograms), the Redis
+// commands each accepted spend cost, and how close it came to the ceiling:
+// the best rate the workload allows on this machine, from the round-trip
+// times measured at the start (see Ceiling).
+//
+// Run is the whole of it; cmd/step6-loadtest adds flags and printing.
+package loadtest

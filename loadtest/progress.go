@@ -1,0 +1,77 @@
+package loadtest
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// progress is the bar of one run on Config.Progress. It moves with time (a
+// phase lasts Duration at most), redraws itself with carriage returns and
+// clears its line at the end. A nil *progress draws nothing.
+type progress struct {
+	bar   *progressbar.ProgressBar
+	per   time.Duration // one phase
+	count int
+
+	mu    sync.Mutex
+	done  int       // phases finished before the current one
+	since time.Time // the current phase's start
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// startProgress draws a bar on cfg.Progress, or returns nil when it is nil.
+func startProgress(cfg Config) *progress {
+	if cfg.Progress == nil {
+		return nil
+	}
+	p := &progress{per: cfg.Duration, count: len(cfg.Strategies), since: time.Now(), stop: make(chan struct{})}
+	p.bar = progressbar.NewOptions64(int64(p.count)*p.per.Milliseconds(),
+		progressbar.OptionSetWriter(cfg.Progress),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
+	)
+	p.wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				at := time.Duration(p.done)*p.per + min(time.Since(p.since), p.per)
+				p.mu.Unlock()
+				_ = p.bar.Set64(at.Milliseconds())
+			}
+		}
+	})
+	return p
+}
+
+// phase says that phase i (from 0), name, starts now.
+func (p *progress) phase(i int, name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.done, p.since = i, time.Now()
+	p.mu.Unlock()
+	p.bar.Describe(fmt.Sprintf("%-9s %d/%d", name, i+1, p.count))
+}
+
+// finish stops the bar and clears its line.
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	_ = p.bar.Finish()
+}

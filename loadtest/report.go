@@ -1,0 +1,290 @@
+package loadtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"example.com/walletlock/lesson"
+)
+
+// Report is everything a run measured. Its JSON form (WriteJSON) is what
+// workshop groups compare between machines; Phases holds the verdicts in
+// the form every step program reports them.
+type Report struct {
+	Step         string          `json:"step"`
+	Started      string          `json:"started"` // RFC 3339, UTC
+	Seconds      float64         `json:"seconds"` // the whole run
+	Params       Params          `json:"params"`
+	System       System          `json:"system"`
+	Pools        Pools           `json:"pools"`
+	RedisRTT     *RTT            `json:"redis_round_trip,omitempty"` // nil: Redis not used
+	PostgresRTT  *RTT            `json:"postgres_round_trip,omitempty"`
+	Parallel     int             `json:"parallel"` // critical sections that can run at once
+	Rows         []Row           `json:"strategies"`
+	Phases       []lesson.Result `json:"phases"`
+	Interrupted  bool            `json:"interrupted"`       // ctx ended (Ctrl-C): the last row is partial
+	NotRun       []string        `json:"not_run,omitempty"` // strategies an interruption or error left out
+	PeakRSSBytes int64           `json:"peak_rss_bytes"`    // max resident set size of the process so far; 0 if unknown
+}
+
+// Params are the settings of the run, as the flags give them.
+type Params struct {
+	Strategies []string `json:"strategies"`
+	Wallets    int      `json:"wallets"`
+	Workers    int      `json:"workers"`
+	Duration   string   `json:"duration"`
+	Ops        int64    `json:"ops"`
+	Work       string   `json:"work"`
+	Amount     int64    `json:"amount"`
+	Initial    int64    `json:"initial"`
+	Seed       uint64   `json:"seed"`
+	Hot        bool     `json:"hot"`
+	TTL        string   `json:"ttl"`
+	Timeout    string   `json:"timeout"`
+	Prefix     string   `json:"prefix"`
+	FirstID    int64    `json:"first_id"`
+}
+
+// System is what the run ran on.
+type System struct {
+	Redis    string `json:"redis_version,omitempty"`
+	Postgres string `json:"postgres_version,omitempty"`
+	Go       string `json:"go_version"`
+	OS       string `json:"os"`
+	CPUs     int    `json:"cpus"`
+}
+
+// Pools are the connection pool sizes Dial chose (see MaxPostgresConns).
+type Pools struct {
+	Redis    int    `json:"redis_pool_size,omitempty"`
+	Postgres int    `json:"postgres_max_conns,omitempty"`
+	Note     string `json:"note"`
+}
+
+// Latency is a distribution from an HDR histogram, in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+	Max float64 `json:"max_ms"`
+	N   int64   `json:"n"`
+}
+
+// Row is one strategy's figures.
+type Row struct {
+	Strategy     string  `json:"strategy"`
+	Interrupted  bool    `json:"interrupted"`
+	SetupSeconds float64 `json:"setup_seconds"` // setting up its fresh wallets
+	Seconds      float64 `json:"seconds"`       // from the first spend to the end of the last
+
+	Spends       int64   `json:"spends"` // spends that ran to an end, refused or failed ones included
+	Accepted     int64   `json:"accepted"`
+	PerSecond    float64 `json:"accepted_per_second"`
+	Attempts     int64   `json:"attempts"` // lock attempts; versioned tries; one per spend for the others
+	RefusedFunds int64   `json:"refused_funds"`
+	RefusedStale int64   `json:"refused_stale"` // fenced only: PostgreSQL refused the fence
+	Errors       int64   `json:"errors"`
+	FirstError   string  `json:"first_error,omitempty"`
+	Abandoned    int64   `json:"abandoned"` // lock waits cut short by the end of the run: nothing done
+
+	LockWait *Latency `json:"lock_wait,omitempty"` // time to get the lock; nil: no lock
+	Latency  Latency  `json:"spend_latency"`       // one whole spend, waiting included
+
+	RedisCommands *int64   `json:"redis_commands,omitempty"` // INFO commandstats after minus before; nil: unknown
+	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend,omitempty"`
+
+	RoundTrips RoundTrips `json:"critical_section_round_trips"`
+	Ceiling    float64    `json:"ceiling_per_second"` // 0: unknown
+	Efficiency float64    `json:"efficiency"`         // accepted_per_second / ceiling_per_second
+
+	Check      string `json:"check"` // wallet.Check's line, summed over the wallets
+	OK         bool   `json:"ok"`
+	WalletsOff int    `json:"wallets_off"`
+	MoneyOff   int64  `json:"money_off"` // the sum of |balance - expected| over the wallets that are off
+}
+
+// Verdict is the table's last column: "OK", or "BROKEN: 3 wallets off by
+// 1,230".
+func (r Row) Verdict() string {
+	v := "OK"
+	if !r.OK {
+		v = fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), formatMoney(r.MoneyOff))
+	}
+	if r.Interrupted {
+		v += " (interrupted)"
+	}
+	return v
+}
+
+// Failed returns the strategies that must be OK (every one that takes a
+// lock, or a version, or a row lock) and are BROKEN. The control, none, is
+// expected to be BROKEN: its verdict is reported but never fails a run.
+func (rep *Report) Failed() []string {
+	var failed []string
+	for _, p := range rep.Phases {
+		if p.Want == lesson.OK && p.Verdict != lesson.OK {
+			failed = append(failed, p.Phase)
+		}
+	}
+	return failed
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (rep *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// WriteTable writes the report for a reader: the parameters, one row per
+// strategy, the ceiling, the check lines and what the run ran on.
+func (rep *Report) WriteTable(w io.Writer) error {
+	p := rep.Params
+	var b strings.Builder
+	target := p.Duration + " per strategy"
+	if p.Ops > 0 {
+		target = fmt.Sprintf("%d spends or %s per strategy, whichever comes first", p.Ops, p.Duration)
+	}
+	hot := ""
+	if p.Hot {
+		hot = ", every spend on one wallet (-hot)"
+	}
+	fmt.Fprintf(&b, "%d workers spending %d from %d wallets%s, %s of work, %s\n\n",
+		p.Workers, p.Amount, p.Wallets, hot, p.Work, target)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\t  verdict\n", "strategy")
+	for _, r := range rep.Rows {
+		wait50, wait99 := "n/a", "n/a"
+		if r.LockWait != nil {
+			wait50, wait99 = fmtMs(r.LockWait.P50), fmtMs(r.LockWait.P99)
+		}
+		perSpend := "n/a"
+		if r.RedisPerSpend != nil {
+			perSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
+		}
+		fmt.Fprintf(tw, "%-9s\t%.0f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
+			r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors,
+			wait50, wait99, fmtMs(r.Latency.P50), fmtMs(r.Latency.P99), fmtMs(r.Latency.Max), perSpend, r.Verdict())
+	}
+	tw.Flush()
+
+	b.WriteString("\n" + rep.ceilingIntro())
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%-9s\t%-22s\tceiling/s\tachieved/s\tefficiency\t\n", "strategy", "round trips")
+	for _, r := range rep.Rows {
+		eff := "n/a"
+		if r.Ceiling > 0 {
+			eff = fmt.Sprintf("%.0f%%", 100*r.Efficiency)
+		}
+		fmt.Fprintf(tw, "%-9s\t%-22s\t%.0f\t%.0f\t%s\t\n", r.Strategy, r.RoundTrips, r.Ceiling, r.PerSecond, eff)
+	}
+	tw.Flush()
+	for _, r := range rep.Rows {
+		if r.Strategy == "none" {
+			b.WriteString("none takes no lock, so its spends of one wallet overlap: above 100% it ran\nseveral at once on a wallet, each losing another's update.\n")
+		}
+	}
+
+	b.WriteString("\n")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(&b, "%-11s %s\n", r.Strategy+":", r.Check)
+	}
+	for _, r := range rep.Rows {
+		if r.Errors > 0 {
+			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", r.Strategy, r.Errors, plural(int(r.Errors), "error"), r.FirstError)
+		}
+		if r.Strategy == "none" && r.OK {
+			b.WriteString("none: no update was lost this time; with more contention (try -hot) it is BROKEN\n")
+		}
+	}
+	if rep.Interrupted && len(rep.Rows) == 0 {
+		b.WriteString("interrupted before the first strategy ran\n")
+	} else if rep.Interrupted {
+		fmt.Fprintf(&b, "interrupted: the last row is partial")
+		if len(rep.NotRun) > 0 {
+			fmt.Fprintf(&b, "; not run: %s", strings.Join(rep.NotRun, ", "))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n" + rep.footer())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ceilingIntro explains the ceiling table with this run's numbers.
+func (rep *Report) ceilingIntro() string {
+	var rtts []string
+	if rep.RedisRTT != nil {
+		rtts = append(rtts, fmt.Sprintf("Redis %s", fmtMs(rep.RedisRTT.P50)))
+	}
+	if rep.PostgresRTT != nil {
+		rtts = append(rtts, fmt.Sprintf("PostgreSQL %s", fmtMs(rep.PostgresRTT.P50)))
+	}
+	return fmt.Sprintf("Ceiling: %d %s at once, each %s of work plus its round trips (%s, median of %d).\n",
+		rep.Parallel, plural(rep.Parallel, "critical section"), rep.Params.Work, strings.Join(rtts, ", "), pings)
+}
+
+// footer says what the run ran on.
+func (rep *Report) footer() string {
+	var parts []string
+	if rep.System.Redis != "" {
+		parts = append(parts, fmt.Sprintf("Redis %s (pool %d)", rep.System.Redis, rep.Pools.Redis))
+	}
+	if rep.System.Postgres != "" {
+		pool := fmt.Sprintf("pool %d", rep.Pools.Postgres)
+		if rep.Pools.Postgres < rep.Params.Workers {
+			pool += fmt.Sprintf(", capped below the %d workers", rep.Params.Workers)
+		}
+		parts = append(parts, fmt.Sprintf("PostgreSQL %s (%s)", rep.System.Postgres, pool))
+	}
+	parts = append(parts, fmt.Sprintf("%s, %s, %d CPUs", rep.System.Go, rep.System.OS, rep.System.CPUs))
+	s := "Ran on " + strings.Join(parts, ", ") + ".\n"
+	if rep.PeakRSSBytes > 0 {
+		s += fmt.Sprintf("Peak memory (max RSS): %.0f MiB. Whole run: %.1fs.\n", float64(rep.PeakRSSBytes)/(1<<20), rep.Seconds)
+	}
+	if rep.RedisRTT != nil {
+		s += "redis/spend counts every command Redis ran (INFO commandstats), other clients' too.\n"
+	}
+	return s
+}
+
+// String writes the round trips as "1 Redis + 2 PostgreSQL".
+func (t RoundTrips) String() string {
+	var parts []string
+	if t.Redis > 0 {
+		parts = append(parts, fmt.Sprintf("%d Redis", t.Redis))
+	}
+	if t.Postgres > 0 {
+		parts = append(parts, fmt.Sprintf("%d PostgreSQL", t.Postgres))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, " + ")
+}
+
+// fmtMs writes a duration in milliseconds with three significant digits or
+// so: 0.123ms, 4.56ms, 78.9ms, 1.23s.
+func fmtMs(v float64) string {
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.3fms", v)
+	case v < 10:
+		return fmt.Sprintf("%.2fms", v)
+	case v < 1000:
+		return fmt.Sprintf("%.1fms", v)
+	default:
+		return fmt.Sprintf("%.2fs", v/1000)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

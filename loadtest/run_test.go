@@ -1,0 +1,325 @@
+package loadtest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/loadtest"
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// setup returns a short configuration on keys and wallet ids of the test's
+// own, and an Env for it. Without Redis or PostgreSQL the test skips (fails
+// under CI).
+func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	testenv.Postgres(t)
+	c := loadtest.Defaults()
+	if len(strategies) > 0 {
+		c.Strategies = strategies
+	}
+	c.Wallets, c.Workers, c.Duration = 4, 8, 700*time.Millisecond
+	c.Prefix = testenv.Prefix(t, rdb)
+	c.FirstID = testenv.WalletID(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env, err := loadtest.Dial(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	return c, env
+}
+
+// run calls Run, bounded by a generous deadline so that a hang fails the
+// test instead of stalling the package.
+func run(t *testing.T, ctx context.Context, env *loadtest.Env, c loadtest.Config) *loadtest.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rep, err := loadtest.Run(ctx, env, c)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return rep
+}
+
+// assertCleanedUp checks that Run left no key and no row behind.
+func assertCleanedUp(t *testing.T, env *loadtest.Env, c loadtest.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if env.Redis != nil {
+		if keys, err := env.Redis.Keys(ctx, c.Prefix+"*").Result(); err != nil || len(keys) > 0 {
+			t.Errorf("Redis keys left under the prefix: %v (%v)", keys, err)
+		}
+	}
+	if env.Postgres == nil {
+		return
+	}
+	var rows int
+	err := env.Postgres.QueryRow(ctx, "SELECT count(*) FROM walletlock_wallets WHERE id BETWEEN $1 AND $2",
+		c.FirstID, c.FirstID+int64(c.Wallets)).Scan(&rows)
+	if err != nil || rows > 0 {
+		t.Errorf("%d PostgreSQL rows left in the run's id range (%v)", rows, err)
+	}
+}
+
+// The whole lesson in one short run: every strategy that takes a lock, a
+// version or a row lock keeps every wallet right under contention.
+func TestRun_everyLockingStrategyIsOK(t *testing.T) {
+	c, env := setup(t)
+	rep := run(t, context.Background(), env, c)
+
+	if rep.Interrupted || len(rep.NotRun) > 0 {
+		t.Fatalf("interrupted %v, not run %v", rep.Interrupted, rep.NotRun)
+	}
+	if got := rowNames(rep); !slices.Equal(got, loadtest.Strategies()) {
+		t.Fatalf("rows %v, want %v", got, loadtest.Strategies())
+	}
+	for i, r := range rep.Rows {
+		p := rep.Phases[i]
+		if p.Step != loadtest.Step || p.Phase != r.Strategy || p.Check != r.Check || p.Want != lesson.Want(loadtest.Step, r.Strategy) {
+			t.Errorf("phase %d = %+v, does not match row %s %q", i, p, r.Strategy, r.Check)
+		}
+		if r.Accepted == 0 {
+			t.Errorf("%s: no spend accepted in %.1fs (%d errors, first %q)", r.Strategy, r.Seconds, r.Errors, r.FirstError)
+		}
+		if r.Strategy == "none" {
+			continue // the control: its verdict depends on the contention
+		}
+		if !r.OK || r.Errors > 0 {
+			t.Errorf("%s: %s, %d errors (first %q); want OK and no error", r.Strategy, r.Verdict(), r.Errors, r.FirstError)
+		}
+		if r.Attempts < r.Spends {
+			t.Errorf("%s: %d attempts for %d spends", r.Strategy, r.Attempts, r.Spends)
+		}
+		if (r.LockWait != nil) != slices.Contains([]string{"lock", "redislock", "fenced"}, r.Strategy) {
+			t.Errorf("%s: lock wait %+v, want one only for the strategies that take a lock", r.Strategy, r.LockWait)
+		}
+		if r.Ceiling <= 0 || r.Efficiency <= 0 {
+			t.Errorf("%s: ceiling %v, efficiency %v; want both above 0", r.Strategy, r.Ceiling, r.Efficiency)
+		}
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		t.Errorf("Failed() = %v", failed)
+	}
+	if rep.RedisRTT == nil || rep.PostgresRTT == nil || rep.RedisRTT.P50 <= 0 || rep.PostgresRTT.P50 <= 0 {
+		t.Errorf("round trips not measured: Redis %+v, PostgreSQL %+v", rep.RedisRTT, rep.PostgresRTT)
+	}
+	if rep.System.Redis == "" || rep.System.Postgres == "" {
+		t.Errorf("versions missing: %+v", rep.System)
+	}
+	if rep.PeakRSSBytes <= 0 {
+		t.Errorf("peak RSS %d, want it measured", rep.PeakRSSBytes)
+	}
+	assertCleanedUp(t, env, c)
+
+	// The report survives JSON: what a workshop group shares is what was
+	// measured.
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back loadtest.Report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatalf("the JSON does not parse: %v\n%s", err, buf.String())
+	}
+	if !reflect.DeepEqual(&back, rep) {
+		t.Errorf("the report changed through JSON:\n got %+v\nwant %+v", back, *rep)
+	}
+
+	// And the table has a row and a check line per strategy.
+	buf.Reset()
+	if err := rep.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rows {
+		if !strings.Contains(buf.String(), r.Strategy+": ") || !strings.Contains(buf.String(), r.Check) {
+			t.Errorf("the table has no check line for %s:\n%s", r.Strategy, buf.String())
+		}
+	}
+}
+
+// The control loses updates as soon as two spends of one wallet overlap:
+// on a hot wallet they always do.
+func TestRun_noneIsBrokenOnAHotWallet(t *testing.T) {
+	c, env := setup(t, "none")
+	c.Hot, c.Workers, c.Duration = true, 16, 300*time.Millisecond
+	rep := run(t, context.Background(), env, c)
+	r := rep.Rows[0]
+	if r.OK || r.WalletsOff != 1 || r.MoneyOff <= 0 {
+		t.Errorf("none on a hot wallet: %s (%d wallets off by %d), want BROKEN on the one wallet", r.Check, r.WalletsOff, r.MoneyOff)
+	}
+	if !strings.HasSuffix(r.Check, "BROKEN") || !strings.HasPrefix(r.Verdict(), "BROKEN: 1 wallet off by ") {
+		t.Errorf("check %q, verdict %q", r.Check, r.Verdict())
+	}
+	// The control's verdict is reported, never a failure of the run.
+	if failed := rep.Failed(); len(failed) > 0 {
+		t.Errorf("Failed() = %v, want none: the control is expected to be BROKEN", failed)
+	}
+	if r.Efficiency <= 1 {
+		t.Logf("none reached %.0f%% of the serial ceiling; it usually passes it", 100*r.Efficiency)
+	}
+}
+
+// -ops ends a strategy after that many spends, long before -duration.
+func TestRun_opsEndsTheStrategy(t *testing.T) {
+	c, env := setup(t, "forupdate")
+	c.Ops, c.Duration = 40, time.Minute
+	rep := run(t, context.Background(), env, c)
+	r := rep.Rows[0]
+	if r.Spends != 40 || r.Accepted != 40 || !r.OK {
+		t.Errorf("%d spends, %d accepted, %s; want 40, 40, OK", r.Spends, r.Accepted, r.Check)
+	}
+}
+
+// Ctrl-C ends the run promptly, and the figures of what ran are still
+// there and still right: waits end, spends already holding a wallet
+// finish, so a cut-off run does not look like a broken lock.
+func TestRun_cancelledMidwayKeepsWhatWasMeasured(t *testing.T) {
+	tests := []struct {
+		strategy   string
+		inPostgres bool
+	}{
+		{"lock", false}, // many waiters on one lock when the cancel comes
+		{"redislock", false},
+		{"fenced", true},
+		{"version", true},
+		{"forupdate", true}, // waiters queued on the row inside PostgreSQL
+	}
+	for _, tt := range tests {
+		t.Run(tt.strategy, func(t *testing.T) {
+			c, env := setup(t, tt.strategy, "none")
+			c.Hot, c.Duration = true, time.Minute
+			ctx, cancel := context.WithCancel(context.Background())
+			cancelled := cancelOnceSpending(env, c, tt.inPostgres, cancel)
+			rep := run(t, ctx, env, c)
+			// A hang guard, not a speed test: on a quiet machine Run
+			// returns within a few tens of milliseconds of the cancel.
+			if took := time.Since(<-cancelled); took > 15*time.Second {
+				t.Errorf("Run returned %v after the cancel", took)
+			}
+			if !rep.Interrupted || len(rep.Rows) != 1 || !rep.Rows[0].Interrupted || !slices.Equal(rep.NotRun, []string{"none"}) {
+				t.Fatalf("interrupted %v, rows %v, not run %v; want the first row, interrupted, and none not run",
+					rep.Interrupted, rowNames(rep), rep.NotRun)
+			}
+			r := rep.Rows[0]
+			if !r.OK || r.Errors > 0 || r.Accepted == 0 {
+				t.Errorf("%s after the cancel: %s, %d errors (first %q)", r.Strategy, r.Check, r.Errors, r.FirstError)
+			}
+			if !strings.HasSuffix(r.Verdict(), "(interrupted)") {
+				t.Errorf("verdict %q does not say it was interrupted", r.Verdict())
+			}
+			assertCleanedUp(t, env, c)
+		})
+	}
+}
+
+// Cancelled before anything ran, Run reports that and no error.
+func TestRun_cancelledBeforeTheFirstStrategy(t *testing.T) {
+	c, env := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep := run(t, ctx, env, c)
+	if !rep.Interrupted || len(rep.Rows) != 0 || !slices.Equal(rep.NotRun, c.Strategies) {
+		t.Errorf("interrupted %v, rows %v, not run %v; want every strategy not run", rep.Interrupted, rowNames(rep), rep.NotRun)
+	}
+}
+
+// cancelOnceSpending calls cancel a moment after the first wallet's balance
+// has dropped: the cancel then lands mid-phase however long the setup took
+// on a busy machine. The channel gives the time of the cancel.
+func cancelOnceSpending(env *loadtest.Env, c loadtest.Config, inPostgres bool, cancel context.CancelFunc) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	go func() {
+		defer func() { cancel(); at <- time.Now() }()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			ctx, done := context.WithTimeout(context.Background(), time.Second)
+			var bal int64
+			var err error
+			if inPostgres {
+				err = env.Postgres.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1", c.FirstID).Scan(&bal)
+			} else {
+				bal, err = env.Redis.Get(ctx, wallet.BalanceKey(c.Prefix, c.FirstID)).Int64()
+			}
+			done()
+			if err == nil && bal < c.Initial {
+				time.Sleep(200 * time.Millisecond) // let waiters queue up
+				return
+			}
+		}
+	}()
+	return at
+}
+
+// A run whose wallets cannot cover the spends refuses them, and the
+// refusals are no error.
+func TestRun_refusesWhenFundsRunOut(t *testing.T) {
+	c, env := setup(t, "lock", "version")
+	// Each wallet covers exactly five spends, which take a few tens of
+	// milliseconds; the rest of the time is refusals.
+	c.Initial, c.Amount, c.Duration = 50, 10, 600*time.Millisecond
+	rep := run(t, context.Background(), env, c)
+	for _, r := range rep.Rows {
+		if r.Accepted != 5*int64(c.Wallets) || !r.OK {
+			t.Errorf("%s: %s, want all %d wallets emptied, OK", r.Strategy, r.Check, c.Wallets)
+		}
+		if r.RefusedFunds == 0 || r.Errors > 0 {
+			t.Errorf("%s: %d refused for funds, %d errors; want refusals and no error", r.Strategy, r.RefusedFunds, r.Errors)
+		}
+	}
+}
+
+func TestRun_needsTheServicesOfItsStrategies(t *testing.T) {
+	c := loadtest.Defaults()
+	if _, err := loadtest.Run(context.Background(), &loadtest.Env{}, c); err == nil {
+		t.Error("Run without Redis or PostgreSQL returned no error")
+	}
+	c.Wallets = 0
+	if _, err := loadtest.Run(context.Background(), &loadtest.Env{}, c); err == nil {
+		t.Error("Run with a bad configuration returned no error")
+	}
+}
+
+// A progress bar goes where Config.Progress says, and clears its line at
+// the end.
+func TestRun_drawsAProgressBar(t *testing.T) {
+	c, env := setup(t, "none")
+	var bar bytes.Buffer
+	c.Progress, c.Duration = &bar, 500*time.Millisecond
+	run(t, context.Background(), env, c)
+	if !strings.Contains(bar.String(), "none") || !strings.Contains(bar.String(), "\r") {
+		t.Errorf("progress output %q, want a bar redrawn with carriage returns, naming the strategy", bar.String())
+	}
+}
+
+// The lease the lock strategies use must outlive a spend by far, or the
+// table would measure the watchdog.
+func TestDefaults_leaseOutlivesTheWork(t *testing.T) {
+	c := loadtest.Defaults()
+	if c.TTL < 100*c.Work || lock.CheckTTL(c.TTL) != nil {
+		t.Errorf("TTL %v for %v of work", c.TTL, c.Work)
+	}
+	if c.Prefix == wallet.DefaultPrefix {
+		t.Error("the load test must not share the other steps' prefix")
+	}
+}
+
+func rowNames(rep *loadtest.Report) []string {
+	var names []string
+	for _, r := range rep.Rows {
+		names = append(names, r.Strategy)
+	}
+	return names
+}

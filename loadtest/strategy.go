@@ -1,0 +1,214 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/bsm/redislock"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// RoundTrips is how many network round trips, to each service, one critical
+// section of a strategy needs. The ceiling is built from it.
+type RoundTrips struct {
+	Redis    int `json:"redis"`
+	Postgres int `json:"postgres"`
+}
+
+// A strategy is one way to spend, and what its critical section costs.
+type strategy struct {
+	name string
+	// trips counts the round trips of the critical section. It runs from
+	// the moment a server grants one spender the wallet (Redis runs the
+	// SET NX, PostgreSQL locks the row) to the moment the next spender can
+	// have it (Redis runs the release, PostgreSQL commits). The reply to
+	// the call that grants it and the request of the call that ends it are
+	// half a round trip each: one together. What happens before the grant
+	// (BEGIN, the wait) or after the end (the release's reply) overlaps
+	// with the next holder and is not counted.
+	trips      RoundTrips
+	locks      bool // takes a Redis lock: lock-wait and attempts come from it
+	inPostgres bool // balances live in PostgreSQL, not Redis
+	spend      func(r *runner, c call) outcome
+}
+
+// strategies is the table of the report, in the order `-strategy all` runs
+// them. lesson.Phases lists the same names under step6-loadtest.
+var strategies = []strategy{
+	// GET, work, SET, no lock. Nothing is exclusive, which is the bug:
+	// spends of one wallet overlap and overwrite each other. It is held to
+	// the ceiling it would have if it were exclusive (the GET's reply and
+	// the SET's request), so an efficiency above 100% measures how many
+	// spends it ran at once on one wallet, each losing another's update.
+	{name: "none", trips: RoundTrips{Redis: 1}, spend: spendNone},
+	// SET NX grants the lock; its reply and the release's request (1),
+	// GET (1), SET (1).
+	{name: "lock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendLock},
+	// The same calls, made by redislock: its obtain script's reply and its
+	// release script's request (1), GET (1), SET (1).
+	{name: "redislock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedislock},
+	// The acquire script's reply and the release's request on Redis (1);
+	// the claim, an UPDATE ... RETURNING that reads and stamps the row,
+	// and the fenced write on PostgreSQL (2).
+	{name: "fenced", trips: RoundTrips{Redis: 1, Postgres: 2}, locks: true, inPostgres: true, spend: spendFenced},
+	// No lock, but two spends of one wallet that both succeed cannot
+	// overlap: the second must read after the first wrote. From the read's
+	// reply to the conditional UPDATE's request: 1. Attempts that lose the
+	// race redo the work and are not in the ceiling.
+	{name: "version", trips: RoundTrips{Postgres: 1}, inPostgres: true, spend: spendVersion},
+	// SELECT ... FOR UPDATE locks the row; its reply and COMMIT's request
+	// (1), the UPDATE (1). BEGIN is sent before the lock, while the
+	// previous holder still has it, and a waiter blocked in PostgreSQL is
+	// woken by the commit itself, with no polling.
+	{name: "forupdate", trips: RoundTrips{Postgres: 2}, inPostgres: true, spend: spendForUpdate},
+}
+
+// Strategies returns the names of every strategy, in the order they run.
+func Strategies() []string {
+	names := make([]string, len(strategies))
+	for i, s := range strategies {
+		names[i] = s.name
+	}
+	return names
+}
+
+func strategyByName(name string) (strategy, bool) {
+	for _, s := range strategies {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return strategy{}, false
+}
+
+// retryWait is how long lock and redislock waiters sleep between attempts:
+// step 2's hand-built lock and step 4's jitter strategy, the same range.
+var retryWait = lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+
+// call is one spend of wallet id with two contexts.
+//
+// Only waiting can be cut short by the end of a phase or by Ctrl-C: a
+// spender that gives up waiting for a lock has done nothing. Once a spend
+// holds its wallet it runs to the end on ctx, which only -timeout ends:
+// cancelling a write in flight can leave it done in the database but
+// reported as failed, and the verdict would then blame the strategy for
+// the interruption. PostgreSQL-only strategies wait inside their SQL, so
+// they always run to the end; those waits are short next to -timeout.
+type call struct {
+	ctx  context.Context // the spend itself
+	wait context.Context // the wait for a lock: ctx, ended early when the phase ends
+	id   int64
+}
+
+// outcome is what one spend reports.
+type outcome struct {
+	ok        bool          // written: counts against the wallet's balance
+	err       error         // may come with ok: a release that failed after the write
+	attempts  int           // lock attempts, or tries of the versioned write
+	waited    time.Duration // time to get the lock, for strategies that take one
+	abandoned bool          // the phase ended while it waited: nothing done
+}
+
+func spendNone(r *runner, c call) outcome {
+	ok, err := wallet.Spend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1}
+}
+
+// waitFailed sorts out an error from taking a lock: the phase ended (the
+// spend is abandoned and counts nowhere) or a real failure.
+func waitFailed(c call, err error) outcome {
+	if c.wait.Err() != nil && c.ctx.Err() == nil {
+		return outcome{abandoned: true}
+	}
+	return outcome{err: err}
+}
+
+// spendUnder runs the read-modify-write under a lease kept alive by a
+// watchdog (step 3), then releases the lease. A release that finds the
+// lease gone is an error, but a write that landed still counts.
+func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
+	work, stop := keepAlive(c.ctx)
+	ok, err := wallet.Spend(work, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	stop()
+	if rerr := release(c.ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	return ok, err
+}
+
+func spendLock(r *runner, c call) outcome {
+	start := time.Now()
+	l, err := lock.Acquire(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := time.Since(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
+		l.Release)
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+func spendRedislock(r *runner, c call) outcome {
+	// One counting wrapper per Obtain: it counts the attempts that found
+	// the lock taken.
+	retry := &lock.CountingRetry{Strategy: retryWait}
+	start := time.Now()
+	l, err := lock.ObtainRedislock(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+		&redislock.Options{RetryStrategy: retry})
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := time.Since(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, lock.RedislockRefresh(l, r.cfg.TTL))
+		},
+		func(ctx context.Context) error {
+			if err := l.Release(ctx); err != nil {
+				return errors.Join(errors.New("redislock release"), err)
+			}
+			return nil
+		})
+	return outcome{ok: ok, err: err, attempts: retry.Busy() + 1, waited: waited}
+}
+
+// spendFenced is fencing.Spend written out: that function takes one context
+// for the wait and the write and does not show the lock's Attempts, both of
+// which the load test needs. Like it, it runs no watchdog (PostgreSQL
+// refuses a holder that outlived its lease) and heals the fence counter
+// when PostgreSQL refuses a fence.
+func spendFenced(r *runner, c call) outcome {
+	key := wallet.LockKey(r.cfg.Prefix, c.id)
+	start := time.Now()
+	l, err := lock.AcquireFenced(c.wait, r.rdb, key, r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := time.Since(start)
+	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
+	var stale *wallet.StaleFenceError
+	if errors.As(err, &stale) {
+		// A no-op unless Redis lost the counter; see fencing.Do.
+		if _, herr := lock.RaiseFence(c.ctx, r.rdb, key, stale.Highest); herr != nil {
+			err = errors.Join(err, herr)
+		}
+	}
+	// A lease that expired is what the fence is for: the release's result
+	// changes nothing, and a lease it failed to delete expires after TTL.
+	_ = l.Release(c.ctx)
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+func spendVersion(r *runner, c call) outcome {
+	ok, conflicts, err := r.store.SpendVersioned(c.ctx, c.id, r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1 + conflicts}
+}
+
+func spendForUpdate(r *runner, c call) outcome {
+	ok, err := r.store.SpendForUpdate(c.ctx, c.id, r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1}
+}

@@ -1,0 +1,143 @@
+package main
+
+// What the phases share: the flags, the services, the wallet row and the
+// keys of this run, and the -json report.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// config is what the flags set.
+type config struct {
+	ttl, pause, work time.Duration
+	n, stalls        int
+	id               int64
+	prefix           string
+}
+
+// validate checks the flags and returns the phases -phase chose.
+func (c config) validate(only string, rest []string) ([]phase, error) {
+	switch {
+	case len(rest) > 0:
+		return nil, fmt.Errorf("unexpected argument %q", rest[0])
+	case c.ttl < time.Millisecond:
+		return nil, fmt.Errorf("-ttl: %w, got %v", lock.ErrBadTTL, c.ttl)
+	case c.pause <= c.ttl:
+		return nil, fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
+	case c.work < 0:
+		return nil, fmt.Errorf("-work must be at least 0, got %v", c.work)
+	case c.n < 1:
+		return nil, fmt.Errorf("-n must be at least 1, got %d", c.n)
+	case c.stalls < 0 || c.stalls > c.n:
+		return nil, fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
+	case c.id < 1:
+		return nil, fmt.Errorf("-wallet-id must be at least 1, got %d", c.id)
+	case c.prefix == "":
+		return nil, errors.New("-prefix must not be empty: every key this program writes needs one")
+	case only == "all":
+		return phases, nil
+	}
+	for _, p := range phases {
+		if p.name == only {
+			return []phase{p}, nil
+		}
+	}
+	return nil, fmt.Errorf("-phase %q: want 1, 2, 3, 4 or all", only)
+}
+
+func needsRedis(chosen []phase) bool {
+	for _, p := range chosen {
+		if p.redis {
+			return true
+		}
+	}
+	return false
+}
+
+// env is what every phase works with. rdb is nil when only phase 4 runs.
+type env struct {
+	config
+	store *wallet.Store
+	rdb   *redis.Client
+}
+
+func (e *env) lockKey() string { return wallet.LockKey(e.prefix, e.id) }
+
+// fresh puts the wallet back to balance with fence 0, and forgets the
+// lease and the fence counter, so that a phase's fences start at 1.
+func (e *env) fresh(ctx context.Context, balance int64) error {
+	if e.rdb != nil {
+		if err := e.rdb.Del(ctx, e.lockKey(), lock.FenceKey(e.lockKey())).Err(); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	return e.store.Reset(ctx, e.id, balance)
+}
+
+// cleanup deletes the wallet row and the keys of this run, even after an
+// interrupt.
+func (e *env) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.store.Delete(ctx, e.id)
+	if e.rdb != nil {
+		e.rdb.Del(ctx, e.lockKey(), lock.FenceKey(e.lockKey()))
+	}
+}
+
+// outcome is one phase in the output: the lesson's Result (its check line
+// and verdicts), the phase's own figures, and the lines the text prints.
+type outcome struct {
+	lesson.Result
+	Figures any `json:"figures"`
+	lines   []string
+}
+
+// report is the -json output.
+type report struct {
+	Step     string    `json:"step"`
+	Redis    string    `json:"redis_version,omitempty"` // empty when only phase 4 ran
+	Postgres string    `json:"postgres_version"`
+	Config   shown     `json:"config"`
+	Phases   []outcome `json:"phases"`
+}
+
+type shown struct {
+	TTL      string `json:"ttl"`
+	Pause    string `json:"pause"`
+	Work     string `json:"work"`
+	Spenders int    `json:"spenders"`
+	Stalls   int    `json:"stalls"`
+	WalletID int64  `json:"wallet_id"`
+	Prefix   string `json:"prefix"`
+}
+
+func (c config) show() shown {
+	return shown{c.ttl.String(), c.pause.String(), c.work.String(), c.n, c.stalls, c.id, c.prefix}
+}
+
+func (r report) versions() string {
+	if r.Redis == "" {
+		return "PostgreSQL " + r.Postgres + ", no Redis"
+	}
+	return "Redis " + r.Redis + ", PostgreSQL " + r.Postgres
+}
+
+// what is the lesson's one-line description of a phase.
+func what(name string) string {
+	for _, p := range lesson.Phases {
+		if p.Step == step && p.Phase == name {
+			return p.What
+		}
+	}
+	return ""
+}

@@ -26,6 +26,8 @@ demo: up ## run every step program in order
 	@$(GO) run ./cmd/step1-race -runs 3
 	@echo "== step 4: bsm/redislock, and what lockstep retries cost"
 	@$(GO) run ./cmd/step4-redislock
+	@echo "== step 5: a paused holder, fencing tokens checked by PostgreSQL, a version column"
+	@$(GO) run ./cmd/step5-fencing
 
 test: up ## go vet and go test -race against the real services
 	$(GO) vet ./...

@@ -125,11 +125,12 @@ func (c config) show() shown {
 	return shown{c.ttl.String(), c.pause.String(), c.work.String(), c.n, c.stalls, c.id, c.prefix}
 }
 
-func (r report) versions() string {
+// header is the first line of the text: what the run ran on.
+func (r report) header() string {
 	if r.Redis == "" {
 		return "PostgreSQL " + r.Postgres + ", no Redis"
 	}
-	return "Redis " + r.Redis + ", PostgreSQL " + r.Postgres
+	return "Redis " + r.Redis + ", PostgreSQL " + r.Postgres + "; lease TTL " + r.Config.TTL
 }
 
 // what is the lesson's one-line description of a phase.

@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer e.cleanup()
 
 	if !*asJSON {
-		fmt.Fprintf(stdout, "%s; lease TTL %v\n", out.versions(), c.ttl)
+		fmt.Fprintln(stdout, out.header())
 	}
 	for _, p := range chosen {
 		// Nothing here should take more than a few seconds: a phase still

@@ -178,6 +178,43 @@ func TestDo_healsTheCounterAfterARedisRestart(t *testing.T) {
 	}
 }
 
+// The sharpest case of a restart: the counter comes back to exactly the
+// fence a paused holder still carries. A (fence 1) claims and stalls;
+// Redis restarts; B draws fence 1 as well. Sharing the row would let A's
+// stale write through, so PostgreSQL refuses a fence it has already seen.
+func TestDo_restartHandsOutTheSameFenceAgain(t *testing.T) {
+	f := setup(t)
+	ctx := testCtx(t)
+
+	aFence, err := lock.AcquireFenced(ctx, f.rdb, f.key, ttl)
+	if err != nil {
+		t.Fatalf("A: AcquireFenced: %v", err)
+	}
+	read, err := f.store.Claim(ctx, f.id, aFence.Fence)
+	if err != nil {
+		t.Fatalf("A: Claim: %v", err)
+	}
+
+	if err := f.rdb.Del(ctx, f.key, lock.FenceKey(f.key)).Err(); err != nil {
+		t.Fatalf("DEL: %v", err)
+	}
+	fence, ok, err := f.spend(ctx)
+	if ok || fence != aFence.Fence {
+		t.Fatalf("B = fence %d, ok %v; want fence %d again, refused", fence, ok, aFence.Fence)
+	}
+	wantStale(t, err, fence, aFence.Fence)
+
+	// Healed: the next holder spends with a fence above A's.
+	if fence, ok, err := f.spend(ctx); err != nil || !ok || fence <= aFence.Fence {
+		t.Fatalf("C = fence %d, %v, %v; want a fence above %d, true, nil", fence, ok, err, aFence.Fence)
+	}
+	// A wakes: its write, computed from the 100 it read, is refused.
+	if err := f.store.WriteFenced(ctx, f.id, aFence.Fence, read-10); !errors.Is(err, wallet.ErrStaleFence) {
+		t.Errorf("A's stale write: err = %v, want ErrStaleFence", err)
+	}
+	f.wantBalance(t, 90)
+}
+
 func TestDo_releasesTheLease(t *testing.T) {
 	tests := []struct {
 		name  string

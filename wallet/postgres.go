@@ -202,18 +202,20 @@ func (s *Store) Write(ctx context.Context, id, balance int64) error {
 // from a balance B may since have spent, finds no row to update.
 
 // Claim reads the balance of wallet id and stamps the row with fence, unless
-// a higher fence has claimed it already. Claiming again with the same fence
-// is allowed, so one lock holder can spend several times.
+// the row has already seen this fence or a higher one. A fence claims once:
+// after a Redis restart the counter can hand out a number again that an
+// older, perhaps paused, holder still carries, and the two must not share
+// the row. (Redis heals: the refusal reports Highest for lock.RaiseFence.)
 //
 // It returns ErrBadFence for a fence below 1, a *StaleFenceError (matching
-// ErrStaleFence) when a higher fence holds the row, ErrNoWallet when there is
-// no such wallet.
+// ErrStaleFence) when the row has seen this fence or a higher one,
+// ErrNoWallet when there is no such wallet.
 func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err error) {
 	if fence < 1 {
 		return 0, fmt.Errorf("%w, got %d", ErrBadFence, fence)
 	}
 	err = s.pool.QueryRow(ctx,
-		"UPDATE walletlock_wallets SET fence = $2 WHERE id = $1 AND fence <= $2 RETURNING balance",
+		"UPDATE walletlock_wallets SET fence = $2 WHERE id = $1 AND fence < $2 RETURNING balance",
 		id, fence).Scan(&balance)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, s.refused(ctx, id, fence)

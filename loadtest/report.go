@@ -184,7 +184,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	tw.Flush()
 	for _, r := range rep.Rows {
 		if r.Strategy == "none" {
-			b.WriteString("none takes no lock, so its spends of one wallet overlap: above 100% it ran\nseveral at once on a wallet, each losing another's update.\n")
+			b.WriteString("none holds no lock: it is measured against the same serial ceiling, but its\nspends of one wallet overlap (past 100% if enough do), each losing another's update.\n")
 		}
 	}
 

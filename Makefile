@@ -28,6 +28,8 @@ demo: up ## run every step program in order
 	@$(GO) run ./cmd/step4-redislock
 	@echo "== step 5: a paused holder, fencing tokens checked by PostgreSQL, a version column"
 	@$(GO) run ./cmd/step5-fencing
+	@echo "== step 6: every strategy under load, side by side (about 10 s)"
+	@$(GO) run ./cmd/step6-loadtest -duration 1s
 
 test: up ## go vet and go test -race against the real services
 	$(GO) vet ./...

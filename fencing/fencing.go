@@ -55,15 +55,24 @@ func Do(ctx context.Context, rdb lock.Client, key string, ttl time.Duration, wri
 	}()
 
 	ok, err := write(ctx, l.Fence)
+	// Heal while still holding the lease (if it is still ours): the next
+	// AcquireFenced then draws its fence after the raise.
+	return ok, Heal(ctx, rdb, key, err)
+}
+
+// Heal looks at the error of a fenced write on the wallet that lock key
+// guards. When it is a *wallet.StaleFenceError, Heal raises the key's fence
+// counter to the fence PostgreSQL holds (a no-op unless Redis lost the
+// counter). It returns err, joined with the raise's error if that failed.
+func Heal(ctx context.Context, rdb lock.Client, key string, err error) error {
 	var stale *wallet.StaleFenceError
-	if errors.As(err, &stale) {
-		// Heal while still holding the lease (if it is still ours): the
-		// next AcquireFenced then draws its fence after the raise.
-		if _, herr := lock.RaiseFence(ctx, rdb, key, stale.Highest); herr != nil {
-			return false, errors.Join(err, fmt.Errorf("fencing: could not heal the fence counter: %w", herr))
-		}
+	if !errors.As(err, &stale) {
+		return err
 	}
-	return ok, err
+	if _, herr := lock.RaiseFence(ctx, rdb, key, stale.Highest); herr != nil {
+		return errors.Join(err, fmt.Errorf("fencing: could not heal the fence counter: %w", herr))
+	}
+	return err
 }
 
 // Spend is Do with wallet.Store.SpendFenced: it spends amount from wallet

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bsm/redislock"
 
+	"example.com/walletlock/fencing"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -190,13 +191,10 @@ func spendFenced(r *runner, c call) outcome {
 	}
 	waited := time.Since(start)
 	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
-	var stale *wallet.StaleFenceError
-	if errors.As(err, &stale) {
-		// A no-op unless Redis lost the counter; see fencing.Do.
-		if _, herr := lock.RaiseFence(c.ctx, r.rdb, key, stale.Highest); herr != nil {
-			err = errors.Join(err, herr)
-		}
-	}
+	// fencing.Do would wait and write under one context; this loop cuts
+	// only the wait when time is up, so it takes the lease itself and
+	// shares only the heal.
+	err = fencing.Heal(c.ctx, r.rdb, key, err)
 	// A lease that expired is what the fence is for: the release's result
 	// changes nothing, and a lease it failed to delete expires after TTL.
 	_ = l.Release(c.ctx)

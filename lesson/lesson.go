@@ -47,12 +47,21 @@ var Phases = []Phase{
 // not listed: a program that asks about a phase the lesson does not know is
 // a programming error, not bad input.
 func Want(step, phase string) string {
+	p, ok := Lookup(step, phase)
+	if !ok {
+		panic(fmt.Sprintf("lesson: no phase %q in step %q", phase, step))
+	}
+	return p.Want
+}
+
+// Lookup finds a phase of a step in Phases.
+func Lookup(step, phase string) (Phase, bool) {
 	for _, p := range Phases {
 		if p.Step == step && p.Phase == phase {
-			return p.Want
+			return p, true
 		}
 	}
-	panic(fmt.Sprintf("lesson: no phase %q in step %q", phase, step))
+	return Phase{}, false
 }
 
 // Result is what a program reports for one phase, in its -json output and

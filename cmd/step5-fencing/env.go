@@ -135,10 +135,6 @@ func (r report) header() string {
 
 // what is the lesson's one-line description of a phase.
 func what(name string) string {
-	for _, p := range lesson.Phases {
-		if p.Step == step && p.Phase == name {
-			return p.What
-		}
-	}
-	return ""
+	p, _ := lesson.Lookup(step, name)
+	return p.What
 }

@@ -171,7 +171,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (res
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
 		return result{}, err
 	}
-	before, err := commandCalls(ctx, rdb)
+	before, err := wallet.ReadCommandStats(ctx, rdb)
 	if err != nil {
 		return result{}, err
 	}
@@ -214,7 +214,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (res
 		return ok, err
 	})
 	r.wall = time.Since(start)
-	after, err := commandCalls(ctx, rdb)
+	after, err := wallet.ReadCommandStats(ctx, rdb)
 	if err != nil {
 		return result{}, err
 	}
@@ -225,6 +225,6 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (res
 	r.Verdict = wallet.Check(initial, amount, tally.Accepted, balance)
 	r.failed = len(tally.Errors)
 	r.errs = append(tally.Errors, r.errs...)
-	r.commands = commandsBetween(before, after)
+	r.commands = after.Since(before)
 	return r, nil
 }

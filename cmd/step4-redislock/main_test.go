@@ -259,41 +259,6 @@ func TestErrorKind(t *testing.T) {
 	}
 }
 
-func TestParseCommandStats(t *testing.T) {
-	info := "# Commandstats\r\n" +
-		"cmdstat_get:calls=21,usec=35,usec_per_call=1.67,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_evalsha:calls=7,usec=120,usec_per_call=17.14,rejected_calls=0,failed_calls=1\r\n" +
-		"cmdstat_client|setinfo:calls=4,usec=4,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"
-	got := parseCommandStats(info)
-	want := map[string]int64{"get": 21, "evalsha": 7, "client|setinfo": 4}
-	if len(got) != len(want) {
-		t.Fatalf("got %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s: got %d, want %d", k, got[k], v)
-		}
-	}
-}
-
-func TestCommandsBetween(t *testing.T) {
-	before := map[string]int64{"get": 10, "info": 5, "hello": 1}
-	tests := []struct {
-		name  string
-		after map[string]int64
-		want  int64
-	}{
-		{"sums the deltas", map[string]int64{"get": 15, "evalsha": 3, "info": 5}, 8},
-		{"ignores INFO and connection setup", map[string]int64{"get": 10, "info": 9, "hello": 7, "client|setinfo": 12}, 0},
-		{"a reset counter means unknown", map[string]int64{"get": 2, "evalsha": 3}, -1},
-	}
-	for _, tt := range tests {
-		if got := commandsBetween(before, tt.after); got != tt.want {
-			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestResult_percentile(t *testing.T) {
 	var r result
 	for i := 50; i >= 1; i-- { // unsorted on purpose

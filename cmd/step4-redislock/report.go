@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -72,65 +72,6 @@ func (r result) percentile(p float64) time.Duration {
 	w := slices.Sorted(slices.Values(r.waits))
 	i := int(math.Ceil(p*float64(len(w)))) - 1
 	return w[max(i, 0)]
-}
-
-// commandCalls reads INFO commandstats: how many times the server ran each
-// command since it started. Commands that Lua scripts run count as well as
-// the EVALSHA that ran them, so a redislock attempt costs three.
-func commandCalls(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {
-	ictx, cancel := context.WithTimeout(ctx, wallet.ConnectTimeout)
-	defer cancel()
-	info, err := rdb.Info(ictx, "commandstats").Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis INFO commandstats: %w", err)
-	}
-	return parseCommandStats(info), nil
-}
-
-// parseCommandStats reads lines such as
-// "cmdstat_get:calls=21,usec=35,usec_per_call=1.67,rejected_calls=0,failed_calls=0".
-func parseCommandStats(info string) map[string]int64 {
-	calls := map[string]int64{}
-	for line := range strings.Lines(info) {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, isStat := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !isStat {
-			continue
-		}
-		for f := range strings.SplitSeq(fields, ",") {
-			if v, ok := strings.CutPrefix(f, "calls="); ok {
-				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					calls[name] = n
-				}
-			}
-		}
-	}
-	return calls
-}
-
-// notTheLock are commands that say nothing about the lock: our own INFO,
-// and what go-redis sends when it opens a connection (the first strategy
-// opens most of the pool).
-var notTheLock = map[string]bool{"info": true, "hello": true, "client|setinfo": true, "auth": true, "select": true}
-
-// commandsBetween sums the calls that happened between two INFO readings.
-// They are server-wide: any other client of this Redis (a parallel test,
-// another program) adds its own, so this is an upper bound, not an exact
-// count. It returns -1 when a counter went down (someone ran CONFIG
-// RESETSTAT), as the difference then means nothing.
-func commandsBetween(before, after map[string]int64) int64 {
-	var sum int64
-	for name, n := range after {
-		if notTheLock[name] {
-			continue
-		}
-		d := n - before[name]
-		if d < 0 {
-			return -1
-		}
-		sum += d
-	}
-	return sum
 }
 
 // errorKind names why a spend failed. The order matters: redislock joins
@@ -218,13 +159,14 @@ type jsonResult struct {
 
 func writeJSON(w io.Writer, c config, results []result) error {
 	out := struct {
-		N          int          `json:"n"`
-		Work       string       `json:"work"`
-		TTL        string       `json:"ttl"`
-		Wait       string       `json:"wait"`
-		Note       string       `json:"note"`
-		Strategies []jsonResult `json:"strategies"`
-	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}}
+		N          int             `json:"n"`
+		Work       string          `json:"work"`
+		TTL        string          `json:"ttl"`
+		Wait       string          `json:"wait"`
+		Note       string          `json:"note"`
+		Strategies []jsonResult    `json:"strategies"`
+		Phases     []lesson.Result `json:"phases"`
+	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, nil}
 	for _, r := range results {
 		j := jsonResult{
 			Strategy: r.Strategy, Retry: r.Retry, Check: r.Verdict.String(), OK: r.OK,
@@ -239,6 +181,7 @@ func writeJSON(w io.Writer, c config, results []result) error {
 			j.Errors[errorKind(err)]++
 		}
 		out.Strategies = append(out.Strategies, j)
+		out.Phases = append(out.Phases, lesson.NewResult("step4-redislock", r.Strategy, j.Check, r.OK))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -47,6 +47,13 @@ func AcquireFenced(ctx context.Context, rdb Client, key string, ttl time.Duratio
 // both: "app:lock:{wallet:42}" has the counter "app:lock:{wallet:42}:fence"
 // (same hash tag), and a key without a hash tag, "lock:7", has the counter
 // "{lock:7}:fence" (whose hash tag is the whole lock key).
+//
+// One kind of key has no such counter: a key without a hash tag that
+// contains "}" (such as "lock:{}:7", where "{}" is no hash tag). Redis
+// Cluster hashes such a key whole, only that key hashes the same text (a
+// hash tag cannot contain "}"), so its counter lands in another slot and
+// AcquireFenced fails there with CROSSSLOT. Give such keys a hash tag. A
+// single node is unaffected.
 func FenceKey(key string) string {
 	if hasHashTag(key) {
 		return key + ":fence"

@@ -1,0 +1,39 @@
+package lock_test
+
+import (
+	"testing"
+	"time"
+
+	"example.com/walletlock/lock"
+)
+
+func TestJitter_staysWithinItsBounds(t *testing.T) {
+	tests := []struct {
+		name     string
+		j        lock.Jitter
+		min, max time.Duration
+		varies   bool
+	}{
+		{"acquire's default", lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}, 5 * time.Millisecond, 15 * time.Millisecond, true},
+		{"a narrow range", lock.Jitter{Min: time.Millisecond, Max: time.Millisecond + 3}, time.Millisecond, time.Millisecond + 3, true},
+		{"min equals max", lock.Jitter{Min: 7 * time.Millisecond, Max: 7 * time.Millisecond}, 7 * time.Millisecond, 7 * time.Millisecond, false},
+		{"max below min", lock.Jitter{Min: 7 * time.Millisecond, Max: time.Millisecond}, 7 * time.Millisecond, 7 * time.Millisecond, false},
+		// redislock reads 0 as "stop retrying", so the floor is 1 ns.
+		{"zero", lock.Jitter{}, 1, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			seen := map[time.Duration]bool{}
+			for range 1000 {
+				d := tt.j.NextBackoff()
+				if d < tt.min || d > tt.max {
+					t.Fatalf("NextBackoff() = %v, want within [%v, %v]", d, tt.min, tt.max)
+				}
+				seen[d] = true
+			}
+			if varies := len(seen) > 1; varies != tt.varies {
+				t.Errorf("%d distinct values in 1000 draws, want varying: %v", len(seen), tt.varies)
+			}
+		})
+	}
+}

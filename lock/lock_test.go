@@ -1,0 +1,478 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lock"
+)
+
+// faultyClient stands between the lock and Redis. It counts every call, and
+// while fail is set it answers every call with that error instead of
+// passing it on. With a nil Client it never talks to Redis at all.
+type faultyClient struct {
+	lock.Client
+	calls atomic.Int64
+	fail  atomic.Pointer[error]
+}
+
+func (f *faultyClient) failWith(err error) { f.fail.Store(&err) }
+
+// fault counts the call and returns the injected error, if any.
+func (f *faultyClient) fault() error {
+	f.calls.Add(1)
+	if p := f.fail.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (f *faultyClient) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	if err := f.fault(); err != nil {
+		return redis.NewBoolResult(false, err)
+	}
+	return f.Client.SetNX(ctx, key, value, ttl)
+}
+
+func (f *faultyClient) DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd {
+	if err := f.fault(); err != nil {
+		return redis.NewIntResult(0, err)
+	}
+	return f.Client.DelExArgs(ctx, key, a)
+}
+
+func (f *faultyClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if err := f.fault(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	return f.Client.Eval(ctx, script, keys, args...)
+}
+
+func (f *faultyClient) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if err := f.fault(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	return f.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+func (f *faultyClient) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if err := f.fault(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	return f.Client.EvalRO(ctx, script, keys, args...)
+}
+
+func (f *faultyClient) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if err := f.fault(); err != nil {
+		return redis.NewCmdResult(nil, err)
+	}
+	return f.Client.EvalShaRO(ctx, sha, keys, args...)
+}
+
+func (f *faultyClient) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	if err := f.fault(); err != nil {
+		return redis.NewBoolSliceResult(nil, err)
+	}
+	return f.Client.ScriptExists(ctx, hashes...)
+}
+
+func (f *faultyClient) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	if err := f.fault(); err != nil {
+		return redis.NewStringResult("", err)
+	}
+	return f.Client.ScriptLoad(ctx, script)
+}
+
+// setup returns a Redis client and a lock key under a prefix of the test's
+// own.
+func setup(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	return rdb, testenv.Prefix(t, rdb) + "lock:{wallet:1}"
+}
+
+// ctxFor returns a context that ends after d, cancelled at the end of the
+// test.
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// mustAcquire takes the lock or ends the test.
+func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *lock.Lock {
+	t.Helper()
+	l, err := lock.Acquire(ctxFor(t, 10*time.Second), rdb, key, ttl)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %v): %v", key, ttl, err)
+	}
+	return l
+}
+
+// holder returns the token stored at key, "" when the key does not exist.
+func holder(t *testing.T, rdb *redis.Client, key string) string {
+	t.Helper()
+	v, err := rdb.Get(ctxFor(t, 5*time.Second), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
+func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	const n = 100
+	// Nobody releases, so every other caller waits until its context ends.
+	// The deadline is long enough that the winner's own SET cannot time out
+	// on a loaded machine, which would leave no winner at all.
+	ctx := ctxFor(t, time.Second)
+
+	var (
+		mu      sync.Mutex
+		winners []*lock.Lock
+		losers  []error
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+	)
+	for range n {
+		wg.Go(func() {
+			<-start
+			l, err := lock.Acquire(ctx, rdb, key, 30*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				losers = append(losers, err)
+				return
+			}
+			winners = append(winners, l)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	if len(winners) != 1 {
+		t.Fatalf("%d of %d callers got the lock, want exactly 1", len(winners), n)
+	}
+	for _, err := range losers {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a loser got %v, want an error matching context.DeadlineExceeded", err)
+		}
+	}
+	if got, want := holder(t, rdb, key), winners[0].Token; got != want {
+		t.Errorf("the key holds %q, want the winner's token", got)
+	}
+	if err := winners[0].Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Errorf("winner's Release: %v", err)
+	}
+}
+
+func TestAcquire_waitsForRelease(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	first := mustAcquire(t, rdb, key, 10*time.Second)
+	got := make(chan *lock.Lock, 1)
+	go func() {
+		l, err := lock.Acquire(ctxFor(t, 10*time.Second), rdb, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("second Acquire: %v", err)
+		}
+		got <- l
+	}()
+	time.Sleep(50 * time.Millisecond) // let the second caller retry a few times
+	if err := first.Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	second := <-got
+	if second == nil {
+		return
+	}
+	if second.Attempts < 2 {
+		t.Errorf("second Acquire took %d attempts, want at least 2 (it had to wait)", second.Attempts)
+	}
+	if second.Token == first.Token {
+		t.Error("two acquisitions drew the same token")
+	}
+	if err := second.Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Errorf("second Release: %v", err)
+	}
+}
+
+func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 10*time.Second)
+	stale := mustAcquire(t, rdb, key, 50*time.Millisecond)
+	// Acquire waits for the stale lease to expire, then takes the key.
+	fresh := mustAcquire(t, rdb, key, 10*time.Second)
+
+	if err := stale.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release of an expired lease: got %v, want ErrNotHeld", err)
+	}
+	if err := stale.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Refresh of an expired lease: got %v, want ErrNotHeld", err)
+	}
+	if got := holder(t, rdb, key); got != fresh.Token {
+		t.Fatalf("after the stale holder's Release the key holds %q, want the new holder's token", got)
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 5*time.Second {
+		t.Errorf("the stale Refresh changed the new holder's TTL to %v", pttl)
+	}
+
+	if err := fresh.Release(ctx); err != nil {
+		t.Fatalf("new holder's Release: %v", err)
+	}
+	if err := fresh.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second Release: got %v, want ErrNotHeld", err)
+	}
+}
+
+func TestRefresh_afterExpiry(t *testing.T) {
+	rdb, key := setup(t)
+	l := mustAcquire(t, rdb, key, 20*time.Millisecond)
+	ctx := ctxFor(t, 5*time.Second)
+	for holder(t, rdb, key) != "" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("got %v, want ErrNotHeld", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Error("Refresh of an expired lease brought the key back")
+	}
+}
+
+func TestRefresh_extendsTheTTL(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 5*time.Second)
+	l := mustAcquire(t, rdb, key, time.Second)
+	if err := l.Refresh(ctx, time.Minute); err != nil {
+		t.Fatalf("Refresh: %v", err)
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 30*time.Second {
+		t.Errorf("PTTL after Refresh(1m) = %v, want close to a minute", pttl)
+	}
+	if err := l.Refresh(ctx, 0); !errors.Is(err, lock.ErrBadTTL) {
+		t.Errorf("Refresh(0): got %v, want ErrBadTTL", err)
+	}
+	l.Release(ctx)
+}
+
+func TestRelease_nilLock(t *testing.T) {
+	var l *lock.Lock
+	ctx := context.Background()
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release: got %v, want ErrNotHeld", err)
+	}
+	if err := l.ReleaseWith(ctx, lock.ReleaseLua); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("ReleaseWith: got %v, want ErrNotHeld", err)
+	}
+	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
+	}
+	if got := l.String(); got != "lock <nil>" {
+		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 5*time.Second)
+	acquirers := []struct {
+		name    string
+		acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error)
+	}{
+		{"Acquire", lock.Acquire},
+		{"AcquireFenced", lock.AcquireFenced},
+	}
+	tests := []struct {
+		name string
+		key  string
+		ttl  time.Duration
+		want error
+	}{
+		{"zero TTL", key, 0, lock.ErrBadTTL},
+		{"negative TTL", key, -time.Second, lock.ErrBadTTL},
+		{"TTL under a millisecond", key, 500 * time.Microsecond, lock.ErrBadTTL},
+		{"empty key", "", time.Second, lock.ErrEmptyKey},
+	}
+	for _, a := range acquirers {
+		for _, tt := range tests {
+			t.Run(a.name+"/"+tt.name, func(t *testing.T) {
+				// Every call through this client fails and is counted:
+				// the input must be refused before the first one.
+				spy := &faultyClient{}
+				spy.failWith(errors.New("test: Redis was called"))
+				l, err := a.acquire(ctx, spy, tt.key, tt.ttl)
+				if !errors.Is(err, tt.want) {
+					t.Errorf("got (%v, %v), want %v", l, err, tt.want)
+				}
+				if n := spy.calls.Load(); n != 0 {
+					t.Errorf("%d calls reached Redis, want 0", n)
+				}
+				// The same input against the real server leaves no key.
+				if _, err := a.acquire(ctx, rdb, tt.key, tt.ttl); !errors.Is(err, tt.want) {
+					t.Errorf("against Redis: got %v, want %v", err, tt.want)
+				}
+				if n := rdb.Exists(ctx, key, lock.FenceKey(key)).Val(); n != 0 {
+					t.Errorf("%d keys exist afterwards, want 0", n)
+				}
+			})
+		}
+	}
+	if msg := lock.ErrBadTTL.Error(); msg != "lock: TTL must be at least 1ms" {
+		t.Errorf("ErrBadTTL reads %q", msg)
+	}
+}
+
+func TestAcquire_contextEndsWhileWaiting(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb, key := setup(t)
+			held := mustAcquire(t, rdb, key, 10*time.Second)
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			l, err := lock.Acquire(ctx, rdb, key, 10*time.Second)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got (%v, %v), want an error matching %v", l, err, tt.want)
+			}
+			if got := holder(t, rdb, key); got != held.Token {
+				t.Errorf("the key holds %q, want the first holder's token untouched", got)
+			}
+		})
+	}
+}
+
+func TestAcquire_contextAlreadyCancelled(t *testing.T) {
+	rdb, key := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, acquire := range map[string]func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error){
+		"Acquire":       lock.Acquire,
+		"AcquireFenced": lock.AcquireFenced,
+	} {
+		l, err := acquire(ctx, rdb, key, 10*time.Second)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: got (%v, %v), want an error matching context.Canceled", name, l, err)
+		}
+		if n := rdb.Exists(ctxFor(t, 5*time.Second), key).Val(); n != 0 {
+			t.Errorf("%s with a cancelled context left the lock key behind", name)
+		}
+	}
+}
+
+func TestAcquire_redisErrorIsNotRetried(t *testing.T) {
+	rdb, key := setup(t)
+	injected := errors.New("test: connection reset")
+	acquirers := map[string]func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error){
+		"Acquire":       lock.Acquire,
+		"AcquireFenced": lock.AcquireFenced,
+	}
+	for name, acquire := range acquirers {
+		t.Run(name, func(t *testing.T) {
+			f := &faultyClient{Client: rdb}
+			f.failWith(injected)
+			// A long deadline: if Acquire retried the error, the test would
+			// see many calls (and wait up to a minute).
+			l, err := acquire(ctxFor(t, 10*time.Second), f, key, time.Second)
+			if !errors.Is(err, injected) {
+				t.Fatalf("got (%v, %v), want the injected error", l, err)
+			}
+			if n := f.calls.Load(); n != 1 {
+				t.Errorf("%d calls to Redis, want exactly 1 (no retry)", n)
+			}
+		})
+	}
+}
+
+func TestAcquire_unreachableRedis(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1: the dial fails at once, and Acquire must
+	// say so instead of retrying until its context ends.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := ctxFor(t, time.Minute)
+	_, err := lock.Acquire(ctx, rdb, "test:unreachable:lock", time.Second)
+	if err == nil {
+		t.Fatal("Acquire against a closed port succeeded")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Acquire waited for its context to end: %v", err)
+	}
+}
+
+func TestScripts_surviveScriptFlush(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 10*time.Second)
+	// SCRIPT FLUSH empties the server's script cache, as a restart or a
+	// failover does. It is server-wide, but harmless to everyone else for
+	// the very reason under test: go-redis falls back from EVALSHA to EVAL.
+	flush := func() {
+		t.Helper()
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatalf("SCRIPT FLUSH: %v", err)
+		}
+	}
+
+	l := mustAcquire(t, rdb, key, 10*time.Second)
+	flush()
+	if err := l.Refresh(ctx, 20*time.Second); err != nil {
+		t.Errorf("Refresh after SCRIPT FLUSH: %v", err)
+	}
+	flush()
+	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
+		t.Errorf("Release after SCRIPT FLUSH: %v", err)
+	}
+	flush()
+	f, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+	if err != nil {
+		t.Fatalf("AcquireFenced after SCRIPT FLUSH: %v", err)
+	}
+	if f.Fence != 1 {
+		t.Errorf("fence = %d, want 1", f.Fence)
+	}
+	flush()
+	if err := f.Release(ctx); err != nil {
+		t.Errorf("Release of a fenced lock after SCRIPT FLUSH: %v", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Error("the lock key is still there")
+	}
+}
+
+func TestLock_stringHidesTheToken(t *testing.T) {
+	rdb, key := setup(t)
+	l := mustAcquire(t, rdb, key, 10*time.Second)
+	defer l.Release(ctxFor(t, 5*time.Second))
+	for _, s := range []string{l.String(), l.GoString()} {
+		if s != "lock "+key {
+			t.Errorf("got %q, want %q", s, "lock "+key)
+		}
+	}
+}

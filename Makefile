@@ -5,7 +5,7 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo test
+.PHONY: help up compose-up down compose-down status demo test workshop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -34,3 +34,6 @@ demo: up ## run every step program in order
 test: up ## go vet and go test -race against the real services
 	$(GO) vet ./...
 	$(GO) test -race ./...
+
+workshop: up ## run every step briefly, compare with the tutorial (JSON=1: one JSON document)
+	@$(GO) run ./cmd/workshop $(if $(JSON),-json)

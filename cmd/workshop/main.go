@@ -1,0 +1,204 @@
+// Workshop runs every step with settings short enough for a room full of
+// laptops and prints one table: each phase, the verdict the tutorial
+// promises (from package lesson), the verdict this machine gave, and
+// whether they match. It exits 1 when any phase differs or a step fails.
+//
+//	make workshop            # the table
+//	make workshop JSON=1     # one JSON document for the facilitator
+//	go run ./cmd/workshop -json > my-laptop.json
+//
+// The JSON holds every phase's figures as each step reported them, plus
+// the machine's Go, Redis and PostgreSQL versions, so a room's results can
+// be collected and compared.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"text/tabwriter"
+	"time"
+
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/wallet"
+)
+
+// plan is what the workshop runs, in tutorial order. Each step also gets
+// -json and a -prefix of its own.
+var plan = []struct {
+	step string
+	args []string
+}{
+	{"step1-race", []string{"-runs", "3"}},
+	{"step2-lock", nil},
+	{"step3-ttl", nil},
+	{"step4-redislock", nil},
+	{"step5-fencing", nil},
+	{"step6-loadtest", []string{"-duration", "2s"}},
+}
+
+// report is the JSON document; Steps keeps each step's own output whole.
+type report struct {
+	Go       string                     `json:"go"`
+	OS       string                     `json:"os"`
+	CPUs     int                        `json:"cpus"`
+	Redis    string                     `json:"redis"`
+	Postgres string                     `json:"postgres"`
+	Started  time.Time                  `json:"started"`
+	Seconds  float64                    `json:"seconds"`
+	Phases   []row                      `json:"phases"`
+	Steps    map[string]json.RawMessage `json:"steps"`
+	Failures []string                   `json:"failures,omitempty"`
+}
+
+type row struct {
+	lesson.Result
+	Match bool `json:"match"`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+
+	rep := report{
+		Go:      runtime.Version(),
+		OS:      runtime.GOOS + "/" + runtime.GOARCH,
+		CPUs:    runtime.NumCPU(),
+		Started: time.Now().UTC().Truncate(time.Second),
+		Steps:   map[string]json.RawMessage{},
+	}
+	if err := versions(ctx, &rep); err != nil {
+		fmt.Fprintln(stderr, "workshop:", err)
+		return 1
+	}
+
+	// Build once, so the timings of the steps do not include compiling.
+	bin, err := os.MkdirTemp("", "walletlock-workshop-")
+	if err != nil {
+		fmt.Fprintln(stderr, "workshop:", err)
+		return 1
+	}
+	defer os.RemoveAll(bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/...")
+	build.Stderr = stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(stderr, "workshop: go build ./cmd/... failed:", err)
+		return 1
+	}
+
+	seen := map[string]bool{}
+	for _, p := range plan {
+		if !*asJSON {
+			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
+		}
+		out, err := runStep(ctx, filepath.Join(bin, p.step), p.step, p.args)
+		if out != nil {
+			rep.Steps[p.step] = out
+		}
+		var got struct{ Phases []lesson.Result }
+		if jerr := json.Unmarshal(out, &got); out == nil || jerr != nil {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", p.step, err))
+			continue
+		}
+		for _, r := range got.Phases {
+			rep.Phases = append(rep.Phases, row{r, r.Match()})
+			seen[r.Step+"/"+r.Phase] = true
+		}
+	}
+	// A phase the lesson promises but no step reported is a failure too.
+	for _, p := range lesson.Phases {
+		if !seen[p.Step+"/"+p.Phase] {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s phase %s: not reported", p.Step, p.Phase))
+		}
+	}
+	rep.Seconds = time.Since(rep.Started).Round(time.Second).Seconds()
+
+	ok := len(rep.Failures) == 0
+	for _, r := range rep.Phases {
+		ok = ok && r.Match
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(rep)
+	} else {
+		printTable(stdout, rep)
+	}
+	if !ok {
+		fmt.Fprintln(stderr, "workshop: some phases did not print what the tutorial says; see the table")
+		return 1
+	}
+	return 0
+}
+
+// runStep runs one step with -json and returns its JSON output. A step
+// exits 1 when a phase misses its verdict but still prints its JSON, so
+// the output is returned whenever there is some.
+func runStep(ctx context.Context, path, step string, args []string) (json.RawMessage, error) {
+	args = append([]string{"-json", "-prefix", wallet.DefaultPrefix + "workshop:" + step + ":"}, args...)
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		err = fmt.Errorf("%v: %s", err, bytes.TrimSpace(errb.Bytes()))
+	}
+	if !json.Valid(out.Bytes()) {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSpace(out.Bytes())), err
+}
+
+func versions(ctx context.Context, rep *report) error {
+	rdb, err := wallet.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	if rep.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
+		return err
+	}
+	pool, err := wallet.ConnectPostgres(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rep.Postgres, err = wallet.PostgresVersion(ctx, pool)
+	return err
+}
+
+func printTable(w io.Writer, rep report) {
+	fmt.Fprintf(w, "walletlock workshop: %s %s, %d CPUs, Redis %s, PostgreSQL %s, %.0fs\n\n",
+		rep.Go, rep.OS, rep.CPUs, rep.Redis, rep.Postgres, rep.Seconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tPHASE\tEXPECTED\tACTUAL\tMATCH\tCHECK")
+	for _, r := range rep.Phases {
+		match := "yes"
+		if !r.Match {
+			match = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Step, r.Phase, r.Want, r.Verdict, match, r.Check)
+	}
+	tw.Flush()
+	for _, f := range rep.Failures {
+		fmt.Fprintln(w, "FAILED:", f)
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// runStep runs the program and returns its exit code and output.
+func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(t.Context(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// With the lock, ten spends get through and the balance ends at zero on
+// every run, whichever way the lock is released, and no lock is left.
+func TestRun_okEveryRun(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	version, err := wallet.RedisVersion(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hasDelex, err := lock.SupportsDelex(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		method := []string{"auto", "lua"}[i%2]
+		used := "lua"
+		if method == "auto" && hasDelex {
+			used = "delex"
+		}
+		code, stdout, stderr := runStep(t, "-prefix", prefix, "-release", method)
+		if code != 0 || stderr != "" {
+			t.Fatalf("run %d (-release %s) = %d, want 0; stderr:\n%s", i+1, method, code, stderr)
+		}
+		want := "accepted=10 balance=0 expected=0 OK\n" +
+			fmt.Sprintf("lock key left behind: no (released with %s, Redis %s)\n", used, version)
+		if stdout != want {
+			t.Fatalf("run %d (-release %s) printed:\n%s\nwant:\n%s", i+1, method, stdout, want)
+		}
+		// The program deletes its balance key too.
+		key := wallet.BalanceKey(prefix, wallet.DemoWallet)
+		if n := rdb.Exists(t.Context(), key, wallet.LockKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
+			t.Fatalf("run %d left %d keys behind", i+1, n)
+		}
+	}
+}
+
+func TestRun_json(t *testing.T) {
+	rdb := testenv.Redis(t)
+	code, stdout, stderr := runStep(t, "-prefix", testenv.Prefix(t, rdb), "-json", "-n", "20")
+	if code != 0 || stderr != "" {
+		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr)
+	}
+	var got struct {
+		Redis          string          `json:"redis_version"`
+		Release        string          `json:"release"`
+		LockLeft       bool            `json:"lock_left"`
+		FailedSpends   int             `json:"failed_spends"`
+		FailedReleases int             `json:"failed_releases"`
+		Phases         []lesson.Result `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	want := lesson.Result{Step: step, Phase: "lock", Check: "accepted=10 balance=0 expected=0 OK", Verdict: "OK", Want: "OK"}
+	if len(got.Phases) != 1 || got.Phases[0] != want {
+		t.Errorf("phases = %+v, want [%+v]", got.Phases, want)
+	}
+	if got.Redis == "" || got.Release == "" || got.LockLeft || got.FailedSpends != 0 || got.FailedReleases != 0 {
+		t.Errorf("got %+v, want a version, a release method, no lock left, no failures", got)
+	}
+}
+
+// -release delex asks for a command that only Redis 8.4 and later has: on
+// an older server the program must refuse in one line naming the version,
+// before it spends anything; on a newer one it must work.
+func TestRun_releaseDelex(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	hasDelex, err := lock.SupportsDelex(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := wallet.RedisVersion(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runStep(t, "-prefix", prefix, "-release", "delex")
+	if hasDelex {
+		if code != 0 || !strings.Contains(stdout, "released with delex") {
+			t.Errorf("run = %d, want 0 and a DELEX release; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		return
+	}
+	if code != 1 {
+		t.Errorf("run = %d, want 1", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "Redis "+version) || !strings.Contains(stderr, "8.4") {
+		t.Errorf("stderr = %q, want one line naming Redis %s and 8.4", stderr, version)
+	}
+	if n := rdb.Exists(t.Context(), wallet.BalanceKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
+		t.Error("the program wrote a balance before refusing")
+	}
+}
+
+func TestRun_badFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"-nope"}, "-nope"},
+		{"unknown release method", []string{"-release", "del"}, `-release: lock: unknown release method "del"`},
+		{"zero TTL", []string{"-ttl", "0"}, "-ttl: " + lock.ErrBadTTL.Error()},
+		{"negative TTL", []string{"-ttl", "-1s"}, lock.ErrBadTTL.Error()},
+		{"TTL under a millisecond", []string{"-ttl", "500us"}, lock.ErrBadTTL.Error() + ", got 500µs"},
+		{"no spenders", []string{"-n", "0"}, "-n"},
+		{"no wait", []string{"-wait", "0"}, "-wait"},
+		{"negative work", []string{"-work", "-1ms"}, "-work"},
+		{"an argument", []string{"extra"}, "no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runStep(t, tt.args...)
+			if code != 2 {
+				t.Errorf("run(%q) = %d, want 2", tt.args, code)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+			first, _, _ := strings.Cut(stderr, "\n")
+			if !strings.Contains(first, tt.want) {
+				t.Errorf("stderr starts with %q, want it to contain %q", first, tt.want)
+			}
+		})
+	}
+}
+
+func TestRun_redisUnreachable(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
+	start := time.Now()
+	code, stdout, stderr := runStep(t)
+	if code != 1 {
+		t.Errorf("run = %d, want 1", code)
+	}
+	// A hang guard, not a speed test: Connect gives up after ConnectTimeout.
+	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
+		t.Errorf("run took %v to give up", took)
+	}
+	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "127.0.0.1:1") || !strings.Contains(stderr, "make up") {
+		t.Errorf("stderr = %q, want one line naming 127.0.0.1:1 and the fix", stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// runStep runs the program on a key prefix of its own and checks that it
+// left no key behind.
+func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	var out, errOut bytes.Buffer
+	code = run(t.Context(), append([]string{"-prefix", prefix}, args...), &out, &errOut)
+	if n := rdb.Exists(t.Context(), wallet.BalanceKey(prefix, wallet.DemoWallet), wallet.LockKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
+		t.Errorf("run(%q) left %d keys behind", args, n)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// A phase prints two lines: its settings and check line, then what it saw.
+var phaseLines = regexp.MustCompile(`^phase (\d) \((.+)\): (accepted=\d+ balance=-?\d+ expected=-?\d+ (?:OK|BROKEN))\nphase (\d): (.+)\n$`)
+
+// Each phase must give its verdict on every run with the defaults, and
+// -phase all must run the three in order. The runs go side by side, each on
+// keys of its own, to keep the test short (phase 2 alone takes four times
+// the work): t.Run from several goroutines, since t.Parallel would queue
+// them behind -parallel, which is 2 on a 2-core machine. Run the package
+// with -count=10 to see ten runs of each.
+func TestRun_defaultsGiveTheLessonsVerdicts(t *testing.T) {
+	tests := []struct {
+		phase, check, story string
+	}{
+		{"1", "", "4 of 4 releases found the lease gone and deleted nothing"},
+		{"2", "accepted=4 balance=60 expected=60 OK", "0 of 4 releases found the lease gone and deleted nothing"},
+		{"3", "accepted=0 balance=100 expected=100 OK", "the watchdog cancelled the spend before its write, cause: " + lock.ErrNotHeld.Error()},
+	}
+	var wg sync.WaitGroup
+	for _, tt := range tests {
+		wg.Go(func() {
+			t.Run("phase "+tt.phase, func(t *testing.T) {
+				code, stdout, stderr := runStep(t, "-phase", tt.phase)
+				if code != 0 || stderr != "" {
+					t.Fatalf("run = %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+				}
+				m := phaseLines.FindStringSubmatch(stdout)
+				if m == nil || m[1] != tt.phase || m[4] != tt.phase {
+					t.Fatalf("stdout is not phase %s's two lines:\n%s", tt.phase, stdout)
+				}
+				check, story := m[3], m[5]
+				if want := lesson.Want(step, tt.phase); !strings.HasSuffix(check, " "+want) {
+					t.Errorf("check line %q, want %s", check, want)
+				}
+				if tt.check != "" && check != tt.check {
+					t.Errorf("check line %q, want %q", check, tt.check)
+				}
+				if story != tt.story {
+					t.Errorf("second line %q, want %q", story, tt.story)
+				}
+				if tt.phase == "1" && !strings.HasPrefix(check, "accepted=4 ") {
+					// All four had money to spend: every one was accepted,
+					// and the balance shows fewer spends than that.
+					t.Errorf("check line %q, want 4 accepted", check)
+				}
+			})
+		})
+	}
+	wg.Go(func() { t.Run("all phases, json", allPhasesJSON) })
+	wg.Wait()
+}
+
+// allPhasesJSON runs the three phases in order, each on a fresh balance.
+// Two spenders are enough for phase 1 to lose an update, and keep it short.
+func allPhasesJSON(t *testing.T) {
+	code, stdout, stderr := runStep(t, "-json", "-n", "2")
+	if code != 0 || stderr != "" {
+		t.Fatalf("run = %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var got struct {
+		Redis  string `json:"redis_version"`
+		Phases []struct {
+			lesson.Result
+			NotHeld  int    `json:"releases_not_held"`
+			Releases int    `json:"releases"`
+			Cause    string `json:"cause"`
+		} `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if got.Redis == "" || len(got.Phases) != 3 {
+		t.Fatalf("got %+v, want a Redis version and three phases", got)
+	}
+	for i, p := range got.Phases {
+		if want := []string{"1", "2", "3"}[i]; p.Phase != want || p.Step != step || !p.Match() {
+			t.Errorf("phase %d: %+v, want phase %s giving %s", i+1, p.Result, want, lesson.Want(step, want))
+		}
+	}
+	p1, p2, p3 := got.Phases[0], got.Phases[1], got.Phases[2]
+	if p1.NotHeld != 2 || p1.Releases != 2 || p2.NotHeld != 0 || p2.Releases != 2 {
+		t.Errorf("releases that found the lease gone: phase 1 %d of %d (want 2 of 2), phase 2 %d of %d (want 0 of 2)",
+			p1.NotHeld, p1.Releases, p2.NotHeld, p2.Releases)
+	}
+	if p1.Check != "accepted=2 balance=90 expected=80 BROKEN" {
+		t.Errorf("phase 1 check %q: two spenders both read 100, so one spend is lost", p1.Check)
+	}
+	if p3.Check != "accepted=0 balance=100 expected=100 OK" || p3.Cause != lock.ErrNotHeld.Error() || p3.NotHeld != 1 {
+		t.Errorf("phase 3: %+v, want nothing written, cause ErrNotHeld, the release refused", p3)
+	}
+}
+
+// When the settings cannot show what a phase is about, the program must
+// say so and exit 1, not print a verdict that contradicts the lesson and
+// exit 0. Here the work fits in the TTL, so phase 1 loses nothing.
+func TestRun_saysWhenAPhaseMissesItsVerdict(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runStep(t, "-phase", "1", "-n", "2", "-ttl", "5s", "-work", "50ms")
+	if code != 1 {
+		t.Errorf("run = %d, want 1", code)
+	}
+	if !strings.Contains(stdout, "accepted=2 balance=80 expected=80 OK") {
+		t.Errorf("stdout:\n%s\nwant phase 1 OK: the work fits in the TTL", stdout)
+	}
+	if !strings.Contains(stderr, "phase 1 gave OK, the lesson says BROKEN") {
+		t.Errorf("stderr = %q, want it to say phase 1 missed its verdict", stderr)
+	}
+}
+
+func TestRun_badFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"-nope"}, "-nope"},
+		{"unknown phase", []string{"-phase", "4"}, `-phase "4"`},
+		{"zero TTL", []string{"-ttl", "0"}, "-ttl: " + lock.ErrBadTTL.Error()},
+		{"TTL under a millisecond", []string{"-ttl", "500us"}, lock.ErrBadTTL.Error() + ", got 500µs"},
+		{"not a duration", []string{"-work", "long"}, "-work"},
+		{"no spenders", []string{"-n", "0"}, "-n"},
+		{"negative work", []string{"-work", "-1ms"}, "-work"},
+		{"an argument", []string{"extra"}, "no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(t.Context(), tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("run(%q) = %d, want 2", tt.args, code)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout = %q, want nothing", stdout.String())
+			}
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if !strings.Contains(first, tt.want) {
+				t.Errorf("stderr starts with %q, want it to contain %q", first, tt.want)
+			}
+		})
+	}
+}
+
+func TestRun_redisUnreachable(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if code := run(t.Context(), nil, &stdout, &stderr); code != 1 {
+		t.Errorf("run = %d, want 1", code)
+	}
+	// A hang guard, not a speed test: Connect gives up after ConnectTimeout.
+	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
+		t.Errorf("run took %v to give up", took)
+	}
+	msg := stderr.String()
+	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "make up") {
+		t.Errorf("stderr = %q, want one line naming 127.0.0.1:1 and the fix", msg)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("stdout = %q, want nothing", stdout.String())
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
@@ -42,7 +43,6 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("step1-race", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	n := fs.Int("n", 50, "concurrent spenders")
 	amount := fs.Int64("amount", 10, "amount each spender takes")
 	initial := fs.Int64("initial", 100, "starting balance")
@@ -50,8 +50,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	runs := fs.Int("runs", 1, "how many times to repeat, one line each")
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step1:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 	if *n < 1 || *amount < 1 || *initial < 0 || *work < 0 || *runs < 1 {
 		fmt.Fprintln(stderr, "step1-race: -n, -amount and -runs must be at least 1; -initial and -work at least 0")

@@ -53,6 +53,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -97,7 +98,6 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("step4-redislock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	which := fs.String("strategy", "all", "lockstep, exponential, jitter or all")
 	var c config
 	fs.IntVar(&c.n, "n", 50, "concurrent spenders")
@@ -106,13 +106,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.wait, "wait", 10*time.Second, "how long each spender waits for the lock")
 	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 	chosen, err := pick(*which)
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
 	if err == nil && (c.n < 1 || c.work < 0 || c.wait <= 0) {
 		err = errors.New("-n must be at least 1, -work at least 0 and -wait above 0")
 	}

@@ -25,10 +25,8 @@ type config struct {
 }
 
 // validate checks the flags and returns the phases -phase chose.
-func (c config) validate(only string, rest []string) ([]phase, error) {
+func (c config) validate(only string) ([]phase, error) {
 	switch {
-	case len(rest) > 0:
-		return nil, fmt.Errorf("unexpected argument %q", rest[0])
 	case c.ttl < time.Millisecond:
 		return nil, fmt.Errorf("-ttl: %w, got %v", lock.ErrBadTTL, c.ttl)
 	case c.pause <= c.ttl:

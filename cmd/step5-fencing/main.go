@@ -50,7 +50,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,6 +57,7 @@ import (
 	"os/signal"
 	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/wallet"
 )
 
@@ -71,7 +71,6 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // a bad flag gets one line, below; -h the list
 	var c config
 	fs.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms")
 	fs.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl")
@@ -82,17 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step5:", "prefix of the Redis keys this run writes")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3, 4 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
-	err := fs.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: go run ./cmd/step5-fencing [flags]")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return 0
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
-	var chosen []phase
-	if err == nil {
-		chosen, err = c.validate(*only, fs.Args())
-	}
+	chosen, err := c.validate(*only)
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", err)
 		return 2

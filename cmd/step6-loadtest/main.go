@@ -41,6 +41,7 @@ import (
 
 	"golang.org/x/term"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/loadtest"
 )
 
@@ -53,7 +54,6 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := loadtest.Defaults()
 	fs := flag.NewFlagSet("step6-loadtest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	which := fs.String("strategy", "all", "all, or one or more of "+strings.Join(loadtest.Strategies(), ",")+" (comma-separated)")
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, "wallets to spend from")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent spenders")
@@ -69,8 +69,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "prefix of the Redis keys this run writes")
 	fs.Int64Var(&c.FirstID, "first-id", c.FirstID, "first PostgreSQL wallet id this run uses")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 	var err error
 	if c.Strategies, err = loadtest.ParseStrategies(*which); err == nil {

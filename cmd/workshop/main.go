@@ -27,6 +27,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
@@ -72,10 +73,9 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 
 	rep := report{

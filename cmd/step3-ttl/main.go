@@ -18,12 +18,15 @@
 //
 // Expect (the balance of phase 1 varies; the verdicts never do):
 //
-//	phase 1 (ttl 300ms, work 900ms, no watchdog): accepted=4 balance=80 expected=60 BROKEN
-//	phase 1: 4 of 4 releases found the lease gone and deleted nothing
-//	phase 2 (ttl 300ms, work 900ms, watchdog every 100ms): accepted=4 balance=60 expected=60 OK
-//	phase 2: 0 of 4 releases found the lease gone and deleted nothing
-//	phase 3 (lease taken over 300ms into the work, watchdog every 100ms): accepted=0 balance=100 expected=100 OK
-//	phase 3: the watchdog cancelled the spend before its write, cause: lock: not held (expired or taken by another holder)
+//	phase 1: ttl 300ms, work 900ms, no watchdog
+//	  4 of 4 releases found the lease gone and deleted nothing
+//	  accepted=4 balance=80 expected=60 BROKEN
+//	phase 2: ttl 300ms, work 900ms, watchdog every 100ms
+//	  0 of 4 releases found the lease gone and deleted nothing
+//	  accepted=4 balance=60 expected=60 OK
+//	phase 3: lease taken over 300ms into the work, watchdog every 100ms
+//	  the watchdog cancelled the spend before its write, cause: lock: not held (expired or taken by another holder)
+//	  accepted=0 balance=100 expected=100 OK
 //
 // Run it with:
 //
@@ -105,8 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("phase %s: %w", o.Phase, err))
 		}
 		if !*asJSON {
-			fmt.Fprintf(stdout, "phase %s (%s): %s\n", o.Phase, o.setting, o.Check)
-			fmt.Fprintf(stdout, "phase %s: %s\n", o.Phase, o.story)
+			fmt.Fprintf(stdout, "phase %s: %s\n  %s\n  %s\n", o.Phase, o.setting, o.story, o.Check)
 		}
 		outcomes = append(outcomes, o)
 	}

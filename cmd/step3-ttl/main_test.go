@@ -29,8 +29,9 @@ func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-// A phase prints two lines: its settings and check line, then what it saw.
-var phaseLines = regexp.MustCompile(`^phase (\d) \((.+)\): (accepted=\d+ balance=-?\d+ expected=-?\d+ (?:OK|BROKEN))\nphase (\d): (.+)\n$`)
+// A phase prints three lines: a header naming it and its settings, then
+// (indented) what happened and the check line.
+var phaseLines = regexp.MustCompile(`^phase (\d): (.+)\n  (.+)\n  (accepted=\d+ balance=-?\d+ expected=-?\d+ (?:OK|BROKEN))\n$`)
 
 // Each phase must give its verdict on every run with the defaults, and
 // -phase all must run the three in order. The runs go side by side, each on
@@ -55,10 +56,10 @@ func TestRun_defaultsGiveTheLessonsVerdicts(t *testing.T) {
 					t.Fatalf("run = %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 				}
 				m := phaseLines.FindStringSubmatch(stdout)
-				if m == nil || m[1] != tt.phase || m[4] != tt.phase {
-					t.Fatalf("stdout is not phase %s's two lines:\n%s", tt.phase, stdout)
+				if m == nil || m[1] != tt.phase {
+					t.Fatalf("stdout is not phase %s's three lines:\n%s", tt.phase, stdout)
 				}
-				check, story := m[3], m[5]
+				story, check := m[3], m[4]
 				if want := lesson.Want(step, tt.phase); !strings.HasSuffix(check, " "+want) {
 					t.Errorf("check line %q, want %s", check, want)
 				}
@@ -66,7 +67,7 @@ func TestRun_defaultsGiveTheLessonsVerdicts(t *testing.T) {
 					t.Errorf("check line %q, want %q", check, tt.check)
 				}
 				if story != tt.story {
-					t.Errorf("second line %q, want %q", story, tt.story)
+					t.Errorf("story line %q, want %q", story, tt.story)
 				}
 				if tt.phase == "1" && !strings.HasPrefix(check, "accepted=4 ") {
 					// All four had money to spend: every one was accepted,

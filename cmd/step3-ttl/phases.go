@@ -62,7 +62,7 @@ type outcome struct {
 	Releases int    `json:"releases"`          // releases attempted
 	Cause    string `json:"cause,omitempty"`   // phase 3: why the work was cancelled
 	setting  string // for the text: the phase's settings
-	story    string // for the text: the line after the check line
+	story    string // for the text: what happened, above the check line
 	problems []string
 }
 

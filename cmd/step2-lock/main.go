@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -53,7 +54,6 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	release := fs.String("release", "auto", "how Release deletes the key: lua, delex (Redis 8.4+) or auto")
 	n := fs.Int("n", 50, "concurrent spenders")
 	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms")
@@ -61,8 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write")
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step2:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 	method, err := lock.ParseReleaseMethod(*release)
 	switch {
@@ -70,8 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("-release: %w", err)
 	case lock.CheckTTL(*ttl) != nil:
 		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(*ttl))
-	case *n < 1 || *wait <= 0 || *work < 0 || fs.NArg() > 0:
-		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0; no arguments")
+	case *n < 1 || *wait <= 0 || *work < 0:
+		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", err)

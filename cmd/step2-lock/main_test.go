@@ -133,7 +133,7 @@ func TestRun_badFlags(t *testing.T) {
 		{"no spenders", []string{"-n", "0"}, "-n"},
 		{"no wait", []string{"-wait", "0"}, "-wait"},
 		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"an argument", []string{"extra"}, "no arguments"},
+		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,5 +169,18 @@ func TestRun_redisUnreachable(t *testing.T) {
 	}
 	if stdout != "" {
 		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+}
+
+func TestRun_help(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Errorf("run(-h) = %d, want 0", code)
+	}
+	if !strings.HasPrefix(stdout.String(), "usage: go run ./cmd/step2-lock [flags]\n") || !strings.Contains(stdout.String(), "-ttl duration") {
+		t.Errorf("stdout = %q, want the usage line and the flags", stdout.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr = %q, want nothing", stderr.String())
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"os/signal"
 	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -64,7 +65,6 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var e env
 	// A refresh must answer within TTL/3 (100ms here) even on a loaded
 	// machine; the work is three TTLs, so phase 1's lease always expires.
@@ -74,16 +74,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&e.prefix, "prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
 	}
 	chosen, err := pick(*only)
 	switch {
 	case err != nil:
 	case lock.CheckTTL(e.ttl) != nil:
 		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(e.ttl))
-	case e.n < 1 || e.work < 0 || fs.NArg() > 0:
-		err = errors.New("-n must be at least 1 and -work at least 0; no arguments")
+	case e.n < 1 || e.work < 0:
+		err = errors.New("-n must be at least 1 and -work at least 0")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", err)

@@ -151,7 +151,7 @@ func TestRun_badFlags(t *testing.T) {
 		{"not a duration", []string{"-work", "long"}, "-work"},
 		{"no spenders", []string{"-n", "0"}, "-n"},
 		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"an argument", []string{"extra"}, "no arguments"},
+		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,5 +188,18 @@ func TestRun_redisUnreachable(t *testing.T) {
 	}
 	if stdout.Len() > 0 {
 		t.Errorf("stdout = %q, want nothing", stdout.String())
+	}
+}
+
+func TestRun_help(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Errorf("run(-h) = %d, want 0", code)
+	}
+	if !strings.HasPrefix(stdout.String(), "usage: go run ./cmd/step3-ttl [flags]\n") || !strings.Contains(stdout.String(), "-ttl duration") {
+		t.Errorf("stdout = %q, want the usage line and the flags", stdout.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr = %q, want nothing", stderr.String())
 	}
 }

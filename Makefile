@@ -26,7 +26,7 @@ demo: up ## run every step program in order
 	@$(GO) run ./cmd/step1-race -runs 3
 	@echo "== step 2: a hand-built lease, SET NX PX and a token-checked release"
 	@$(GO) run ./cmd/step2-lock
-	@echo "== step 3: work that outlives the TTL, the watchdog, a lease lost mid-work (about 6 s)"
+	@echo "== step 3: work that outlives the TTL, the watchdog, a lease lost mid-work (about 7 s)"
 	@$(GO) run ./cmd/step3-ttl
 	@echo "== step 4: bsm/redislock, and what lockstep retries cost"
 	@$(GO) run ./cmd/step4-redislock

@@ -103,14 +103,15 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 	for attempts := 1; ; attempts++ {
 		won, err := try(token)
 		if err != nil {
+			// A failed call may still have run in Redis: ctx cut it short,
+			// or the reply was lost to a timeout. Delete what might be ours
+			// (token-checked, so nobody else's) so that no orphan lease
+			// blocks the others until its TTL runs out.
+			orphan := &Lock{Key: key, Token: token, rdb: rdb}
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			orphan.releaseLua(cctx)
+			cancel()
 			if ctx.Err() != nil {
-				// The call was cut short by ctx. Redis may still have run
-				// it: delete what might be ours so no orphan lease waits
-				// out its TTL.
-				orphan := &Lock{Key: key, Token: token, rdb: rdb}
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				orphan.releaseLua(cctx)
-				cancel()
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)

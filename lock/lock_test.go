@@ -404,10 +404,32 @@ func TestAcquire_redisErrorIsNotRetried(t *testing.T) {
 			if !errors.Is(err, injected) {
 				t.Fatalf("got (%v, %v), want the injected error", l, err)
 			}
-			if n := f.calls.Load(); n != 1 {
-				t.Errorf("%d calls to Redis, want exactly 1 (no retry)", n)
+			// One attempt, and one token-checked delete of whatever that
+			// attempt may have left; no retry.
+			if n := f.calls.Load(); n != 2 {
+				t.Errorf("%d calls to Redis, want 2: the attempt and its clean-up, no retry", n)
 			}
 		})
+	}
+}
+
+// lostReply runs SET NX in Redis, then reports an error as if the reply had
+// been lost on the way back: the lease exists, and the caller cannot know.
+type lostReply struct{ lock.Client }
+
+func (l lostReply) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	l.Client.SetNX(ctx, key, value, ttl)
+	return redis.NewBoolResult(false, errors.New("test: i/o timeout"))
+}
+
+func TestAcquire_lostReplyLeavesNoLease(t *testing.T) {
+	rdb, key := setup(t)
+	_, err := lock.Acquire(ctxFor(t, 10*time.Second), lostReply{rdb}, key, time.Minute)
+	if err == nil {
+		t.Fatal("Acquire succeeded through a lost reply")
+	}
+	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Error("the lease whose reply was lost is still in Redis; it would block everyone for a minute")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -82,17 +83,26 @@ var delexSupport sync.Map // Client -> bool
 // call per client asks the server with a DELEX on a key that cannot exist
 // (it deletes nothing); later calls answer from memory.
 func SupportsDelex(ctx context.Context, rdb Client) (bool, error) {
-	if v, ok := delexSupport.Load(rdb); ok {
-		return v.(bool), nil
+	// A wrapper that is not comparable cannot be a map key: ask every time.
+	cacheable := reflect.TypeOf(rdb).Comparable()
+	if cacheable {
+		if v, ok := delexSupport.Load(rdb); ok {
+			return v.(bool), nil
+		}
+	}
+	remember := func(ok bool) {
+		if cacheable {
+			delexSupport.Store(rdb, ok)
+		}
 	}
 	probe := "walletlock:delex-probe:" + rand.Text()
 	err := rdb.DelExArgs(ctx, probe, redis.DelExArgs{Mode: "IFEQ", MatchValue: "-"}).Err()
 	switch {
 	case err == nil:
-		delexSupport.Store(rdb, true)
+		remember(true)
 		return true, nil
 	case isUnknownCommand(err):
-		delexSupport.Store(rdb, false)
+		remember(false)
 		return false, nil
 	default:
 		return false, err

@@ -19,11 +19,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -33,17 +35,20 @@ import (
 )
 
 // plan is what the workshop runs, in tutorial order. Each step also gets
-// -json and a -prefix of its own.
+// -json and a -prefix of its own (see runStep); the steps that keep
+// wallets in PostgreSQL get ids of their own from ids.
 var plan = []struct {
 	step string
-	args []string
+	args func(ids int64) []string
 }{
-	{"step1-race", []string{"-runs", "3"}},
+	{"step1-race", func(int64) []string { return []string{"-runs", "3"} }},
 	{"step2-lock", nil},
 	{"step3-ttl", nil},
 	{"step4-redislock", nil},
-	{"step5-fencing", nil},
-	{"step6-loadtest", []string{"-duration", "2s"}},
+	{"step5-fencing", func(ids int64) []string { return []string{"-wallet-id", strconv.FormatInt(ids, 10)} }},
+	{"step6-loadtest", func(ids int64) []string {
+		return []string{"-duration", "2s", "-first-id", strconv.FormatInt(ids+1000, 10)}
+	}},
 }
 
 // report is the JSON document; Steps keeps each step's own output whole.
@@ -104,12 +109,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	seen := map[string]bool{}
+	// A room may share one Redis and one PostgreSQL. Two laptops running the
+	// workshop at once must not spend from each other's wallets, or both
+	// would see lost updates that no lock could prevent: every run gets
+	// keys and wallet ids of its own.
+	tag := fmt.Sprintf("%08x", rand.Uint32())
+	ids := 2_000_000_000 + rand.Int64N(1_000_000_000)
 	for _, p := range plan {
 		if !*asJSON {
 			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
 		}
-		out, err := runStep(ctx, filepath.Join(bin, p.step), p.step, p.args)
+		var args []string
+		if p.args != nil {
+			args = p.args(ids)
+		}
+		prefix := "walletlock:workshop:" + tag + ":" + p.step + ":"
+		out, err := runStep(ctx, filepath.Join(bin, p.step), prefix, args)
 		if out != nil {
 			rep.Steps[p.step] = out
 		}
@@ -120,15 +135,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for _, r := range got.Phases {
 			rep.Phases = append(rep.Phases, row{r, r.Match()})
-			seen[r.Step+"/"+r.Phase] = true
 		}
 	}
-	// A phase the lesson promises but no step reported is a failure too.
-	for _, p := range lesson.Phases {
-		if !seen[p.Step+"/"+p.Phase] {
-			rep.Failures = append(rep.Failures, fmt.Sprintf("%s phase %s: not reported", p.Step, p.Phase))
-		}
-	}
+	rep.Failures = append(rep.Failures, missing(rep.Phases)...)
 	rep.Seconds = time.Since(rep.Started).Round(time.Second).Seconds()
 
 	ok := len(rep.Failures) == 0
@@ -149,11 +158,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// missing lists the phases the lesson promises that no step reported: a
+// step that stops printing a phase must not pass unnoticed.
+func missing(rows []row) []string {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Step+"/"+r.Phase] = true
+	}
+	var out []string
+	for _, p := range lesson.Phases {
+		if !seen[p.Step+"/"+p.Phase] {
+			out = append(out, fmt.Sprintf("%s phase %s: not reported", p.Step, p.Phase))
+		}
+	}
+	return out
+}
+
 // runStep runs one step with -json and returns its JSON output. A step
 // exits 1 when a phase misses its verdict but still prints its JSON, so
 // the output is returned whenever there is some.
-func runStep(ctx context.Context, path, step string, args []string) (json.RawMessage, error) {
-	args = append([]string{"-json", "-prefix", wallet.DefaultPrefix + "workshop:" + step + ":"}, args...)
+func runStep(ctx context.Context, path, prefix string, args []string) (json.RawMessage, error) {
+	args = append([]string{"-json", "-prefix", prefix}, args...)
 	var out, errb bytes.Buffer
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb

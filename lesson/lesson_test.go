@@ -1,0 +1,50 @@
+package lesson
+
+import "testing"
+
+func TestPhases_areWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Phases {
+		id := p.Step + "/" + p.Phase
+		if seen[id] {
+			t.Errorf("%s is listed twice", id)
+		}
+		seen[id] = true
+		if p.Want != OK && p.Want != Broken {
+			t.Errorf("%s: Want = %q, want OK or BROKEN", id, p.Want)
+		}
+		if p.What == "" {
+			t.Errorf("%s: no description", id)
+		}
+	}
+}
+
+func TestNewResult(t *testing.T) {
+	tests := []struct {
+		step, phase string
+		ok          bool
+		verdict     string
+		match       bool
+	}{
+		{"step1-race", "race", false, Broken, true},
+		{"step1-race", "race", true, OK, false},
+		{"step2-lock", "lock", true, OK, true},
+		{"step2-lock", "lock", false, Broken, false},
+	}
+	for _, tt := range tests {
+		r := NewResult(tt.step, tt.phase, "check", tt.ok)
+		if r.Verdict != tt.verdict || r.Match() != tt.match {
+			t.Errorf("NewResult(%s, %s, ok=%v) = verdict %s, match %v; want %s, %v",
+				tt.step, tt.phase, tt.ok, r.Verdict, r.Match(), tt.verdict, tt.match)
+		}
+	}
+}
+
+func TestWant_panicsOnAnUnknownPhase(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Want of an unknown phase did not panic")
+		}
+	}()
+	Want("step2-lock", "no-such-phase")
+}

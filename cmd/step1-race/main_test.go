@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
@@ -54,60 +53,17 @@ func TestRun_brokenEveryRun(t *testing.T) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown flag", []string{"-nope"}, "-nope"},
-		{"not a number", []string{"-runs", "ten"}, "-runs"},
-		{"no spenders", []string{"-n", "0"}, "-n"},
-		{"nothing to spend", []string{"-amount", "0"}, "-amount"},
-		{"negative balance", []string{"-initial", "-1"}, "-initial"},
-		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"no runs", []string{"-runs", "0"}, "-runs"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
-				t.Errorf("run(%q) = %d, want 2", tt.args, code)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-			first, _, _ := strings.Cut(stderr.String(), "\n")
-			if !strings.Contains(first, tt.want) {
-				t.Errorf("stderr starts with %q, want it to name %s", first, tt.want)
-			}
-		})
-	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "not a number", Args: []string{"-runs", "ten"}, Want: "-runs"},
+		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
+		{Name: "nothing to spend", Args: []string{"-amount", "0"}, Want: "-amount"},
+		{Name: "negative balance", Args: []string{"-initial", "-1"}, Want: "-initial"},
+		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
+		{Name: "no runs", Args: []string{"-runs", "0"}, Want: "-runs"},
+	})
 }
 
-func TestRun_redisUnreachable(t *testing.T) {
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	code := run(context.Background(), nil, &stdout, &stderr)
-	if code != 1 {
-		t.Errorf("run = %d, want 1", code)
-	}
-	// Twice the promised bound, plus room for a busy machine: a hang guard,
-	// not a speed test.
-	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
-		t.Errorf("run took %v to give up", took)
-	}
-	msg := stderr.String()
-	if strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n") {
-		t.Errorf("stderr is not one line:\n%s", msg)
-	}
-	for _, want := range []string{"127.0.0.1:1", "make up"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("stderr %q does not mention %q", msg, want)
-		}
-	}
-	if stdout.Len() > 0 {
-		t.Errorf("stdout = %q, want nothing", stdout.String())
-	}
-}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }
+
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }

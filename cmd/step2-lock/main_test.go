@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
@@ -120,67 +119,19 @@ func TestRun_releaseDelex(t *testing.T) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown flag", []string{"-nope"}, "-nope"},
-		{"unknown release method", []string{"-release", "del"}, `-release: lock: unknown release method "del"`},
-		{"zero TTL", []string{"-ttl", "0"}, "-ttl: " + lock.ErrBadTTL.Error()},
-		{"negative TTL", []string{"-ttl", "-1s"}, lock.ErrBadTTL.Error()},
-		{"TTL under a millisecond", []string{"-ttl", "500us"}, lock.ErrBadTTL.Error() + ", got 500µs"},
-		{"no spenders", []string{"-n", "0"}, "-n"},
-		{"no wait", []string{"-wait", "0"}, "-wait"},
-		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runStep(t, tt.args...)
-			if code != 2 {
-				t.Errorf("run(%q) = %d, want 2", tt.args, code)
-			}
-			if stdout != "" {
-				t.Errorf("stdout = %q, want nothing", stdout)
-			}
-			first, _, _ := strings.Cut(stderr, "\n")
-			if !strings.Contains(first, tt.want) {
-				t.Errorf("stderr starts with %q, want it to contain %q", first, tt.want)
-			}
-		})
-	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "unknown release method", Args: []string{"-release", "del"}, Want: `-release: lock: unknown release method "del"`},
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: " + lock.ErrBadTTL.Error()},
+		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: lock.ErrBadTTL.Error() + ", got 500µs"},
+		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
+		{Name: "no wait", Args: []string{"-wait", "0"}, Want: "-wait"},
+		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
+		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+	})
 }
 
-func TestRun_redisUnreachable(t *testing.T) {
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
-	start := time.Now()
-	code, stdout, stderr := runStep(t)
-	if code != 1 {
-		t.Errorf("run = %d, want 1", code)
-	}
-	// A hang guard, not a speed test: Connect gives up after ConnectTimeout.
-	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
-		t.Errorf("run took %v to give up", took)
-	}
-	if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "127.0.0.1:1") || !strings.Contains(stderr, "make up") {
-		t.Errorf("stderr = %q, want one line naming 127.0.0.1:1 and the fix", stderr)
-	}
-	if stdout != "" {
-		t.Errorf("stdout = %q, want nothing", stdout)
-	}
-}
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 
-func TestRun_help(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Errorf("run(-h) = %d, want 0", code)
-	}
-	if !strings.HasPrefix(stdout.String(), "usage: go run ./cmd/step2-lock [flags]\n") || !strings.Contains(stdout.String(), "-ttl duration") {
-		t.Errorf("stdout = %q, want the usage line and the flags", stdout.String())
-	}
-	if stderr.Len() > 0 {
-		t.Errorf("stderr = %q, want nothing", stderr.String())
-	}
-}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
@@ -139,67 +138,18 @@ func TestRun_saysWhenAPhaseMissesItsVerdict(t *testing.T) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown flag", []string{"-nope"}, "-nope"},
-		{"unknown phase", []string{"-phase", "4"}, `-phase "4"`},
-		{"zero TTL", []string{"-ttl", "0"}, "-ttl: " + lock.ErrBadTTL.Error()},
-		{"TTL under a millisecond", []string{"-ttl", "500us"}, lock.ErrBadTTL.Error() + ", got 500µs"},
-		{"not a duration", []string{"-work", "long"}, "-work"},
-		{"no spenders", []string{"-n", "0"}, "-n"},
-		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"an argument", []string{"extra"}, `unexpected argument "extra"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(t.Context(), tt.args, &stdout, &stderr); code != 2 {
-				t.Errorf("run(%q) = %d, want 2", tt.args, code)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-			first, _, _ := strings.Cut(stderr.String(), "\n")
-			if !strings.Contains(first, tt.want) {
-				t.Errorf("stderr starts with %q, want it to contain %q", first, tt.want)
-			}
-		})
-	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "unknown phase", Args: []string{"-phase", "4"}, Want: `-phase "4"`},
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: " + lock.ErrBadTTL.Error()},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: lock.ErrBadTTL.Error() + ", got 500µs"},
+		{Name: "not a duration", Args: []string{"-work", "long"}, Want: "-work"},
+		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
+		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
+		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+	})
 }
 
-func TestRun_redisUnreachable(t *testing.T) {
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	if code := run(t.Context(), nil, &stdout, &stderr); code != 1 {
-		t.Errorf("run = %d, want 1", code)
-	}
-	// A hang guard, not a speed test: Connect gives up after ConnectTimeout.
-	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
-		t.Errorf("run took %v to give up", took)
-	}
-	msg := stderr.String()
-	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "make up") {
-		t.Errorf("stderr = %q, want one line naming 127.0.0.1:1 and the fix", msg)
-	}
-	if stdout.Len() > 0 {
-		t.Errorf("stdout = %q, want nothing", stdout.String())
-	}
-}
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 
-func TestRun_help(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Errorf("run(-h) = %d, want 0", code)
-	}
-	if !strings.HasPrefix(stdout.String(), "usage: go run ./cmd/step3-ttl [flags]\n") || !strings.Contains(stdout.String(), "-ttl duration") {
-		t.Errorf("stdout = %q, want the usage line and the flags", stdout.String())
-	}
-	if stderr.Len() > 0 {
-		t.Errorf("stderr = %q, want nothing", stderr.String())
-	}
-}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }

@@ -129,62 +129,25 @@ func TestRun_attemptsAreCounted(t *testing.T) {
 	}
 }
 
-func TestRun_refusesBadTTLsBeforeRunning(t *testing.T) {
-	for _, ttl := range []string{"0", "-1s", "999us"} {
-		t.Run(ttl, func(t *testing.T) {
-			// No Redis needed: the TTL is refused first.
-			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), []string{"-ttl", ttl}, &stdout, &stderr)
-			if code == 0 || !strings.Contains(stderr.String(), lock.ErrBadTTL.Error()) {
-				t.Errorf("exit %d, stderr %q; want non-zero and %q", code, stderr.String(), lock.ErrBadTTL)
-			}
-			if strings.Contains(stdout.String(), "OK") {
-				t.Errorf("printed OK for -ttl %s:\n%s", ttl, stdout.String())
-			}
-		})
-	}
+func TestRun_badFlags(t *testing.T) {
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown strategy", Args: []string{"-strategy", "random"}, Want: `unknown -strategy "random"`},
+		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
+		{Name: "no wait", Args: []string{"-wait", "0"}, Want: "-wait"},
+		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
+		{Name: "not a duration", Args: []string{"-ttl", "soon"}, Want: "-ttl"},
+		// redislock takes a zero TTL; the program refuses one before running.
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: lock.ErrBadTTL.Error()},
+		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "999us"}, Want: lock.ErrBadTTL.Error()},
+		{Name: "unknown flag", Args: []string{"-no-such-flag"}, Want: "-no-such-flag"},
+		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+	})
 }
 
-func TestRun_badFlagsExitTwo(t *testing.T) {
-	tests := [][]string{
-		{"-strategy", "random"},
-		{"-n", "0"},
-		{"-wait", "0"},
-		{"-work", "-1ms"},
-		{"-ttl", "soon"},
-		{"-no-such-flag"},
-		{"extra"},
-	}
-	for _, args := range tests {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), args, &stdout, &stderr); code != 2 {
-				t.Errorf("exit %d, want 2\nstderr:\n%s", code, stderr.String())
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout should stay empty, got:\n%s", stdout.String())
-			}
-		})
-	}
-}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 
-func TestRun_unreachableRedisExitsOneWithOneLine(t *testing.T) {
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	code := run(context.Background(), nil, &stdout, &stderr)
-	if code != 1 {
-		t.Errorf("exit %d, want 1", code)
-	}
-	if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "127.0.0.1:1") {
-		t.Errorf("stderr %q, want one line naming the address", msg)
-	}
-	// Connect gives up after a few seconds at most; the margin is wide.
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("took %v to give up", d)
-	}
-}
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 
 func TestRun_shortWaitReportsErrorsPerStrategy(t *testing.T) {
 	// A 1 ms wait: the first spender gets the lock, those that have to

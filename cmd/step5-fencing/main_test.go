@@ -205,96 +205,38 @@ func TestRun_onePhaseText(t *testing.T) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown flag", []string{"-nope"}, "-nope"},
-		{"not a duration", []string{"-ttl", "soon"}, "-ttl"},
-		{"TTL zero", []string{"-ttl", "0"}, "TTL must be at least 1ms"},
-		{"TTL under 1ms", []string{"-ttl", "500us"}, "TTL must be at least 1ms"},
-		{"pause within the TTL", []string{"-ttl", "200ms", "-pause", "200ms"}, "-pause"},
-		{"negative work", []string{"-work", "-1ms"}, "-work"},
-		{"no spenders", []string{"-n", "0"}, "-n"},
-		{"more stalls than spenders", []string{"-n", "3", "-stalls", "4"}, "-stalls"},
-		{"negative stalls", []string{"-stalls", "-1"}, "-stalls"},
-		{"no such phase", []string{"-phase", "5"}, "-phase"},
-		{"wallet zero", []string{"-wallet-id", "0"}, "-wallet-id"},
-		{"empty prefix", []string{"-prefix", ""}, "-prefix"},
-		{"stray argument", []string{"now"}, `"now"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
-				t.Errorf("run(%q) = %d, want 2", tt.args, code)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-			msg := stderr.String()
-			if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, step+": ") || !strings.Contains(msg, tt.want) {
-				t.Errorf("stderr = %q, want one line naming %s", msg, tt.want)
-			}
-		})
-	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "not a duration", Args: []string{"-ttl", "soon"}, Want: "-ttl"},
+		{Name: "TTL zero", Args: []string{"-ttl", "0"}, Want: "TTL must be at least 1ms"},
+		{Name: "TTL under 1ms", Args: []string{"-ttl", "500us"}, Want: "TTL must be at least 1ms"},
+		{Name: "pause within the TTL", Args: []string{"-ttl", "200ms", "-pause", "200ms"}, Want: "-pause"},
+		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
+		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
+		{Name: "more stalls than spenders", Args: []string{"-n", "3", "-stalls", "4"}, Want: "-stalls"},
+		{Name: "negative stalls", Args: []string{"-stalls", "-1"}, Want: "-stalls"},
+		{Name: "no such phase", Args: []string{"-phase", "5"}, Want: "-phase"},
+		{Name: "wallet zero", Args: []string{"-wallet-id", "0"}, Want: "-wallet-id"},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix"},
+		{Name: "stray argument", Args: []string{"now"}, Want: `"now"`},
+	})
 }
 
-// wantOneLine checks a service failure: exit 1 within a few seconds, one
-// line on stderr that names wants, nothing on stdout.
-func wantOneLine(t *testing.T, args []string, wants ...string) string {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	start := time.Now()
-	if code := run(context.Background(), args, &stdout, &stderr); code != 1 {
-		t.Errorf("run = %d, want 1", code)
-	}
-	// Twice the promised bound plus room for a busy machine: a hang guard,
-	// not a speed test.
-	if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
-		t.Errorf("run took %v to give up", took)
-	}
-	msg := stderr.String()
-	if strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n") {
-		t.Errorf("stderr is not one line:\n%s", msg)
-	}
-	for _, want := range wants {
-		if !strings.Contains(msg, want) {
-			t.Errorf("stderr %q does not mention %q", msg, want)
-		}
-	}
-	if stdout.Len() > 0 {
-		t.Errorf("stdout = %q, want nothing", stdout.String())
-	}
-	return msg
-}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 
 // PostgreSQL is checked first, and its problems never show the password.
-func TestRun_postgresProblems(t *testing.T) {
-	tests := []struct {
-		name, url string
-		want      []string
-	}{
-		{"malformed URL", "postgres://walletlock:s3cret@localhost:notaport/walletlock", []string{"DATABASE_URL"}},
-		{"server down", "postgres://walletlock:s3cret@127.0.0.1:1/walletlock?sslmode=disable", []string{"127.0.0.1:1", "make up"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("DATABASE_URL", tt.url)
-			msg := wantOneLine(t, nil, tt.want...)
-			if strings.Contains(msg, "s3cret") {
-				t.Errorf("stderr shows the password: %q", msg)
-			}
-		})
+func TestRun_postgresUnreachable(t *testing.T) { testenv.PostgresUnreachable(t, run) }
+
+func TestRun_postgresURLMalformed(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://walletlock:s3cret@localhost:notaport/walletlock")
+	if msg := testenv.FailsInOneLine(t, run, nil, "DATABASE_URL"); strings.Contains(msg, "s3cret") {
+		t.Errorf("stderr shows the password: %q", msg)
 	}
 }
 
 func TestRun_redisUnreachable(t *testing.T) {
 	testenv.Postgres(t)
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
-	wantOneLine(t, []string{"-wallet-id", fmt.Sprint(testenv.WalletID(t))}, "127.0.0.1:1", "make up")
+	testenv.RedisUnreachable(t, run, "-wallet-id", fmt.Sprint(testenv.WalletID(t)))
 }
 
 // Phase 4 is the approach without Redis: run alone, it needs none.

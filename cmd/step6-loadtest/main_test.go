@@ -39,77 +39,31 @@ func ownArgs(t *testing.T, more ...string) ([]string, own) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"unknown flag", []string{"-nope"}, "-nope"},
-		{"not a number", []string{"-workers", "many"}, "-workers"},
-		{"no workers", []string{"-workers", "0"}, "-workers"},
-		{"negative workers", []string{"-workers", "-4"}, "-workers"},
-		{"no wallets", []string{"-wallets", "0"}, "-wallets"},
-		{"no duration", []string{"-duration", "0s"}, "-duration"},
-		{"negative duration", []string{"-duration", "-1s"}, "-duration"},
-		{"unknown strategy", []string{"-strategy", "mutex"}, `"mutex"`},
-		{"one unknown among others", []string{"-strategy", "lock,mutex"}, `"mutex"`},
-		{"a TTL under 1ms", []string{"-ttl", "0"}, "-ttl"},
-		{"nothing to spend", []string{"-amount", "0"}, "-amount"},
-		{"negative ops", []string{"-ops", "-1"}, "-ops"},
-		{"a stray argument", []string{"lock"}, `"lock"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(context.Background(), tt.args, &stdout, &stderr); code != 2 {
-				t.Errorf("run(%q) = %d, want 2", tt.args, code)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-			first, _, _ := strings.Cut(stderr.String(), "\n")
-			if !strings.Contains(first, tt.want) {
-				t.Errorf("stderr starts with %q, want it to name %s", first, tt.want)
-			}
-			// Our own messages are one line; the flag package adds its
-			// usage after its own.
-			if strings.HasPrefix(first, "step6-loadtest: ") && strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("stderr is not one line:\n%s", stderr.String())
-			}
-		})
-	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "not a number", Args: []string{"-workers", "many"}, Want: "-workers"},
+		{Name: "no workers", Args: []string{"-workers", "0"}, Want: "-workers"},
+		{Name: "negative workers", Args: []string{"-workers", "-4"}, Want: "-workers"},
+		{Name: "no wallets", Args: []string{"-wallets", "0"}, Want: "-wallets"},
+		{Name: "no duration", Args: []string{"-duration", "0s"}, Want: "-duration"},
+		{Name: "negative duration", Args: []string{"-duration", "-1s"}, Want: "-duration"},
+		{Name: "unknown strategy", Args: []string{"-strategy", "mutex"}, Want: `"mutex"`},
+		{Name: "one unknown among others", Args: []string{"-strategy", "lock,mutex"}, Want: `"mutex"`},
+		{Name: "a TTL under 1ms", Args: []string{"-ttl", "0"}, Want: "-ttl"},
+		{Name: "nothing to spend", Args: []string{"-amount", "0"}, Want: "-amount"},
+		{Name: "negative ops", Args: []string{"-ops", "-1"}, Want: "-ops"},
+		{Name: "a stray argument", Args: []string{"lock"}, Want: `"lock"`},
+	})
 }
 
-func TestRun_serviceUnreachable(t *testing.T) {
-	tests := []struct {
-		name, env, value, strategy, want string
-	}{
-		{"Redis", "REDIS_ADDR", "127.0.0.1:1", "lock", "127.0.0.1:1"},
-		{"PostgreSQL", "DATABASE_URL", "postgres://walletlock:walletlock@127.0.0.1:1/walletlock?sslmode=disable", "version", "127.0.0.1:1"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("REDIS_URL", "")
-			t.Setenv(tt.env, tt.value)
-			var stdout, stderr bytes.Buffer
-			start := time.Now()
-			code := run(context.Background(), []string{"-strategy", tt.strategy}, &stdout, &stderr)
-			if code != 1 {
-				t.Errorf("run = %d, want 1", code)
-			}
-			// A hang guard with room for a busy machine, not a speed test.
-			if took := time.Since(start); took > 2*wallet.ConnectTimeout+4*time.Second {
-				t.Errorf("run took %v to give up", took)
-			}
-			msg := stderr.String()
-			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tt.want) || !strings.Contains(msg, "make up") {
-				t.Errorf("stderr = %q, want one line naming %s and `make up`", msg, tt.want)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("stdout = %q, want nothing", stdout.String())
-			}
-		})
-	}
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }
+
+// Each strategy dials only the services it needs: lock needs Redis,
+// version only PostgreSQL.
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run, "-strategy", "lock") }
+
+func TestRun_postgresUnreachable(t *testing.T) {
+	testenv.PostgresUnreachable(t, run, "-strategy", "version")
 }
 
 // -json prints one object a workshop runner can read: every strategy's

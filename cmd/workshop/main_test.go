@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"strings"
 	"testing"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 )
 
@@ -49,9 +49,19 @@ func TestPrintTable_marksMismatches(t *testing.T) {
 	}
 }
 
-func TestRun_badFlag(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"-nope"}, &stdout, &stderr); code != 2 {
-		t.Errorf("run(-nope) = %d, want 2", code)
-	}
+func TestRun_badFlags(t *testing.T) {
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
+		{Name: "a stray argument", Args: []string{"step1-race"}, Want: `unexpected argument "step1-race"`},
+	})
+}
+
+func TestRun_help(t *testing.T) { testenv.Help(t, run) }
+
+// Both services are checked before anything is built or run, Redis first.
+func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
+
+func TestRun_postgresUnreachable(t *testing.T) {
+	testenv.Redis(t)
+	testenv.PostgresUnreachable(t, run)
 }

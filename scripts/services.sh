@@ -19,7 +19,7 @@ state="$root/.services"
 mkdir -p "$state"
 
 die() { echo "services: $*" >&2; exit 1; }
-say() { echo "services: $*"; }
+say() { echo "services: $*" >&2; } # stderr: stdout may be JSON (make workshop JSON=1 > file)
 
 # --- configuration, parsed the way the Go programs read it -----------------
 
@@ -65,7 +65,7 @@ docker_works() { command -v docker >/dev/null 2>&1 && timeout 10 docker info >/d
 
 compose_up() {
   say "starting redis:8.10.2 and postgres:18 with docker compose"
-  (cd "$root" && docker compose up -d --wait)
+  (cd "$root" && docker compose up -d --wait) >&2
   touch "$state/compose"
 }
 

@@ -22,10 +22,6 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// releaseTimeout bounds the release of the lease, which runs even when the
-// caller's ctx has ended.
-const releaseTimeout = time.Second
-
 // Do takes the lease on key with a fencing token, runs write with that
 // token and gives the lease back. write must hand the fence to the
 // database with every read and write (wallet.Store.Claim and WriteFenced
@@ -48,11 +44,8 @@ func Do(ctx context.Context, rdb lock.Client, key string, ttl time.Duration, wri
 	if err != nil {
 		return false, err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		_ = l.Release(rctx)
-	}()
+	// Release runs even when ctx has ended; see lock.ReleaseTimeout.
+	defer l.Release(ctx)
 
 	ok, err := write(ctx, l.Fence)
 	// Heal while still holding the lease (if it is still ours): the next

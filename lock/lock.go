@@ -108,9 +108,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// (token-checked, so nobody else's) so that no orphan lease
 			// blocks the others until its TTL runs out.
 			orphan := &Lock{Key: key, Token: token, rdb: rdb}
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			orphan.releaseLua(cctx)
-			cancel()
+			orphan.ReleaseWith(ctx, ReleaseLua)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
@@ -137,6 +135,14 @@ func validate(key string, ttl time.Duration) error {
 	if key == "" {
 		return ErrEmptyKey
 	}
+	return CheckTTL(ttl)
+}
+
+// CheckTTL returns ErrBadTTL (wrapped, naming the value) for a TTL under
+// 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
+// this; programs call it on their -ttl flag so that a bad value is refused
+// before anything runs.
+func CheckTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
 	}
@@ -145,7 +151,8 @@ func validate(key string, ttl time.Duration) error {
 
 // Release gives the lock back: it deletes the key only if it still holds
 // this lock's token, in one atomic step, using DELEX where the server has
-// it (Redis 8.4 and later) and a Lua script otherwise. It returns
+// it (Redis 8.4 and later) and a Lua script otherwise. It runs even when
+// ctx has ended, bounded by ReleaseTimeout (see there). It returns
 // ErrNotHeld when the lease had expired or passed to another holder (then
 // nothing is deleted), or the Redis error.
 func (l *Lock) Release(ctx context.Context) error {
@@ -171,8 +178,8 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return ErrNotHeld
 	}
-	if ttl < time.Millisecond {
-		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
+	if err := CheckTTL(ttl); err != nil {
+		return err
 	}
 	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
 	if err != nil {

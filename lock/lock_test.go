@@ -498,3 +498,23 @@ func TestLock_stringHidesTheToken(t *testing.T) {
 		}
 	}
 }
+
+// The work's context has often ended by the time the lease goes back
+// (Ctrl-C, a deadline that ran out mid-spend). Release must still delete
+// the key, or the lease would block everyone for the rest of its TTL.
+func TestRelease_afterTheContextEnded(t *testing.T) {
+	rdb, key := setup(t)
+	for _, m := range []lock.ReleaseMethod{lock.ReleaseAuto, lock.ReleaseLua} {
+		t.Run(string(m), func(t *testing.T) {
+			l := mustAcquire(t, rdb, key, time.Minute)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := l.ReleaseWith(ctx, m); err != nil {
+				t.Fatalf("ReleaseWith(cancelled ctx, %s) = %v, want nil", m, err)
+			}
+			if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+				t.Error("the key is still there after a release with a cancelled context")
+			}
+		})
+	}
+}

@@ -15,16 +15,6 @@ import (
 // package, for step 4 and the step 6 load test. The library leaves a few
 // things to its caller; each function below takes one of them on.
 
-// CheckTTL returns ErrBadTTL (wrapped, naming the value) for a TTL under
-// 1 ms, and nil otherwise. Programs call it on their -ttl flag so that a bad
-// value is refused before anything runs.
-func CheckTTL(ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
-	}
-	return nil
-}
-
 // ObtainRedislock takes the lock on key with redislock, after the checks
 // redislock does not make.
 //
@@ -88,7 +78,7 @@ func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string,
 		// It cut a call to Redis short, and Redis may still have run it:
 		// delete what might be ours, so that no orphan lease blocks the
 		// others until its TTL runs out. redislock stores token+metadata.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 		releaseScript.Run(cctx, rdb, []string{key}, o.Token+o.Metadata)
 		cancel()
 		return nil, fmt.Errorf("%s: %w", gaveUp, cause)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -39,12 +40,21 @@ func ParseReleaseMethod(s string) (ReleaseMethod, error) {
 	return "", fmt.Errorf("lock: unknown release method %q (want auto, lua or delex)", s)
 }
 
+// ReleaseTimeout bounds a release. A release runs after the work, often
+// when the work's context has already ended (Ctrl-C, a deadline that ran
+// out mid-spend), and a lease left behind would block every other holder
+// for the rest of its TTL. So Release and ReleaseWith keep ctx's values but
+// not its cancellation, and give up after ReleaseTimeout instead.
+const ReleaseTimeout = time.Second
+
 // ReleaseWith is Release with a chosen method. ReleaseDelex returns
 // ErrNoDelex, and deletes nothing, when the server lacks the command.
 func (l *Lock) ReleaseWith(ctx context.Context, m ReleaseMethod) error {
 	if l == nil {
 		return ErrNotHeld
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
 	switch m {
 	case ReleaseLua:
 		return l.releaseLua(ctx)

@@ -33,8 +33,8 @@ func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context
 // A ttl under 1 ms cancels the context at once with ErrBadTTL.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	if ttl < time.Millisecond {
-		cancel(fmt.Errorf("%w, got %v", ErrBadTTL, ttl))
+	if err := CheckTTL(ttl); err != nil {
+		cancel(err)
 		return ctx, func() {}
 	}
 	every := ttl / 3

@@ -116,11 +116,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return false, err
 		}
 		ok, err := wallet.Spend(ctx, rdb, balanceKey, amount, *work)
-		// Give the lease back even after Ctrl-C (a lease left behind blocks
-		// everyone for the rest of its TTL), but never wait long for it.
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer rcancel()
-		if rerr := l.ReleaseWith(rctx, method); rerr != nil {
+		// Release runs even after Ctrl-C: a lease left behind would block
+		// everyone for the rest of its TTL.
+		if rerr := l.ReleaseWith(ctx, method); rerr != nil {
 			mu.Lock()
 			r.releaseErrs = append(r.releaseErrs, rerr)
 			mu.Unlock()

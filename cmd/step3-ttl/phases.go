@@ -117,7 +117,7 @@ func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error)
 		}
 		ok, err := wallet.Spend(work, e.rdb, e.balanceKey(), amount, e.work)
 		stop()
-		rerr := release(ctx, l)
+		rerr := l.Release(ctx)
 		mu.Lock()
 		defer mu.Unlock()
 		o.Releases++
@@ -169,7 +169,7 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 	if err := <-tookOver; err != nil {
 		return o, err
 	}
-	switch rerr := release(ctx, l); {
+	switch rerr := l.Release(ctx); {
 	case errors.Is(rerr, lock.ErrNotHeld):
 		o.NotHeld = 1 // and the other holder's key is left alone
 	case rerr != nil:
@@ -189,13 +189,6 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 		o.story = "the watchdog cancelled the spend before its write, cause: " + o.Cause
 	}
 	return o, e.check(ctx, &o, accepted)
-}
-
-// release gives the lease back, even after Ctrl-C, within a second.
-func release(ctx context.Context, l *lock.Lock) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	return l.Release(rctx)
 }
 
 // check reads the balance and fills in the phase's check line.

@@ -113,10 +113,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil && (c.n < 1 || c.work < 0 || c.wait <= 0) {
 		err = errors.New("-n must be at least 1, -work at least 0 and -wait above 0")
 	}
-	if err == nil {
+	if err == nil && lock.CheckTTL(c.ttl) != nil {
 		// redislock itself takes -ttl 0 and hands back a lock that Redis
 		// never kept: refuse such a TTL before anything runs.
-		err = lock.CheckTTL(c.ttl)
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "step4-redislock:", err)

@@ -27,8 +27,8 @@ type config struct {
 // validate checks the flags and returns the phases -phase chose.
 func (c config) validate(only string) ([]phase, error) {
 	switch {
-	case c.ttl < time.Millisecond:
-		return nil, fmt.Errorf("-ttl: %w, got %v", lock.ErrBadTTL, c.ttl)
+	case lock.CheckTTL(c.ttl) != nil:
+		return nil, fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	case c.pause <= c.ttl:
 		return nil, fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
 	case c.work < 0:

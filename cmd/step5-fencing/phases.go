@@ -134,7 +134,7 @@ func pausedHolder(ctx context.Context, e *env, m moves) (timeline, error) {
 			if err != nil {
 				return err
 			}
-			defer release(ctx, lb)
+			defer lb.Release(ctx)
 			t.FenceB = lb.Fence
 			if t.ReadB, err = m.read(ctx, lb.Fence); err != nil {
 				return err
@@ -152,7 +152,7 @@ func pausedHolder(ctx context.Context, e *env, m moves) (timeline, error) {
 	}
 	// A's release fails: its lease expired while it paused. That is the
 	// point of the phase, so the error is not reported.
-	defer release(ctx, la)
+	defer la.Release(ctx)
 	t.FenceA = la.Fence
 	if t.ReadA, err = m.read(ctx, la.Fence); err != nil {
 		return t, fmt.Errorf("A: %w", err)
@@ -294,15 +294,6 @@ func (e *env) outcome(ctx context.Context, name string, start int64, accepted in
 	}
 	v := wallet.Check(start, amount, accepted, bal)
 	return outcome{Result: lesson.NewResult(step, name, v.String(), v.OK), Figures: figures, lines: lines}, nil
-}
-
-// release gives a lease back, even when ctx has ended. Its error is not
-// reported: in these phases a lease that expired under its holder is the
-// lesson, not a failure, and one left behind expires after its TTL.
-func release(ctx context.Context, l *lock.Lock) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	_ = l.Release(rctx)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

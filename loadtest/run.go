@@ -45,7 +45,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	r := &runner{cfg: cfg, rdb: env.Redis, w: wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis, pool: env.Postgres}}
+	r := &runner{cfg: cfg, rdb: env.Redis, w: wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
 	if err := r.prepare(ctx, env, rep); err != nil {
 		if ctx.Err() == nil {
 			return nil, err
@@ -122,6 +122,7 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 		if r.store, err = wallet.OpenStore(ctx, env.Postgres); err != nil {
 			return err
 		}
+		r.w.store = r.store
 		rtt, err := measureRTT(ctx, pings, postgresPing(env.Postgres))
 		if err != nil {
 			return err
@@ -178,7 +179,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error
 	setup := time.Now()
 	var err error
 	if s.inPostgres {
-		err = r.w.resetPostgres(ctx, cfg.Initial)
+		err = r.store.ResetRange(ctx, cfg.FirstID, cfg.Wallets, cfg.Initial)
 	} else {
 		err = r.w.resetRedis(ctx, cfg.Initial)
 	}
@@ -228,7 +229,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error
 
 	var bal []int64
 	if s.inPostgres {
-		bal, err = r.w.balancesPostgres(after)
+		bal, err = r.store.Balances(after, cfg.FirstID, cfg.Wallets)
 	} else {
 		bal, err = r.w.balancesRedis(after)
 	}

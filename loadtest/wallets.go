@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lock"
@@ -17,14 +16,13 @@ import (
 // 10,000 of them must take a few round trips, not 10,000. In Redis they are
 // the keys wallet.BalanceKey(prefix, id) (and the lock and fence keys next
 // to them); in PostgreSQL the rows first .. first+n-1 of wallet.Store's
-// table. wallet.Store works on one wallet at a time, so the batch SQL lives
-// here.
+// table.
 type wallets struct {
 	prefix string
 	first  int64
 	n      int
 	rdb    *redis.Client
-	pool   *pgxpool.Pool
+	store  *wallet.Store // nil when no strategy of the run uses PostgreSQL
 }
 
 // batch is how many commands go into one Redis pipeline.
@@ -88,48 +86,6 @@ func (w wallets) balancesRedis(ctx context.Context) ([]int64, error) {
 	return bal, nil
 }
 
-// resetPostgres creates the wallets' rows with balance, or puts existing
-// ones back to balance with fence and version 0, in one statement.
-func (w wallets) resetPostgres(ctx context.Context, balance int64) error {
-	_, err := w.pool.Exec(ctx, `
-		INSERT INTO walletlock_wallets (id, balance)
-		SELECT g, $3 FROM generate_series($1::bigint, $2::bigint) AS g
-		ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence = 0, version = 0`,
-		w.first, w.id(w.n-1), balance)
-	if err != nil {
-		return fmt.Errorf("loadtest: set up %d wallets in PostgreSQL: %w", w.n, err)
-	}
-	return nil
-}
-
-// balancesPostgres reads every wallet's balance from PostgreSQL.
-func (w wallets) balancesPostgres(ctx context.Context) ([]int64, error) {
-	rows, err := w.pool.Query(ctx,
-		"SELECT id, balance FROM walletlock_wallets WHERE id BETWEEN $1 AND $2",
-		w.first, w.id(w.n-1))
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: read %d balances from PostgreSQL: %w", w.n, err)
-	}
-	defer rows.Close()
-	bal := make([]int64, w.n)
-	seen := 0
-	for rows.Next() {
-		var id, b int64
-		if err := rows.Scan(&id, &b); err != nil {
-			return nil, fmt.Errorf("loadtest: read balances from PostgreSQL: %w", err)
-		}
-		bal[id-w.first] = b
-		seen++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("loadtest: read balances from PostgreSQL: %w", err)
-	}
-	if seen != w.n {
-		return nil, fmt.Errorf("loadtest: %w for %d of %d wallets in PostgreSQL", wallet.ErrNoWallet, w.n-seen, w.n)
-	}
-	return bal, nil
-}
-
 // cleanup deletes every key and row the run wrote, and nothing else.
 func (w wallets) cleanup(ctx context.Context) error {
 	var errs []error
@@ -142,11 +98,8 @@ func (w wallets) cleanup(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("loadtest: delete the Redis keys under %s: %w", w.prefix, err))
 		}
 	}
-	if w.pool != nil {
-		_, err := w.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id BETWEEN $1 AND $2", w.first, w.id(w.n-1))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("loadtest: delete wallets %d to %d from PostgreSQL: %w", w.first, w.id(w.n-1), err))
-		}
+	if w.store != nil {
+		errs = append(errs, w.store.DeleteRange(ctx, w.first, w.n))
 	}
 	return errors.Join(errs...)
 }

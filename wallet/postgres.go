@@ -118,12 +118,57 @@ func noWallet(id int64) error {
 // balance with fence and version 0: the starting point of a run. Do not call
 // it while spends on the same wallet are running.
 func (s *Store) Reset(ctx context.Context, id, balance int64) error {
+	return s.ResetRange(ctx, id, 1, balance)
+}
+
+// ResetRange is Reset for the n wallets first .. first+n-1, in one
+// statement: a load test sets up 10,000 wallets in one round trip.
+func (s *Store) ResetRange(ctx context.Context, first int64, n int, balance int64) error {
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO walletlock_wallets (id, balance) VALUES ($1, $2)
+		INSERT INTO walletlock_wallets (id, balance)
+		SELECT g, $3 FROM generate_series($1::bigint, $2::bigint) AS g
 		ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence = 0, version = 0`,
-		id, balance)
+		first, first+int64(n)-1, balance)
 	if err != nil {
-		return fmt.Errorf("wallet: reset wallet %d: %w", id, err)
+		return fmt.Errorf("wallet: reset wallets %d to %d: %w", first, first+int64(n)-1, err)
+	}
+	return nil
+}
+
+// Balances reads the balances of the n wallets first .. first+n-1, in
+// order, in one query. It returns ErrNoWallet if any of them is missing.
+func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, error) {
+	rows, err := s.pool.Query(ctx,
+		"SELECT id, balance FROM walletlock_wallets WHERE id BETWEEN $1 AND $2",
+		first, first+int64(n)-1)
+	if err != nil {
+		return nil, fmt.Errorf("wallet: read %d balances: %w", n, err)
+	}
+	defer rows.Close()
+	bal := make([]int64, n)
+	seen := 0
+	for rows.Next() {
+		var id, b int64
+		if err := rows.Scan(&id, &b); err != nil {
+			return nil, fmt.Errorf("wallet: read balances: %w", err)
+		}
+		bal[id-first] = b
+		seen++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("wallet: read balances: %w", err)
+	}
+	if seen != n {
+		return nil, fmt.Errorf("%w for %d of wallets %d to %d in PostgreSQL", ErrNoWallet, n-seen, first, first+int64(n)-1)
+	}
+	return bal, nil
+}
+
+// DeleteRange removes the n wallets first .. first+n-1; missing ones are
+// ignored.
+func (s *Store) DeleteRange(ctx context.Context, first int64, n int) error {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id BETWEEN $1 AND $2", first, first+int64(n)-1); err != nil {
+		return fmt.Errorf("wallet: delete wallets %d to %d: %w", first, first+int64(n)-1, err)
 	}
 	return nil
 }

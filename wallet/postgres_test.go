@@ -582,3 +582,39 @@ func TestRedisVersion(t *testing.T) {
 	}
 	t.Logf("Redis %s", v)
 }
+
+func TestStore_ranges(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	first := testenv.WalletID(t)
+	const n = 3
+	t.Cleanup(func() { s.DeleteRange(context.Background(), first, n) })
+
+	if err := s.ResetRange(ctx, first, n, 100); err != nil {
+		t.Fatalf("ResetRange: %v", err)
+	}
+	// A reset puts a spent and claimed wallet back to its start.
+	if _, err := s.Claim(ctx, first+1, 7); err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if err := s.WriteFenced(ctx, first+1, 7, 40); err != nil {
+		t.Fatalf("WriteFenced: %v", err)
+	}
+	got, err := s.Balances(ctx, first, n)
+	if err != nil || len(got) != n || got[0] != 100 || got[1] != 40 || got[2] != 100 {
+		t.Fatalf("Balances = %v, %v; want [100 40 100]", got, err)
+	}
+	if err := s.ResetRange(ctx, first, n, 100); err != nil {
+		t.Fatalf("ResetRange again: %v", err)
+	}
+	if fence, err := s.Fence(ctx, first+1); err != nil || fence != 0 {
+		t.Errorf("fence after a reset = %d, %v; want 0", fence, err)
+	}
+
+	if err := s.DeleteRange(ctx, first+2, 1); err != nil {
+		t.Fatalf("DeleteRange: %v", err)
+	}
+	if _, err := s.Balances(ctx, first, n); !errors.Is(err, wallet.ErrNoWallet) {
+		t.Errorf("Balances with one wallet gone: err = %v, want ErrNoWallet", err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"strconv"
 	"sync"
 	"time"
@@ -66,9 +68,22 @@ func Spend(ctx context.Context, rdb redis.Cmdable, key string, amount int64, wor
 		return false, err
 	}
 	if err := rdb.Set(ctx, key, bal-amount, 0).Err(); err != nil {
-		return false, fmt.Errorf("wallet: write %s: %w", key, err)
+		return false, WriteError(key, err)
 	}
 	return true, nil
+}
+
+// WriteError wraps the error of a write that was sent. A reply from the
+// server (a redis.Error such as READONLY or WRONGTYPE) says the write did
+// not happen; anything else (a timeout, a dropped connection, a context that
+// ended while the command was in flight) leaves its outcome unknown, and the
+// error then matches ErrUnknownOutcome too.
+func WriteError(key string, err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return fmt.Errorf("wallet: write %s: %w", key, err)
+	}
+	return fmt.Errorf("wallet: write %s: %w: %w", key, ErrUnknownOutcome, err)
 }
 
 // Work waits for d, or until ctx ends. It returns nil when the work is done
@@ -119,11 +134,18 @@ func Balance(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) 
 	return bal, nil
 }
 
+// ErrUnknownOutcome marks a spend whose write was sent but whose reply never
+// came (a timeout, a dropped connection, a context that ended while the
+// command was in flight). The write may have landed or not: a client cannot
+// tell a slow success from a failure. Check counts such spends apart.
+var ErrUnknownOutcome = errors.New("wallet: outcome unknown")
+
 // Tally counts what a Hammer run's calls reported.
 type Tally struct {
 	Accepted int     // calls that returned true
 	Refused  int     // calls that returned false and no error
-	Errors   []error // every error, in no particular order
+	Unknown  int     // calls whose error matches ErrUnknownOutcome
+	Errors   []error // every error, in no particular order, unknown ones included
 }
 
 // Hammer runs fn in n goroutines that all start at the same moment (they
@@ -144,6 +166,9 @@ func Hammer(n int, fn func(i int) (bool, error)) Tally {
 			defer mu.Unlock()
 			switch {
 			case err != nil:
+				if errors.Is(err, ErrUnknownOutcome) {
+					tally.Unknown++
+				}
 				tally.Errors = append(tally.Errors, err)
 			case ok:
 				tally.Accepted++
@@ -159,31 +184,97 @@ func Hammer(n int, fn func(i int) (bool, error)) Tally {
 
 // Verdict is the invariant every step checks: the final balance must equal
 // what the accepted spends imply, and must never go below zero.
+//
+// When some spends have an unknown outcome, any number of them, from none to
+// all, may have landed: the balance is then right when it equals what the
+// accepted spends plus some of the unknown ones imply.
 type Verdict struct {
 	Accepted int
-	Balance  int64
-	Expected int64
+	Unknown  int   // spends whose outcome is unknown (see ErrUnknownOutcome)
+	Landed   int   // how many unknown spends the balance says landed; -1 when it fits none
+	Balance  int64 //
+	Expected int64 // initial - amount*accepted: the balance if no unknown spend landed
+	Lowest   int64 // initial - amount*(accepted+unknown): if every unknown spend landed
 	OK       bool
+
+	// The exact figures as text, also when they do not fit an int64.
+	expected, lowest string
 }
 
 // Check compares the balance with initial minus amount for each accepted
-// spend.
+// spend. It is CheckUnknown with no unknown outcomes.
 func Check(initial, amount int64, accepted int, balance int64) Verdict {
-	want := initial - amount*int64(accepted)
-	return Verdict{
+	return CheckUnknown(initial, amount, accepted, 0, balance)
+}
+
+// CheckUnknown judges a balance when unknown spends may or may not have
+// landed: the verdict is OK when balance = initial - amount*(accepted+k) for
+// some k from 0 to unknown, and balance >= 0. Landed says which k.
+//
+// The arithmetic is exact: an expected balance that does not fit an int64
+// can never equal one, so it is BROKEN, never a wrapped-around false OK.
+func CheckUnknown(initial, amount int64, accepted, unknown int, balance int64) Verdict {
+	num := func(v int64) *big.Int { return new(big.Int).SetInt64(v) }
+	after := func(spends int) *big.Int { // initial - amount*spends
+		d := new(big.Int).Mul(num(amount), num(int64(spends)))
+		return d.Sub(num(initial), d)
+	}
+	hi, lo := after(accepted), after(accepted+unknown)
+	v := Verdict{
 		Accepted: accepted,
+		Unknown:  unknown,
+		Landed:   -1,
 		Balance:  balance,
-		Expected: want,
-		OK:       balance == want && balance >= 0,
+		Expected: clamp(hi),
+		Lowest:   clamp(lo),
+		expected: hi.String(),
+		lowest:   lo.String(),
+	}
+	if balance < 0 {
+		return v
+	}
+	// k = (hi - balance) / amount, when it divides evenly and 0 <= k <= unknown.
+	gap := new(big.Int).Sub(hi, num(balance))
+	switch {
+	case amount == 0:
+		if gap.Sign() == 0 {
+			v.Landed = 0
+		}
+	default:
+		k, rem := new(big.Int).QuoRem(gap, num(amount), new(big.Int))
+		if rem.Sign() == 0 && k.Sign() >= 0 && k.Cmp(num(int64(unknown))) <= 0 {
+			v.Landed = int(k.Int64())
+		}
+	}
+	v.OK = v.Landed >= 0
+	return v
+}
+
+func clamp(x *big.Int) int64 {
+	switch {
+	case x.IsInt64():
+		return x.Int64()
+	case x.Sign() < 0:
+		return math.MinInt64
+	default:
+		return math.MaxInt64
 	}
 }
 
-// String is the line every step prints:
-// "accepted=10 balance=0 expected=0 OK" or "... BROKEN".
+// String is the line every step prints: "accepted=10 balance=0 expected=0
+// OK" or "... BROKEN". With unknown outcomes it names them and the range of
+// balances they allow: "accepted=8 unknown=3 balance=10 expected=-10..20 OK".
 func (v Verdict) String() string {
 	word := "BROKEN"
 	if v.OK {
 		word = "OK"
 	}
-	return fmt.Sprintf("accepted=%d balance=%d expected=%d %s", v.Accepted, v.Balance, v.Expected, word)
+	exp, low := v.expected, v.lowest
+	if exp == "" { // a Verdict built by hand, not by Check
+		exp, low = strconv.FormatInt(v.Expected, 10), strconv.FormatInt(v.Lowest, 10)
+	}
+	if v.Unknown == 0 {
+		return fmt.Sprintf("accepted=%d balance=%d expected=%s %s", v.Accepted, v.Balance, exp, word)
+	}
+	return fmt.Sprintf("accepted=%d unknown=%d balance=%d expected=%s..%s %s", v.Accepted, v.Unknown, v.Balance, low, exp, word)
 }

@@ -49,6 +49,68 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+func TestCheckUnknown(t *testing.T) {
+	const big = int64(1) << 62
+	tests := []struct {
+		name              string
+		initial, amount   int64
+		accepted, unknown int
+		balance           int64
+		want              string
+		landed            int
+	}{
+		{"no unknown spend landed", 100, 10, 5, 3, 50, "accepted=5 unknown=3 balance=50 expected=20..50 OK", 0},
+		{"two of three landed", 100, 10, 5, 3, 30, "accepted=5 unknown=3 balance=30 expected=20..50 OK", 2},
+		{"every unknown spend landed", 100, 10, 5, 3, 20, "accepted=5 unknown=3 balance=20 expected=20..50 OK", 3},
+		{"more money gone than the spends allow", 100, 10, 5, 3, 10, "accepted=5 unknown=3 balance=10 expected=20..50 BROKEN", -1},
+		{"money appeared", 100, 10, 5, 3, 60, "accepted=5 unknown=3 balance=60 expected=20..50 BROKEN", -1},
+		{"between two spends", 100, 10, 5, 3, 45, "accepted=5 unknown=3 balance=45 expected=20..50 BROKEN", -1},
+		{"below zero even if it fits", 100, 10, 9, 3, -10, "accepted=9 unknown=3 balance=-10 expected=-20..10 BROKEN", -1},
+		// 5 x 2^62 does not fit an int64: wrapped around, the expected
+		// balance would be 0 and a false OK.
+		{"overflow is never OK", big, big, 5, 0, 0, "accepted=5 balance=0 expected=-18446744073709551616 BROKEN", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := wallet.CheckUnknown(tt.initial, tt.amount, tt.accepted, tt.unknown, tt.balance)
+			if got := v.String(); got != tt.want {
+				t.Errorf("String() = %q, want %q", got, tt.want)
+			}
+			if v.Landed != tt.landed {
+				t.Errorf("Landed = %d, want %d", v.Landed, tt.landed)
+			}
+			if v.OK != (tt.landed >= 0) {
+				t.Errorf("OK = %v, want %v", v.OK, tt.landed >= 0)
+			}
+		})
+	}
+}
+
+func TestHammer_countsUnknownOutcomesApart(t *testing.T) {
+	tally := wallet.Hammer(6, func(i int) (bool, error) {
+		switch i % 3 {
+		case 0:
+			return true, nil
+		case 1:
+			return false, fmt.Errorf("spend %d: %w", i, wallet.ErrUnknownOutcome)
+		default:
+			return false, errors.New("refused by a server reply")
+		}
+	})
+	if tally.Accepted != 2 || tally.Unknown != 2 || len(tally.Errors) != 4 {
+		t.Errorf("tally = %+v, want 2 accepted, 2 unknown, 4 errors", tally)
+	}
+}
+
+func TestWriteError_serverReplyIsNotUnknown(t *testing.T) {
+	if err := wallet.WriteError("k", context.DeadlineExceeded); !errors.Is(err, wallet.ErrUnknownOutcome) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("timeout: %v, want ErrUnknownOutcome and the cause", err)
+	}
+	if err := wallet.WriteError("k", redis.Nil); errors.Is(err, wallet.ErrUnknownOutcome) {
+		t.Errorf("server reply: %v, want a definite failure", err)
+	}
+}
+
 func TestBalanceKey_sharesHashTagWithLockKey(t *testing.T) {
 	tests := []struct {
 		prefix string

@@ -32,7 +32,25 @@ var (
 	// ErrBadFence means a fence below 1: fences come from a counter that
 	// starts at 1, and 0 is what an unclaimed row holds.
 	ErrBadFence = errors.New("wallet: fence must be at least 1")
+	// ErrOwned means a wallet row belongs to another run (another owner,
+	// see Store.Owned): the Store neither resets nor deletes it. The error
+	// is an *OwnedError.
+	ErrOwned = errors.New("wallet: owned by another run")
 )
+
+// OwnedError is the error of a reset that found a row of another run. It
+// matches ErrOwned with errors.Is.
+type OwnedError struct {
+	ID    int64  // the first wallet in the range that another run owns
+	Owner string // that run's owner name (a key prefix)
+}
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("wallet: wallet %d in PostgreSQL belongs to the run with prefix %q: choose other wallet ids, or let that run end (it deletes its rows)", e.ID, e.Owner)
+}
+
+// Unwrap makes errors.Is(err, ErrOwned) true.
+func (e *OwnedError) Unwrap() error { return ErrOwned }
 
 // StaleFenceError is the error of a refused fenced claim or write. It matches
 // ErrStaleFence with errors.Is.
@@ -68,10 +86,25 @@ const schemaLockKey int64 = 0x77616c6c65746c6b
 // rollbackTimeout bounds a ROLLBACK sent after the caller's ctx has ended.
 const rollbackTimeout = 5 * time.Second
 
+// ownerLockKey is the advisory lock that serialises the check and the
+// insert of ResetRange, so that two runs setting up the same ids at once
+// cannot both find them free. The value spells "walletow".
+const ownerLockKey int64 = 0x77616c6c65746f77
+
 // Store keeps wallets in the table walletlock_wallets. It is safe for
 // concurrent use; every call is bounded by its ctx.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owner string // see Owned; "" for a Store from OpenStore
+}
+
+// Owned returns a Store that marks the rows it resets as owner's and that
+// resets and deletes only rows it owns (or rows of no owner, ""). A run
+// passes its key prefix, which its run lease makes its own, so two runs
+// with different prefixes can never reset or delete each other's wallets,
+// even when they ask for the same ids.
+func (s *Store) Owned(owner string) *Store {
+	return &Store{pool: s.pool, owner: owner}
 }
 
 // OpenStore returns a Store over pool, creating its table if it does not
@@ -123,14 +156,44 @@ func (s *Store) Reset(ctx context.Context, id, balance int64) error {
 
 // ResetRange is Reset for the n wallets first .. first+n-1, in one
 // statement: a load test sets up 10,000 wallets in one round trip.
+//
+// A row that another owner set up is left alone: ResetRange then changes
+// nothing and returns an *OwnedError (see Owned).
 func (s *Store) ResetRange(ctx context.Context, first int64, n int, balance int64) error {
-	_, err := s.pool.Exec(ctx, `
-		INSERT INTO walletlock_wallets (id, balance)
-		SELECT g, $3 FROM generate_series($1::bigint, $2::bigint) AS g
-		ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence = 0, version = 0`,
-		first, first+int64(n)-1, balance)
+	last := first + int64(n) - 1
+	fail := func(err error) error {
+		return fmt.Errorf("wallet: reset wallets %d to %d: %w", first, last, err)
+	}
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("wallet: reset wallets %d to %d: %w", first, first+int64(n)-1, err)
+		return fail(err)
+	}
+	defer rollback(ctx, tx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", ownerLockKey); err != nil {
+		return fail(err)
+	}
+	var taken OwnedError
+	err = tx.QueryRow(ctx, `
+		SELECT id, owner FROM walletlock_wallets
+		WHERE id BETWEEN $1 AND $2 AND owner NOT IN ('', $3)
+		ORDER BY id LIMIT 1`, first, last, s.owner).Scan(&taken.ID, &taken.Owner)
+	switch {
+	case err == nil:
+		return &taken
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fail(err)
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO walletlock_wallets (id, balance, owner)
+		SELECT g, $3, $4 FROM generate_series($1::bigint, $2::bigint) AS g
+		ON CONFLICT (id) DO UPDATE
+		SET balance = EXCLUDED.balance, fence = 0, version = 0, owner = EXCLUDED.owner`,
+		first, last, balance, s.owner)
+	if err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fail(err)
 	}
 	return nil
 }
@@ -164,21 +227,22 @@ func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, erro
 	return bal, nil
 }
 
-// DeleteRange removes the n wallets first .. first+n-1; missing ones are
-// ignored.
+// DeleteRange removes the n wallets first .. first+n-1 that this Store's
+// owner owns (see Owned); missing ones and other runs' are left alone.
 func (s *Store) DeleteRange(ctx context.Context, first int64, n int) error {
-	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id BETWEEN $1 AND $2", first, first+int64(n)-1); err != nil {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id BETWEEN $1 AND $2 AND owner = $3", first, first+int64(n)-1, s.owner); err != nil {
 		return fmt.Errorf("wallet: delete wallets %d to %d: %w", first, first+int64(n)-1, err)
 	}
 	return nil
 }
 
-// Delete removes wallets; ids that do not exist are ignored.
+// Delete removes wallets this Store's owner owns (see Owned); ids that do
+// not exist, or that another run owns, are left alone.
 func (s *Store) Delete(ctx context.Context, ids ...int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id = ANY($1)", ids); err != nil {
+	if _, err := s.pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE id = ANY($1) AND owner = $2", ids, s.owner); err != nil {
 		return fmt.Errorf("wallet: delete wallets %v: %w", ids, err)
 	}
 	return nil

@@ -618,3 +618,40 @@ func TestStore_ranges(t *testing.T) {
 		t.Errorf("Balances with one wallet gone: err = %v, want ErrNoWallet", err)
 	}
 }
+
+func TestStore_Owned_runsNeverShareOrDeleteEachOthersRows(t *testing.T) {
+	s, _ := openStore(t)
+	ctx := testCtx(t)
+	first := testenv.WalletID(t)
+	const n = 3
+	a, b := s.Owned("test:run-a:"), s.Owned("test:run-b:")
+	t.Cleanup(func() { a.DeleteRange(context.Background(), first, n) })
+
+	if err := a.ResetRange(ctx, first, n, 100); err != nil {
+		t.Fatalf("a.ResetRange: %v", err)
+	}
+	err := b.ResetRange(ctx, first+2, n, 50) // overlaps a's last wallet
+	var owned *wallet.OwnedError
+	if !errors.As(err, &owned) || !errors.Is(err, wallet.ErrOwned) || owned.ID != first+2 || owned.Owner != "test:run-a:" {
+		t.Fatalf("b.ResetRange over a's rows: err = %v, want an *OwnedError for wallet %d of test:run-a:", err, first+2)
+	}
+	// The refused reset changed nothing, not even b's free rows.
+	if _, err := s.Balance(ctx, first+3); !errors.Is(err, wallet.ErrNoWallet) {
+		t.Errorf("wallet %d after the refused reset: err = %v, want ErrNoWallet", first+3, err)
+	}
+	if err := b.DeleteRange(ctx, first, n); err != nil {
+		t.Fatalf("b.DeleteRange: %v", err)
+	}
+	if err := b.Delete(ctx, first); err != nil {
+		t.Fatalf("b.Delete: %v", err)
+	}
+	if got, err := s.Balances(ctx, first, n); err != nil || len(got) != n {
+		t.Fatalf("a's wallets after b's deletes: %v, %v; want all %d still there", got, err, n)
+	}
+	if err := a.DeleteRange(ctx, first, n); err != nil {
+		t.Fatalf("a.DeleteRange: %v", err)
+	}
+	if _, err := s.Balance(ctx, first); !errors.Is(err, wallet.ErrNoWallet) {
+		t.Errorf("after a's own delete: err = %v, want ErrNoWallet", err)
+	}
+}

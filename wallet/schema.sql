@@ -8,9 +8,15 @@
 --            row still carries the writer's fence.
 --   version  bumped by every balance write; Store.SpendVersioned writes only
 --            if it is still the value it read.
+--   owner    the run that set the row up (its key prefix, see Store.Owned);
+--            a run resets and deletes only rows it owns, so two runs never
+--            share or delete each other's wallets. '' is no run in
+--            particular (tests, and rows from before the column existed).
 CREATE TABLE IF NOT EXISTS walletlock_wallets (
     id      bigint PRIMARY KEY,
     balance bigint NOT NULL CHECK (balance >= 0),
     fence   bigint NOT NULL DEFAULT 0,
     version bigint NOT NULL DEFAULT 0
 );
+
+ALTER TABLE walletlock_wallets ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';

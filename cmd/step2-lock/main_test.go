@@ -164,7 +164,7 @@ func TestRun_ctrlC(t *testing.T) {
 		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-work", "100ms"}, Key: balance, After: 300 * time.Millisecond, Frozen: true})
 	})
 	t.Run("at the bound of -n", func(t *testing.T) {
-		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond})
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond, Swamped: true})
 	})
 	t.Run("json", func(t *testing.T) {
 		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-json", "-work", "100ms"}, Key: balance, After: 300 * time.Millisecond})

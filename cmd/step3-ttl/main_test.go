@@ -185,7 +185,7 @@ func TestRun_ctrlC(t *testing.T) {
 		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "2"}, Key: balance, After: time.Second, Frozen: true})
 	})
 	t.Run("at the bound of -n", func(t *testing.T) {
-		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "1", "-n", "10000"}, Key: balance, After: time.Second})
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "1", "-n", "10000"}, Key: balance, After: time.Second, Swamped: true})
 	})
 	t.Run("json", func(t *testing.T) {
 		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-json"}, Key: balance, After: 4 * time.Second})

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"slices"
@@ -38,8 +39,14 @@ type Config struct {
 	TTL     time.Duration // lease of the Redis locks
 	Timeout time.Duration // bounds each spend, waiting for its lock included
 
-	Prefix  string // Redis keys are written under it
-	FirstID int64  // PostgreSQL wallets are FirstID .. FirstID+Wallets-1
+	// Prefix is where the Redis keys go, and the owner of the PostgreSQL
+	// rows (see wallet.Store.Owned). Run holds a lease on it while it
+	// runs, so a second run on the same prefix is refused.
+	Prefix string
+	// FirstID is the first PostgreSQL wallet; a run uses FirstID ..
+	// FirstID+Wallets-1. FirstIDFor(Prefix) gives each prefix ids of its
+	// own; rows that another run holds are refused, never shared.
+	FirstID int64
 
 	// Progress, when not nil, gets a progress bar while the run goes on
 	// (give it a terminal; nothing else wants carriage returns).
@@ -63,10 +70,28 @@ func Defaults() Config {
 		TTL:     2 * time.Second,
 		Timeout: 10 * time.Second,
 		Prefix:  wallet.DefaultPrefix + "step6:",
-		// Well clear of the demo wallet (42) and of the ids tests use
-		// (testenv.WalletID, from 1e9 up).
-		FirstID: 1_000_000,
+		FirstID: FirstIDFor(wallet.DefaultPrefix + "step6:"),
 	}
+}
+
+// Upper bounds of a run: a laptop runs them, a typo does not fill a shared
+// database (-wallets 100000000 would be 10^8 rows).
+const (
+	MaxWorkers = 10_000
+	MaxWallets = 1_000_000
+)
+
+// FirstIDFor is the first wallet id of a run on prefix: one of nine million
+// blocks of MaxWallets ids, from 10^12 up, chosen by a hash of the prefix.
+// Two prefixes get the same block once in nine million pairs, and even
+// then the second run is refused, not mixed up (see Config.FirstID). The
+// blocks stay clear of the demo wallet (42) and of the ids the workshop
+// chooses (2x10^9 up).
+func FirstIDFor(prefix string) int64 {
+	const base, blocks = 1_000_000_000_000, 9_000_000
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	return base + int64(h.Sum64()%blocks)*MaxWallets
 }
 
 // ParseStrategies reads a -strategy flag: "all", one name, or names separated
@@ -98,8 +123,12 @@ func (c Config) Validate() error {
 		return bad("no strategy to run")
 	case c.Wallets < 1:
 		return bad("-wallets must be at least 1, got %d", c.Wallets)
+	case c.Wallets > MaxWallets:
+		return bad("-wallets must be at most %d, got %d", MaxWallets, c.Wallets)
 	case c.Workers < 1:
 		return bad("-workers must be at least 1, got %d", c.Workers)
+	case c.Workers > MaxWorkers:
+		return bad("-workers must be at most %d, got %d", MaxWorkers, c.Workers)
 	case c.Duration <= 0:
 		return bad("-duration must be above 0, got %v", c.Duration)
 	case c.Ops < 0:
@@ -110,12 +139,15 @@ func (c Config) Validate() error {
 		return bad("-amount must be at least 1, got %d", c.Amount)
 	case c.Initial < 0:
 		return bad("-initial must be at least 0, got %d", c.Initial)
+	case c.Initial > math.MaxInt64/int64(c.Wallets):
+		// The check line sums the balances of every wallet.
+		return bad("-initial %d times -wallets %d does not fit in an int64: lower one of them", c.Initial, c.Wallets)
 	case c.Timeout <= 0:
 		return bad("-timeout must be above 0, got %v", c.Timeout)
 	case c.FirstID < 1 || c.FirstID > math.MaxInt64-int64(c.Wallets):
 		return bad("-first-id must be at least 1 and leave room for %d wallets, got %d", c.Wallets, c.FirstID)
 	case c.Prefix == "":
-		return bad("-prefix must not be empty: every key this program writes lives under it")
+		return bad("-prefix must not be empty: every key this program writes needs one")
 	}
 	for _, name := range c.Strategies {
 		if _, ok := strategyByName(name); !ok {
@@ -126,15 +158,6 @@ func (c Config) Validate() error {
 		return bad("-ttl: %v", err)
 	}
 	return nil
-}
-
-// parallel is how many critical sections can run at once: one per wallet
-// that some worker spends from.
-func (c Config) parallel() int {
-	if c.Hot {
-		return 1
-	}
-	return min(c.Wallets, c.Workers)
 }
 
 // needs reports which services the chosen strategies use.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -28,37 +29,51 @@ const (
 	MaxPostgresConns = 50
 )
 
-// Env is what a run talks to. A field is nil when none of the chosen
-// strategies needs that service.
+// commandTimeout bounds each Redis command of a run: a server that stops
+// answering (frozen, or its host paused) fails a command within it instead
+// of go-redis's default of 3 s, retried. A local command takes well under
+// a millisecond, so it never cuts a slow but live one; and after Ctrl-C no
+// call into a frozen Redis holds the run longer than this.
+const commandTimeout = time.Second
+
+// Env is what a run talks to. Redis is always there: a run takes a lease
+// on its prefix in it (see Run). Postgres is nil when none of the chosen
+// strategies needs it.
 type Env struct {
 	Redis    *redis.Client
 	Postgres *pgxpool.Pool
 }
 
-// Dial connects to the services the strategies of cfg need, with pools
-// sized for cfg.Workers, and opens every connection of the pools up front,
+// Dial connects to the services the strategies of cfg need, and to Redis
+// in any case (for the run lease), with pools sized for cfg.Workers, and
+// opens every connection of the pools up front,
 // so that the first strategy does not pay for dialling them. Its errors are
 // wallet.Connect's and wallet.ConnectPostgres's: one line that names the
 // address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
 	env := &Env{}
-	if needRedis {
-		// wallet.Connect checks that Redis answers and says where it
-		// looked if not; the sized client reuses the same settings.
-		probe, err := wallet.Connect(ctx)
-		if err != nil {
-			return nil, err
-		}
-		probe.Close()
-		opt, err := wallet.RedisOptions()
-		if err != nil {
-			return nil, err
-		}
-		opt.PoolSize = min(max(cfg.Workers, 1), MaxRedisConns)
-		opt.PoolTimeout = cfg.Timeout
-		env.Redis = redis.NewClient(opt)
+	// wallet.Connect checks that Redis answers and says where it looked if
+	// not; the sized client reuses the same settings.
+	probe, err := wallet.Connect(ctx)
+	if err != nil {
+		return nil, err
 	}
+	probe.Close()
+	opt, err := wallet.RedisOptions()
+	if err != nil {
+		return nil, err
+	}
+	opt.PoolSize = 2 // the lease alone
+	if needRedis {
+		opt.PoolSize = min(max(cfg.Workers, 1), MaxRedisConns)
+	}
+	opt.PoolTimeout = cfg.Timeout
+	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
+	// A command that timed out may have run: a spend counts it as an
+	// unknown outcome, and must not send it a second time.
+	opt.MaxRetries = -1
+	env.Redis = redis.NewClient(opt)
 	if needPostgres {
 		probe, err := wallet.ConnectPostgres(ctx)
 		if err != nil {

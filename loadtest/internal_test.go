@@ -1,9 +1,17 @@
 package loadtest
 
 import (
+	"context"
+	"errors"
+	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 )
 
@@ -32,7 +40,7 @@ func TestJudge_walletByWallet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, off, money := judge(100, 10, tt.accepted, tt.balances)
+			v, off, money := judge(100, 10, tt.accepted, nil, tt.balances)
 			if v.String() != tt.wantCheck || off != tt.wantOff || money != tt.wantMoney {
 				t.Errorf("judge = %q, %d off by %d; want %q, %d off by %d",
 					v.String(), off, money, tt.wantCheck, tt.wantOff, tt.wantMoney)
@@ -87,5 +95,199 @@ func TestStrategies_matchTheLesson(t *testing.T) {
 	}
 	if d := Defaults(); time.Duration(len(d.Strategies))*d.Duration > 35*time.Second {
 		t.Errorf("the default run takes %v of spending alone; it must stay within about 40 s", time.Duration(len(d.Strategies))*d.Duration)
+	}
+}
+
+// A spend with an unknown outcome may have landed or not: a wallet is
+// right when its balance fits some count of them, and the check line says
+// how many landed in all.
+func TestJudge_unknownOutcomes(t *testing.T) {
+	tests := []struct {
+		name       string
+		accepted   []int64
+		unknown    []int64
+		balances   []int64
+		wantCheck  string
+		wantLanded int
+		wantOff    int
+		wantMoney  int64
+	}{
+		{"none of them landed", []int64{2, 1}, []int64{1, 0}, []int64{80, 90},
+			"accepted=3 unknown=1 balance=170 expected=160..170 OK", 0, 0, 0},
+		{"some landed", []int64{2, 1}, []int64{3, 2}, []int64{60, 80},
+			"accepted=3 unknown=5 balance=140 expected=120..170 OK", 3, 0, 0},
+		// Wallet 1 has no unknown spend: its 10 more are a lost update,
+		// whatever wallet 0's unknown spends allow in the sum.
+		{"the sum fits, a wallet does not", []int64{2, 1}, []int64{2, 0}, []int64{80, 80},
+			"accepted=3 unknown=2 balance=160 expected=150..170 BROKEN", -1, 1, 10},
+		{"below every count", []int64{1}, []int64{1}, []int64{70},
+			"accepted=1 unknown=1 balance=70 expected=80..90 BROKEN", -1, 1, 10},
+		{"between two counts", []int64{1}, []int64{2}, []int64{83},
+			"accepted=1 unknown=2 balance=83 expected=70..90 BROKEN", -1, 1, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, off, money := judge(100, 10, tt.accepted, tt.unknown, tt.balances)
+			if v.String() != tt.wantCheck || v.Landed != tt.wantLanded || off != tt.wantOff || money != tt.wantMoney {
+				t.Errorf("judge = %q, landed %d, %d off by %d; want %q, landed %d, %d off by %d",
+					v.String(), v.Landed, off, money, tt.wantCheck, tt.wantLanded, tt.wantOff, tt.wantMoney)
+			}
+		})
+	}
+}
+
+// A row that accepted nothing, or whose spends mostly failed, measured
+// nothing, and its verdict says so; a BROKEN balance is shown all the same.
+func TestRow_noDataWhenNothingWasMeasured(t *testing.T) {
+	tests := []struct {
+		name        string
+		row         Row
+		wantVerdict string
+	}{
+		{"a clean row", Row{Accepted: 100, Spends: 100, OK: true, Check: "c"}, "OK"},
+		{"5% failed", Row{Accepted: 95, Spends: 100, Errors: 3, Unknown: 2, OK: true, Check: "c"}, "OK"},
+		{"6% failed", Row{Accepted: 94, Spends: 100, Errors: 6, OK: true, Check: "c"},
+			"NO DATA: 6% of the spends failed or got no reply (more than 5%)"},
+		{"nothing accepted", Row{Spends: 729609, Errors: 729609, OK: true, Check: "c"}, "NO DATA: no spend accepted"},
+		{"nothing accepted and interrupted", Row{Interrupted: true, OK: true, Check: "c"}, "NO DATA: no spend accepted (interrupted)"},
+		{"broken with too many errors", Row{Accepted: 1, Spends: 10, Errors: 9, Check: "c", WalletsOff: 1, MoneyOff: 10},
+			"BROKEN: 1 wallet off by 10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.row
+			r.Measured, r.Note = measured(&r)
+			if got := r.Verdict(); got != tt.wantVerdict {
+				t.Errorf("Verdict() = %q, want %q", got, tt.wantVerdict)
+			}
+		})
+	}
+}
+
+// Every prefix gets a block of ids of its own, whole, and far from the
+// ids other programs use.
+func TestFirstIDFor_aBlockPerPrefix(t *testing.T) {
+	seen := map[int64]string{}
+	for _, prefix := range []string{"walletlock:demo:step6:", "walletlock:demo:step6", "a:", "b:", "test:x:0001:", "test:x:0002:"} {
+		id := FirstIDFor(prefix)
+		if id < 1_000_000_000_000 || id > math.MaxInt64-MaxWallets || id%MaxWallets != 0 {
+			t.Errorf("FirstIDFor(%q) = %d, want a multiple of %d from 10^12 up", prefix, id, MaxWallets)
+		}
+		if other, ok := seen[id]; ok {
+			t.Errorf("FirstIDFor(%q) = FirstIDFor(%q) = %d", prefix, other, id)
+		}
+		seen[id] = prefix
+		if FirstIDFor(prefix) != id {
+			t.Errorf("FirstIDFor(%q) changes between calls", prefix)
+		}
+	}
+}
+
+// After Ctrl-C, the steps that follow the spends end within the budget:
+// a context that lingers ends d after its parent, a wind-down step that
+// starts after the end gets a deadline it cannot outlive.
+func TestLingering_endsAfterItsParent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, stop := lingering(context.Background(), parent, time.Second)
+		defer stop()
+		cancel()
+		time.Sleep(999 * time.Millisecond)
+		synctest.Wait()
+		if ctx.Err() != nil {
+			t.Fatal("ended before its time")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if !errors.Is(context.Cause(ctx), errOutOfTime) {
+			t.Errorf("cause %v, want errOutOfTime", context.Cause(ctx))
+		}
+	})
+}
+
+func TestWindDown_boundedByTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		r := &runner{}
+		var stopWatching func() bool
+		r.stopped, stopWatching = stopClock(parent)
+		defer stopWatching()
+
+		running, done := r.windDown(parent, 2*time.Second, 10*time.Second)
+		defer done()
+		if _, ok := running.Deadline(); !ok {
+			t.Error("a step started while the run goes on has no bound")
+		}
+		time.Sleep(5 * time.Second)
+		cancel()
+		synctest.Wait()
+		after, done2 := r.windDown(parent, 2*time.Second, 10*time.Second)
+		defer done2()
+		time.Sleep(time.Second)
+		if d, ok := after.Deadline(); !ok || d.Sub(time.Now()) != time.Second {
+			t.Errorf("deadline %v (%v), want 1 s from now", d, ok)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if running.Err() == nil || after.Err() == nil {
+			t.Errorf("2 s after the end: %v, %v; want both ended", running.Err(), after.Err())
+		}
+	})
+}
+
+// The line about leftovers names what is left and the commands that
+// delete it, quoted for a shell, and never a password.
+func TestLeftovers_oneLineWithTheCommands(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:7001", Password: "s3cret-never-shown", DB: 2})
+	defer rdb.Close()
+	pcfg, err := pgxpool.ParseConfig("postgres://walletlock:s3cret-never-shown@db.example:5433/walletlock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), pcfg) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	l := leftovers(&Env{Redis: rdb, Postgres: pool}, "it's:a*prefix:", true, true, errors.New("context deadline\nexceeded"))
+	want := `left Redis keys and PostgreSQL rows behind (context deadline exceeded); delete them with: ` +
+		`redis-cli -h 127.0.0.1 -p 7001 -n 2 --scan --pattern 'it'\''s:a\*prefix:*' | xargs redis-cli -h 127.0.0.1 -p 7001 -n 2 del (with REDISCLI_AUTH set to the password) ; ` +
+		`psql -h db.example -p 5433 -U walletlock -d walletlock -c "DELETE FROM walletlock_wallets WHERE owner = 'it''s:a*prefix:'"`
+	if got := l.String(); got != want {
+		t.Errorf("leftovers:\n got %s\nwant %s", got, want)
+	}
+	if leftovers(nil, "p:", false, false, errors.New("x")) != nil {
+		t.Error("leftovers with nothing left is not nil")
+	}
+}
+
+// The balances are read back on a clock that starts after the phase: a
+// phase that lasts longer than that bound keeps its report (issue 10,
+// defect 1: any -duration of 10 s or more, the bound then, lost it).
+func TestRun_aPhaseLongerThanTheReadBackBound(t *testing.T) {
+	defer func(d time.Duration) { settleTimeout = d }(settleTimeout)
+	settleTimeout = 300 * time.Millisecond
+	rdb := testenv.Redis(t)
+	testenv.Postgres(t)
+	c := Defaults()
+	c.Strategies = []string{"none", "version"}
+	c.Wallets, c.Workers, c.Duration = 2, 2, time.Second
+	c.Prefix, c.FirstID = testenv.Prefix(t, rdb), testenv.WalletID(t)
+	env, err := Dial(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	rep, err := Run(t.Context(), env, c)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if len(rep.Rows) != 2 || len(rep.Phases) != 2 {
+		t.Fatalf("%d rows, %d verdicts; want 2 of each", len(rep.Rows), len(rep.Phases))
+	}
+	for _, r := range rep.Rows {
+		if r.Check == "" || r.Seconds < settleTimeout.Seconds() {
+			t.Errorf("%s after %.1fs: check %q, note %q", r.Strategy, r.Seconds, r.Check, r.Note)
+		}
 	}
 }

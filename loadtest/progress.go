@@ -19,6 +19,7 @@ type progress struct {
 	mu    sync.Mutex
 	done  int       // phases finished before the current one
 	since time.Time // the current phase's start
+	label string    // the current phase, "name i/count"
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -29,7 +30,7 @@ func startProgress(cfg Config) *progress {
 	if cfg.Progress == nil {
 		return nil
 	}
-	p := &progress{per: cfg.Duration, count: len(cfg.Strategies), since: time.Now(), stop: make(chan struct{})}
+	p := &progress{per: cfg.Duration, count: len(cfg.Strategies), since: time.Now(), label: "start", stop: make(chan struct{})}
 	p.bar = progressbar.NewOptions64(int64(p.count)*p.per.Milliseconds(),
 		progressbar.OptionSetWriter(cfg.Progress),
 		progressbar.OptionSetWidth(30),
@@ -55,15 +56,40 @@ func startProgress(cfg Config) *progress {
 	return p
 }
 
-// phase says that phase i (from 0), name, starts now.
+// phase says that phase i (from 0), name, starts now: first its set-up.
 func (p *progress) phase(i int, name string) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	p.done, p.since = i, time.Now()
+	p.label = fmt.Sprintf("%-9s %d/%d", name, i+1, p.count)
 	p.mu.Unlock()
-	p.bar.Describe(fmt.Sprintf("%-9s %d/%d", name, i+1, p.count))
+	p.bar.Describe(p.label)
+}
+
+// setup says that n of the wallets are set up: a million take a while.
+func (p *progress) setup(n, of int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.since = time.Now() // the spending has not started yet
+	label := p.label
+	p.mu.Unlock()
+	p.bar.Describe(fmt.Sprintf("%s: setting up wallets %d%%", label, 100*n/of))
+}
+
+// spending says that the current phase's spends start now.
+func (p *progress) spending() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.since = time.Now()
+	label := p.label
+	p.mu.Unlock()
+	p.bar.Describe(label)
 }
 
 // finish stops the bar and clears its line.

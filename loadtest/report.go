@@ -25,9 +25,10 @@ type Report struct {
 	Parallel     int             `json:"parallel"` // critical sections that can run at once
 	Rows         []Row           `json:"strategies"`
 	Phases       []lesson.Result `json:"phases"`
-	Interrupted  bool            `json:"interrupted"`       // ctx ended (Ctrl-C): the last row is partial
-	NotRun       []string        `json:"not_run,omitempty"` // strategies an interruption or error left out
-	PeakRSSBytes int64           `json:"peak_rss_bytes"`    // max resident set size of the process so far; 0 if unknown
+	Interrupted  bool            `json:"interrupted"`         // ctx ended (Ctrl-C): the last row is partial
+	NotRun       []string        `json:"not_run,omitempty"`   // strategies an interruption or error left out
+	PeakRSSBytes int64           `json:"peak_rss_bytes"`      // max resident set size of the process so far; 0 if unknown
+	Leftovers    *Leftovers      `json:"leftovers,omitempty"` // what the run could not delete; nil: nothing
 }
 
 // Params are the settings of the run, as the flags give them.
@@ -85,9 +86,17 @@ type Row struct {
 	Attempts     int64   `json:"attempts"` // lock attempts; versioned tries; one per spend for the others
 	RefusedFunds int64   `json:"refused_funds"`
 	RefusedStale int64   `json:"refused_stale"` // fenced only: PostgreSQL refused the fence
-	Errors       int64   `json:"errors"`
+	Errors       int64   `json:"errors"`        // failed spends, the unknown ones not included
 	FirstError   string  `json:"first_error,omitempty"`
 	Abandoned    int64   `json:"abandoned"` // lock waits cut short by the end of the run: nothing done
+
+	// Unknown counts spends whose write was sent but whose reply never
+	// came (wallet.ErrUnknownOutcome): each may have landed or not, and
+	// the check allows for both. UnknownLanded is how many of them the
+	// balances say landed; -1 when the balances fit no count (BROKEN).
+	Unknown       int64  `json:"unknown"`
+	UnknownLanded int64  `json:"unknown_landed"`
+	FirstUnknown  string `json:"first_unknown,omitempty"`
 
 	LockWait *Latency `json:"lock_wait,omitempty"` // time to get the lock; nil: no lock
 	Latency  Latency  `json:"spend_latency"`       // one whole spend, waiting included
@@ -99,18 +108,30 @@ type Row struct {
 	Ceiling    float64    `json:"ceiling_per_second"` // 0: unknown
 	Efficiency float64    `json:"efficiency"`         // accepted_per_second / ceiling_per_second
 
-	Check      string `json:"check"` // wallet.Check's line, summed over the wallets
+	Check      string `json:"check"` // wallet.Check's line, summed over the wallets; "": balances not read back
 	OK         bool   `json:"ok"`
 	WalletsOff int    `json:"wallets_off"`
 	MoneyOff   int64  `json:"money_off"` // the sum of |balance - expected| over the wallets that are off
+
+	// Measured is false when the row says nothing about the strategy: it
+	// accepted no spend, more than 5% of its spends failed or got no
+	// reply, or its balances could not be read back. Note says which.
+	Measured bool   `json:"measured"`
+	Note     string `json:"note,omitempty"`
 }
 
-// Verdict is the table's last column: "OK", or "BROKEN: 3 wallets off by
-// 1,230".
+// Verdict is the table's last column: "OK", "BROKEN: 3 wallets off by
+// 1,230", or "NO DATA: no spend accepted" when the row measured nothing
+// (a BROKEN balance is reported all the same).
 func (r Row) Verdict() string {
-	v := "OK"
-	if !r.OK {
+	var v string
+	switch {
+	case r.Check != "" && !r.OK:
 		v = fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), formatMoney(r.MoneyOff))
+	case !r.Measured:
+		v = "NO DATA: " + r.Note
+	default:
+		v = "OK"
 	}
 	if r.Interrupted {
 		v += " (interrupted)"
@@ -129,6 +150,18 @@ func (rep *Report) Failed() []string {
 		}
 	}
 	return failed
+}
+
+// Unmeasured returns the strategies whose rows measured nothing (see
+// Row.Measured), each with the reason: "lock (no spend accepted)".
+func (rep *Report) Unmeasured() []string {
+	var out []string
+	for _, r := range rep.Rows {
+		if !r.Measured {
+			out = append(out, fmt.Sprintf("%s (%s)", r.Strategy, r.Note))
+		}
+	}
+	return out
 }
 
 // WriteJSON writes the report as one indented JSON object.
@@ -155,7 +188,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		p.Workers, p.Amount, p.Wallets, hot, p.Work, target)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\t  verdict\n", "strategy")
+	fmt.Fprintf(tw, "%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\tunknown\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\t  verdict\n", "strategy")
 	for _, r := range rep.Rows {
 		wait50, wait99 := "n/a", "n/a"
 		if r.LockWait != nil {
@@ -165,8 +198,8 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		if r.RedisPerSpend != nil {
 			perSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
 		}
-		fmt.Fprintf(tw, "%-9s\t%.0f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
-			r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors,
+		fmt.Fprintf(tw, "%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
+			r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors, r.Unknown,
 			wait50, wait99, fmtMs(r.Latency.P50), fmtMs(r.Latency.P99), fmtMs(r.Latency.Max), perSpend, r.Verdict())
 	}
 	tw.Flush()
@@ -190,11 +223,26 @@ func (rep *Report) WriteTable(w io.Writer) error {
 
 	b.WriteString("\n")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&b, "%-11s %s\n", r.Strategy+":", r.Check)
+		check := r.Check
+		if check == "" {
+			check = r.Note
+		}
+		fmt.Fprintf(&b, "%-11s %s\n", r.Strategy+":", check)
 	}
 	for _, r := range rep.Rows {
 		if r.Errors > 0 {
 			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", r.Strategy, r.Errors, plural(int(r.Errors), "error"), r.FirstError)
+		}
+		if r.Unknown > 0 {
+			landed := fmt.Sprintf("%d of them landed", r.UnknownLanded)
+			switch {
+			case r.Check == "":
+				landed = "how many landed is not known"
+			case r.UnknownLanded < 0:
+				landed = "the balances fit no count of them"
+			}
+			fmt.Fprintf(&b, "%s: %d %s sent and never answered (unknown outcome), %s; the first: %s\n",
+				r.Strategy, r.Unknown, plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
 		}
 		if r.Strategy == "none" && r.OK {
 			b.WriteString("none: no update was lost this time; with more contention (try -hot) it is BROKEN\n")

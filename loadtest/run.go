@@ -13,24 +13,43 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
 
-// cleanupTimeout bounds the reading of results and the cleanup that run
-// after the run's context has ended (Ctrl-C).
-const cleanupTimeout = 10 * time.Second
+// settleTimeout bounds reading back the balances after a phase, and the
+// clean-up after the run, while the run has not been interrupted. Each
+// starts its clock when it starts, however long a stalled service
+// stretched the phase before it. Tests shorten it.
+var settleTimeout = 10 * time.Second
+
+// stopBudget is what the run may take after ctx ends (Ctrl-C): the spends
+// in flight must end within its first third, reading back the balances
+// within half of it, deleting the keys and rows within two thirds. The
+// last third is for giving the run lease back, which waits at most
+// commandTimeout. Redis commands give up after commandTimeout (see Dial),
+// so even a frozen server holds no step longer than that.
+var stopBudget = cli.CleanupTimeout
 
 // Run runs every strategy of cfg, one after another, each on freshly set up
 // wallets, and returns the report. Without the service a strategy needs in
 // env it fails before anything runs.
 //
+// Run first takes a lease on cfg.Prefix (see internal/runlease) and marks
+// the PostgreSQL rows it uses as the prefix's (wallet.Store.Owned): a
+// second run on the same prefix, or on ids that another run holds, is
+// refused with an error saying so, before anything is written.
+//
 // When ctx ends (Ctrl-C), the strategy running stops: waits for a lock end
-// at once, spends already holding their wallet finish (see call), and Run
-// returns the figures of the strategies run so far, the last one marked
-// Interrupted, with a nil error (and no row at all when ctx ended before
-// the first strategy started). The keys and rows it wrote are deleted
-// whatever happens.
+// at once, spends already holding their wallet get a moment to finish (see
+// call), and Run returns the figures of the strategies run so far, the last
+// one marked Interrupted, with a nil error (and no row at all when ctx
+// ended before the first strategy started). The keys and rows it wrote are
+// deleted whatever happens; what it could not delete is in
+// Report.Leftovers. All of this takes about cli.CleanupTimeout after ctx
+// ends, even when a service no longer answers.
 //
 // An error from Redis or PostgreSQL while setting up or reading back the
 // wallets ends the run: Run then returns that error, and the report of what
@@ -40,49 +59,77 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	needRedis, needPostgres := cfg.needs()
-	if env == nil || (needRedis && env.Redis == nil) || (needPostgres && env.Postgres == nil) {
-		return nil, errors.New("loadtest: Run needs the Redis and PostgreSQL the strategies use (see Dial)")
+	if env == nil || env.Redis == nil || (needPostgres && env.Postgres == nil) {
+		return nil, errors.New("loadtest: Run needs Redis, and PostgreSQL when a strategy uses it (see Dial)")
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	r := &runner{cfg: cfg, rdb: env.Redis, w: wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
-	if err := r.prepare(ctx, env, rep); err != nil {
-		if ctx.Err() == nil {
-			return nil, err
-		}
-		// Interrupted before the first strategy: nothing measured, no
-		// failure either.
+	interrupted := func() (*Report, error) {
+		// Nothing measured, no failure either.
 		rep.Interrupted, rep.NotRun = true, cfg.Strategies
 		rep.Seconds, rep.PeakRSSBytes = time.Since(started).Seconds(), peakRSS()
 		return rep, nil
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = r.w.cleanup(cctx) // best effort: a failed delete must not hide the results
-	}()
+
+	lease, err := runlease.Take(ctx, env.Redis, cfg.Prefix)
+	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return nil, err // runlease's message names the prefix and -prefix
+	}
+	r := &runner{cfg: cfg, lease: lease, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
+	if needRedis {
+		r.rdb = env.Redis
+	}
+	var stopSpends context.CancelFunc
+	r.spends, stopSpends = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
+	defer stopSpends()
+	var stopStopClock func() bool
+	r.stopped, stopStopClock = stopClock(ctx)
+	defer stopStopClock()
 
 	bar := startProgress(cfg)
+	// Deleted, and the lease given back, whatever happens: after the bar,
+	// which must not draw over a line about leftovers.
+	defer r.finish(ctx, rep, env)
 	defer bar.finish()
-	var err error
-	for i, name := range cfg.Strategies {
+	r.bar = bar
+
+	if err := r.prepare(ctx, env, rep); err != nil {
 		if ctx.Err() != nil {
+			return interrupted()
+		}
+		return nil, err
+	}
+	for i, name := range cfg.Strategies {
+		if ctx.Err() != nil || lease.Context().Err() != nil {
 			rep.NotRun = append(rep.NotRun, name)
 			continue
 		}
 		s, _ := strategyByName(name)
 		bar.phase(i, name)
-		var row Row
+		var row *Row
 		row, err = r.phase(ctx, s, rep)
+		if row != nil {
+			rep.Rows = append(rep.Rows, *row)
+			if row.Check != "" {
+				rep.Phases = append(rep.Phases, lesson.NewResult(Step, name, row.Check, row.OK))
+			}
+		}
 		if err != nil {
-			rep.NotRun = append(rep.NotRun, cfg.Strategies[i:]...)
+			rep.NotRun = append(rep.NotRun, cfg.Strategies[i+1:]...)
+			if row == nil {
+				rep.NotRun = append([]string{name}, rep.NotRun...)
+			}
 			if ctx.Err() != nil {
-				err = nil // interrupted while setting up: not a failure
+				err = nil // interrupted while setting up or reading back: not a failure
 			}
 			break
 		}
-		rep.Rows = append(rep.Rows, row)
-		rep.Phases = append(rep.Phases, lesson.NewResult(Step, name, row.Check, row.OK))
+	}
+	if lease.Context().Err() != nil && err == nil {
+		err = fmt.Errorf("loadtest: lost the run lease on prefix %q (%v): stopped, and left the keys and rows, which may be another run's now", cfg.Prefix, context.Cause(lease.Context()))
 	}
 	rep.Interrupted = ctx.Err() != nil
 	rep.Seconds = time.Since(started).Seconds()
@@ -90,55 +137,151 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	return rep, err
 }
 
+// lingering returns a context derived from base that ends d after ctx
+// ends (with the cause errOutOfTime). Its CancelFunc ends it at once.
+func lingering(base, ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancelCause(base)
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(d, func() { cancel(errOutOfTime) })
+		context.AfterFunc(out, func() { t.Stop() })
+	})
+	return out, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// errOutOfTime is the cause of the contexts that end a while after Ctrl-C.
+var errOutOfTime = errors.New("loadtest: out of time after the interrupt")
+
+// stopClock returns a function that says when ctx ended (the zero time
+// while it has not), and one that stops watching ctx.
+func stopClock(ctx context.Context) (func() time.Time, func() bool) {
+	var at atomic.Int64
+	stop := context.AfterFunc(ctx, func() { at.CompareAndSwap(0, time.Now().UnixNano()) })
+	return func() time.Time {
+		if ctx.Err() != nil {
+			// AfterFunc runs a moment after the end: now is as good.
+			at.CompareAndSwap(0, time.Now().UnixNano())
+		}
+		if n := at.Load(); n != 0 {
+			return time.Unix(0, n)
+		}
+		return time.Time{}
+	}, stop
+}
+
+// windDown returns the context of a step that follows the spends (reading
+// back, cleaning up): it lasts at most limit from now, and ends by after
+// ctx ends. Once ctx has ended that is a deadline, which go-redis honours
+// even in a blocked read; before, the end of ctx cancels it by later.
+func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context.Context, context.CancelFunc) {
+	base, cancelBase := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	if at := r.stopped(); !at.IsZero() {
+		out, cancel := context.WithDeadline(base, at.Add(by))
+		return out, func() { cancel(); cancelBase() }
+	}
+	out, cancel := lingering(base, ctx, by)
+	return out, func() { cancel(); cancelBase() }
+}
+
 // runner carries what every spend of a run needs.
 type runner struct {
 	cfg   Config
-	rdb   *redis.Client
-	store *wallet.Store
-	w     wallets
+	rdb   *redis.Client // nil when no strategy spends through Redis
+	store *wallet.Store // owned by the prefix; nil when no strategy uses PostgreSQL
+	w     *wallets
+	lease *runlease.Lease
+	bar   *progress
+
+	// spends ends a moment after ctx (see stopBudget), never before.
+	spends  context.Context
+	stopped func() time.Time // when ctx ended; zero while it runs
 }
 
-// prepare reads the servers' versions, times their round trips and makes
-// sure the wallet table exists.
+// prepare reads the servers' versions, times their round trips, makes sure
+// the wallet table exists and sets up the run's PostgreSQL wallets once,
+// which marks them as the prefix's: ids that another run holds are refused
+// here, before any strategy runs.
 func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
-	if env.Redis != nil {
-		v, err := wallet.RedisVersion(ctx, env.Redis)
+	if r.rdb != nil {
+		v, err := wallet.RedisVersion(ctx, r.rdb)
 		if err != nil {
 			return err
 		}
 		rep.System.Redis = v
-		rtt, err := measureRTT(ctx, pings, redisPing(env.Redis))
+		rtt, err := measureRTT(ctx, pings, redisPing(r.rdb))
 		if err != nil {
 			return err
 		}
 		rep.RedisRTT = &rtt
 	}
-	if env.Postgres != nil {
-		v, err := wallet.PostgresVersion(ctx, env.Postgres)
-		if err != nil {
-			return err
-		}
-		rep.System.Postgres = v
-		if r.store, err = wallet.OpenStore(ctx, env.Postgres); err != nil {
-			return err
-		}
-		r.w.store = r.store
-		rtt, err := measureRTT(ctx, pings, postgresPing(env.Postgres))
-		if err != nil {
-			return err
-		}
-		rep.PostgresRTT = &rtt
+	_, needPostgres := r.cfg.needs()
+	if !needPostgres {
+		return nil
 	}
-	return nil
+	v, err := wallet.PostgresVersion(ctx, env.Postgres)
+	if err != nil {
+		return err
+	}
+	rep.System.Postgres = v
+	store, err := wallet.OpenStore(ctx, env.Postgres)
+	if err != nil {
+		return err
+	}
+	r.store = store.Owned(r.cfg.Prefix)
+	r.w.store = r.store
+	rtt, err := measureRTT(ctx, pings, postgresPing(env.Postgres))
+	if err != nil {
+		return err
+	}
+	rep.PostgresRTT = &rtt
+	return r.resetPostgres(ctx)
+}
+
+// resetPostgres sets up the run's wallets in PostgreSQL. It says who holds
+// ids that another run owns, and how to choose others.
+func (r *runner) resetPostgres(ctx context.Context) error {
+	err := r.store.ResetRangeEach(ctx, r.cfg.FirstID, r.cfg.Wallets, r.cfg.Initial, func(done int) {
+		r.bar.setup(done, r.cfg.Wallets)
+	})
+	if owned, ok := errors.AsType[*wallet.OwnedError](err); ok {
+		return fmt.Errorf("loadtest: set up wallets %d to %d: %w: wallet %d belongs to the run with prefix %q; choose other wallets with -first-id, or another -prefix (without -first-id, each prefix gets ids of its own)",
+			r.cfg.FirstID, r.cfg.FirstID+int64(r.cfg.Wallets)-1, wallet.ErrOwned, owned.ID, owned.Owner)
+	}
+	return err
+}
+
+// finish deletes what the run wrote and gives the lease back, within
+// settleTimeout or what is left of stopBudget after ctx ended, and records
+// in rep what is left.
+func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
+	ctx, cancel := r.windDown(ctx, 2*stopBudget/3, settleTimeout)
+	defer cancel()
+	if cause := r.lease.Context().Err(); cause != nil {
+		// Another run may hold the prefix by now: deleting by it could
+		// take that run's keys and rows.
+		rep.Leftovers = leftovers(env, r.cfg.Prefix, r.w.touched > 0, r.store != nil,
+			fmt.Errorf("the run lease was lost: %w", context.Cause(r.lease.Context())))
+	} else if redisLeft, pgLeft, err := r.w.cleanup(ctx); err != nil {
+		rep.Leftovers = leftovers(env, r.cfg.Prefix, redisLeft, pgLeft, err)
+	}
+	// Close waits at most commandTimeout, its own release's deadline or
+	// not: a lease not given back expires within runlease.TTL.
+	_ = r.lease.Close(ctx)
 }
 
 // tally collects what the workers of one phase report.
 type tally struct {
-	mu                                            sync.Mutex
-	latency, wait                                 *hdrhistogram.Histogram
-	spends, attempts, funds, stale, errs, dropped int64
-	firstErr                                      error
-	accepted                                      []int64 // per wallet
+	mu                                                     sync.Mutex
+	latency, wait                                          *hdrhistogram.Histogram
+	spends, attempts, funds, stale, errs, unknown, dropped int64
+	firstErr, firstUnknown                                 error
+	accepted, unknownAt                                    []int64 // per wallet
+}
+
+func newTally(wallets int) *tally {
+	return &tally{latency: newHistogram(), wait: newHistogram(), accepted: make([]int64, wallets), unknownAt: make([]int64, wallets)}
 }
 
 func (t *tally) add(i int, o outcome, took time.Duration) {
@@ -157,12 +300,22 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 	switch {
 	case o.ok:
 		t.accepted[i]++
+	case errors.Is(o.err, wallet.ErrUnknownOutcome):
+		// The write was sent and no reply came: it may have landed. The
+		// verdict allows for it; it is not a failure.
+		t.unknownAt[i]++
+		t.unknown++
+		if t.firstUnknown == nil {
+			t.firstUnknown = o.err
+		}
+		return
 	case errors.Is(o.err, wallet.ErrStaleFence):
 		t.stale++
+		return
 	case o.err == nil:
 		t.funds++
 	}
-	if o.err != nil && !errors.Is(o.err, wallet.ErrStaleFence) {
+	if o.err != nil {
 		t.errs++
 		if t.firstErr == nil {
 			t.firstErr = o.err
@@ -171,34 +324,37 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 }
 
 // phase runs one strategy for cfg.Duration (or cfg.Ops spends) on fresh
-// wallets and measures it.
-func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error) {
+// wallets and measures it. It returns no row when the wallets could not be
+// set up, and a row with a Note but no Check when the balances could not
+// be read back after the spends.
+func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, error) {
 	cfg := r.cfg
-	row := Row{Strategy: s.name, RoundTrips: s.trips}
+	row := &Row{Strategy: s.name, RoundTrips: s.trips}
 
 	setup := time.Now()
 	var err error
 	if s.inPostgres {
-		err = r.store.ResetRange(ctx, cfg.FirstID, cfg.Wallets, cfg.Initial)
+		err = r.resetPostgres(ctx)
 	} else {
-		err = r.w.resetRedis(ctx, cfg.Initial)
+		err = r.w.resetRedis(ctx, cfg.Initial, r.bar.setup)
 	}
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	row.SetupSeconds = time.Since(setup).Seconds()
+	r.bar.spending()
+	if s.trips.Redis > 0 {
+		r.w.touched = cfg.Wallets // lock and fence keys, wherever the balances are
+	}
 
-	// Reading and judging happen after the phase, even when ctx ended.
-	after, cancelAfter := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancelAfter()
 	var before wallet.CommandStats
 	if r.rdb != nil {
 		if before, err = wallet.ReadCommandStats(ctx, r.rdb); err != nil {
-			return row, err
+			return nil, err
 		}
 	}
 
-	t := &tally{latency: newHistogram(), wait: newHistogram(), accepted: make([]int64, cfg.Wallets)}
+	t := newTally(cfg.Wallets)
 	run, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	var issued atomic.Int64
@@ -218,7 +374,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error
 				if !cfg.Hot {
 					i = rng.IntN(cfg.Wallets)
 				}
-				o, took := r.spendOnce(ctx, run, s, r.w.id(i))
+				o, took := r.spendOnce(run, s, r.w.id(i))
 				t.add(i, o, took)
 			}
 		})
@@ -226,18 +382,29 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error
 	wg.Wait()
 	elapsed := time.Since(start)
 	row.Interrupted = ctx.Err() != nil
+	r.count(row, t, elapsed, rep)
 
+	// The clock of the read-back starts now, after the phase, however long
+	// the phase took.
+	after, cancelAfter := r.windDown(ctx, stopBudget/2, settleTimeout)
+	defer cancelAfter()
 	var bal []int64
-	if s.inPostgres {
-		bal, err = r.store.Balances(after, cfg.FirstID, cfg.Wallets)
-	} else {
-		bal, err = r.w.balancesRedis(after)
-	}
+	err = retry(after, func() error {
+		if s.inPostgres {
+			bal, err = r.store.Balances(after, cfg.FirstID, cfg.Wallets)
+		} else {
+			bal, err = r.w.balancesRedis(after)
+		}
+		return err
+	})
 	if err != nil {
+		row.Note = "balances not read back: " + err.Error()
 		return row, err
 	}
-	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, bal)
+	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
 	row.Check, row.OK, row.WalletsOff, row.MoneyOff = v.String(), v.OK, off, money
+	row.UnknownLanded = int64(v.Landed)
+	row.Measured, row.Note = measured(row)
 
 	if r.rdb != nil {
 		if now, err := wallet.ReadCommandStats(after, r.rdb); err == nil {
@@ -250,29 +417,76 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (Row, error
 			}
 		}
 	}
-
-	row.Seconds = elapsed.Seconds()
-	row.Spends, row.Accepted, row.Attempts = t.spends, int64(v.Accepted), t.attempts
-	row.RefusedFunds, row.RefusedStale, row.Errors, row.Abandoned = t.funds, t.stale, t.errs, t.dropped
-	if t.firstErr != nil {
-		row.FirstError = t.firstErr.Error()
-	}
-	if elapsed > 0 {
-		row.PerSecond = float64(v.Accepted) / elapsed.Seconds()
-	}
-	row.Latency = latencyOf(t.latency)
-	if s.locks {
-		l := latencyOf(t.wait)
-		row.LockWait = &l
-	}
-	row.Ceiling = Ceiling(rep.Parallel, cfg.Work, s.trips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
-	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
 	return row, nil
 }
 
+// count fills in the figures of a phase that need no read-back.
+func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
+	row.Seconds = elapsed.Seconds()
+	row.Spends, row.Attempts = t.spends, t.attempts
+	for _, n := range t.accepted {
+		row.Accepted += n
+	}
+	row.RefusedFunds, row.RefusedStale, row.Errors, row.Unknown, row.Abandoned = t.funds, t.stale, t.errs, t.unknown, t.dropped
+	if t.firstErr != nil {
+		row.FirstError = t.firstErr.Error()
+	}
+	if t.firstUnknown != nil {
+		row.FirstUnknown = t.firstUnknown.Error()
+	}
+	if elapsed > 0 {
+		row.PerSecond = float64(row.Accepted) / elapsed.Seconds()
+	}
+	row.Latency = latencyOf(t.latency)
+	if s, _ := strategyByName(row.Strategy); s.locks {
+		l := latencyOf(t.wait)
+		row.LockWait = &l
+	}
+	row.Ceiling = Ceiling(rep.Parallel, r.cfg.Work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
+	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
+}
+
+// maxFailedShare is the share of a phase's spends that may end in an error
+// or an unknown outcome before its figures stop meaning anything: the rate
+// and the latencies would then describe the failures.
+const maxFailedShare = 0.05
+
+// measured says whether a judged row measured the strategy, and if not,
+// why: it accepted nothing, or too many of its spends failed.
+func measured(row *Row) (bool, string) {
+	failed := row.Errors + row.Unknown
+	switch {
+	case row.Accepted == 0:
+		return false, "no spend accepted"
+	case float64(failed) > maxFailedShare*float64(row.Spends):
+		return false, fmt.Sprintf("%.0f%% of the spends failed or got no reply (more than %.0f%%)",
+			100*float64(failed)/float64(row.Spends), 100*maxFailedShare)
+	}
+	return true, ""
+}
+
+// retry calls f until it succeeds, fails with an answer from the server,
+// or ctx ends: reading back balances or deleting keys may be done again,
+// and a service that stalls for a while must not cost the report.
+func retry(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // spendOnce makes one spend of wallet id and times it, waiting included.
-func (r *runner) spendOnce(ctx, run context.Context, s strategy, id int64) (outcome, time.Duration) {
-	spendCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+// The wait for a lock ends with run; the spend itself with -timeout, or a
+// moment after Ctrl-C (see stopBudget).
+func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Duration) {
+	spendCtx, cancel := context.WithTimeout(r.spends, r.cfg.Timeout)
 	defer cancel()
 	c := call{ctx: spendCtx, wait: spendCtx, id: id}
 	if s.locks {

@@ -91,13 +91,13 @@ var retryWait = lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecon
 
 // call is one spend of wallet id with two contexts.
 //
-// Only waiting can be cut short by the end of a phase or by Ctrl-C: a
-// spender that gives up waiting for a lock has done nothing. Once a spend
-// holds its wallet it runs to the end on ctx, which only -timeout ends:
-// cancelling a write in flight can leave it done in the database but
-// reported as failed, and the verdict would then blame the strategy for
-// the interruption. PostgreSQL-only strategies wait inside their SQL, so
-// they always run to the end; those waits are short next to -timeout.
+// Only waiting is cut short by the end of a phase: a spender that gives up
+// waiting for a lock has done nothing. Once a spend holds its wallet it
+// runs to the end on ctx, which -timeout ends, or a moment after Ctrl-C
+// (see stopBudget). A write cut short that way may have landed or not: it
+// is counted as an unknown outcome (wallet.ErrUnknownOutcome), which the
+// verdict allows for, never as a failure of the strategy. PostgreSQL-only
+// strategies wait inside their SQL, so their waits end the same way.
 type call struct {
 	ctx  context.Context // the spend itself
 	wait context.Context // the wait for a lock: ctx, ended early when the phase ends

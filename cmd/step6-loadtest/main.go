@@ -25,9 +25,15 @@
 //	go run ./cmd/step6-loadtest -strategy lock,forupdate -hot
 //	go run ./cmd/step6-loadtest -workers 1000 -wallets 10000 -json
 //
-// Exit status: 0 when every strategy but none is OK, 1 when one is BROKEN
-// or a service fails, 2 for bad flags, 130 after Ctrl-C (what was measured
-// is still printed).
+// A run holds a lease on its -prefix, and its wallets in PostgreSQL are
+// the prefix's: a second run on the same prefix, or on ids another run
+// holds, is refused. By default each prefix gets ids of its own, so runs
+// with different prefixes never share a wallet.
+//
+// Exit status: 0 when every strategy but none is OK, 1 when one is BROKEN,
+// measured nothing (no spend accepted, or more than 5% of them failed) or
+// a service fails, 2 for bad flags, 130 after Ctrl-C (what was measured is
+// still printed, and what could not be deleted is named).
 package main
 
 import (
@@ -36,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 
 	"golang.org/x/term"
@@ -45,18 +50,14 @@ import (
 	"example.com/walletlock/loadtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := loadtest.Defaults()
 	fs := flag.NewFlagSet("step6-loadtest", flag.ContinueOnError)
 	which := fs.String("strategy", "all", "all, or one or more of "+strings.Join(loadtest.Strategies(), ",")+" (comma-separated)")
-	fs.IntVar(&c.Wallets, "wallets", c.Wallets, "wallets to spend from")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent spenders")
+	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets to spend from, at most %d", loadtest.MaxWallets))
+	fs.IntVar(&c.Workers, "workers", c.Workers, fmt.Sprintf("concurrent spenders, at most %d", loadtest.MaxWorkers))
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long each strategy runs")
 	fs.Int64Var(&c.Ops, "ops", c.Ops, "stop each strategy after this many spends (0: run for -duration)")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write of a spend")
@@ -66,11 +67,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.Hot, "hot", c.Hot, "send every spend to one wallet")
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease of the Redis locks, at least 1ms")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest a spend may take, waiting for its lock included")
-	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "prefix of the Redis keys this run writes")
-	fs.Int64Var(&c.FirstID, "first-id", c.FirstID, "first PostgreSQL wallet id this run uses")
+	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "prefix of the Redis keys this run writes, and owner of its PostgreSQL rows")
+	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
+	}
+	if c.FirstID == 0 {
+		c.FirstID = loadtest.FirstIDFor(c.Prefix)
 	}
 	var err error
 	if c.Strategies, err = loadtest.ParseStrategies(*which); err == nil {
@@ -102,15 +106,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rep.WriteTable(stdout)
 		}
 	}
-	switch {
-	case err != nil:
+	code := 0
+	if err != nil {
 		fmt.Fprintln(stderr, "step6-loadtest:", err)
-		return 1
-	case len(rep.Failed()) > 0:
-		fmt.Fprintf(stderr, "step6-loadtest: BROKEN, and it must not be: %s\n", strings.Join(rep.Failed(), ", "))
-		return 1
-	case rep.Interrupted:
+		code = 1
+	}
+	if rep != nil {
+		if failed := rep.Failed(); len(failed) > 0 {
+			fmt.Fprintf(stderr, "step6-loadtest: BROKEN, and it must not be: %s\n", strings.Join(failed, ", "))
+			code = 1
+		}
+		if none := rep.Unmeasured(); len(none) > 0 && !rep.Interrupted {
+			fmt.Fprintf(stderr, "step6-loadtest: measured nothing: %s\n", strings.Join(none, ", "))
+			code = 1
+		}
+		if rep.Leftovers != nil {
+			fmt.Fprintln(stderr, "step6-loadtest:", rep.Leftovers)
+		}
+	}
+	if ctx.Err() != nil {
 		return 130
 	}
-	return 0
+	return code
 }

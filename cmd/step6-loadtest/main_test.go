@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "nothing to spend", Args: []string{"-amount", "0"}, Want: "-amount"},
 		{Name: "negative ops", Args: []string{"-ops", "-1"}, Want: "-ops"},
 		{Name: "a stray argument", Args: []string{"lock"}, Want: `"lock"`},
+		// Bounds: a typo must not insert 10^8 rows into a shared database.
+		{Name: "too many wallets", Args: []string{"-wallets", "100000000"}, Want: "-wallets must be at most 1000000"},
+		{Name: "too many workers", Args: []string{"-workers", "20000"}, Want: "-workers must be at most 10000"},
+		{Name: "balances past int64", Args: []string{"-initial", "9223372036854775807", "-wallets", "2"}, Want: "-initial"},
+		{Name: "an empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty"},
 	})
 }
 
@@ -147,5 +153,158 @@ func TestRun_interrupted(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout does not say %q:\n%s", want, out)
 		}
+	}
+}
+
+// A timeout too short for any spend measures nothing: the rows say so
+// instead of OK, and the run fails (issue 10, defect 4c: 729,609 errors,
+// every verdict OK, exit 0).
+func TestRun_aTimeoutNoSpendMeetsMeasuresNothing(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args, _ := ownArgs(t, "-duration", "300ms", "-strategy", "lock,version", "-timeout", "1ns", "-json")
+	if code := run(context.Background(), args, &stdout, &stderr); code != 1 {
+		t.Errorf("run = %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	var rep loadtest.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil || len(rep.Rows) != 2 {
+		t.Fatalf("stdout is not a report with two rows (%v):\n%s", err, stdout.String())
+	}
+	for _, r := range rep.Rows {
+		if r.Measured || r.Note != "no spend accepted" || !strings.HasPrefix(r.Verdict(), "NO DATA") || r.Errors == 0 {
+			t.Errorf("%s: measured %v, note %q, verdict %q, %d errors; want NO DATA", r.Strategy, r.Measured, r.Note, r.Verdict(), r.Errors)
+		}
+	}
+	want := "step6-loadtest: measured nothing: lock (no spend accepted), version (no spend accepted)\n"
+	if stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+}
+
+// Two runs at once own what they write: with different prefixes they get
+// different wallets by default and both measure right; a second run on the
+// same prefix, or on wallets the first holds, is refused in one line that
+// says who holds them and what to change, and leaves the first run alone
+// (issue 10, defect 5).
+func TestRun_twoRunsAtOnce(t *testing.T) {
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
+	light := []string{"-workers", "4", "-wallets", "3", "-strategy", "version,forupdate"}
+
+	t.Run("different prefixes, default wallets: both run", func(t *testing.T) {
+		prefixes := []string{testenv.Prefix(t, rdb), testenv.Prefix(t, rdb)}
+		var wg sync.WaitGroup
+		outs := make([]bytes.Buffer, 2)
+		codes := make([]int, 2)
+		for i, prefix := range prefixes {
+			wg.Go(func() {
+				var stderr bytes.Buffer
+				args := append([]string{"-prefix", prefix, "-duration", "500ms", "-json"}, light...)
+				if codes[i] = run(context.Background(), args, &outs[i], &stderr); codes[i] != 0 {
+					t.Errorf("run %d = %d; stderr:\n%s", i, codes[i], stderr.String())
+				}
+			})
+		}
+		wg.Wait()
+		for i, prefix := range prefixes {
+			var rep loadtest.Report
+			if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
+				t.Fatalf("run %d: %v", i, err)
+			}
+			if rep.Params.FirstID != loadtest.FirstIDFor(prefix) {
+				t.Errorf("run %d: first id %d, want %d, derived from its prefix", i, rep.Params.FirstID, loadtest.FirstIDFor(prefix))
+			}
+			for _, r := range rep.Rows {
+				if !r.OK || !r.Measured {
+					t.Errorf("run %d, %s: %s", i, r.Strategy, r.Verdict())
+				}
+			}
+		}
+	})
+
+	t.Run("the same prefix or the same wallets: refused", func(t *testing.T) {
+		args, o := ownArgs(t, "-duration", "1m", "-strategy", "version")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan int, 1)
+		var first bytes.Buffer
+		go func() {
+			var stderr bytes.Buffer
+			done <- run(ctx, args, &first, &stderr)
+		}()
+		// The first run holds its wallets once they carry its prefix.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var n int
+			pool.QueryRow(ctx, "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", o.prefix).Scan(&n)
+			if n == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the first run did not set up its wallets within 30 s")
+			}
+		}
+		other := testenv.Prefix(t, rdb)
+		for _, tt := range []struct {
+			name  string
+			args  []string
+			wants []string
+		}{
+			{"the same prefix", []string{"-prefix", o.prefix}, []string{o.prefix, "in use by another run", "-prefix"}},
+			{"the same wallets", []string{"-prefix", other, "-first-id", fmt.Sprint(o.firstID)}, []string{o.prefix, "-first-id", "-prefix"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				testenv.FailsInOneLine(t, run, append(append([]string{}, light...), append(tt.args, "-duration", "200ms")...), tt.wants...)
+			})
+		}
+		cancel()
+		if code := <-done; code != 130 {
+			t.Errorf("the first run = %d, want 130", code)
+		}
+		if !strings.Contains(first.String(), "OK (interrupted)") {
+			t.Errorf("the first run was disturbed:\n%s", first.String())
+		}
+	})
+}
+
+// Ctrl-C while a million wallets are being set up stops the set-up between
+// two batches, promptly, and leaves nothing behind (issue 10, defect 10).
+func TestRun_ctrlCWhileSettingUpAMillionWallets(t *testing.T) {
+	for _, strategy := range []string{"none", "forupdate"} {
+		t.Run(strategy, func(t *testing.T) {
+			args, o := ownArgs(t, "-wallets", "1000000", "-strategy", strategy, "-duration", "1m")
+			pool := testenv.Postgres(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			cancelled := make(chan time.Time, 1)
+			go func() {
+				// Cancel once the run holds its lease and has had a moment
+				// to start setting up.
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					if o.rdb.Exists(context.Background(), o.prefix+"run").Val() == 1 {
+						break
+					}
+				}
+				time.Sleep(500 * time.Millisecond)
+				cancelled <- time.Now()
+				cancel()
+			}()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, args, &stdout, &stderr)
+			took := time.Since(<-cancelled)
+			t.Logf("run returned %v after Ctrl-C", took)
+			if took > 7*time.Second {
+				t.Errorf("run returned %v after Ctrl-C, want about 3 s", took)
+			}
+			if code != 130 || stderr.Len() > 0 {
+				t.Errorf("run = %d, stderr %q; want 130 and nothing", code, stderr.String())
+			}
+			if keys, err := o.rdb.Keys(context.Background(), o.prefix+"*").Result(); err != nil || len(keys) > 0 {
+				t.Errorf("%d Redis keys left under the prefix (%v)", len(keys), err)
+			}
+			var rows int
+			pool.QueryRow(context.Background(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", o.prefix).Scan(&rows)
+			if rows > 0 {
+				t.Errorf("%d PostgreSQL rows left", rows)
+			}
+		})
 	}
 }

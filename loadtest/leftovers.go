@@ -1,0 +1,101 @@
+package loadtest
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Leftovers is what a run could not delete (a frozen service, the time
+// after Ctrl-C ran out, a lost run lease), and the commands that delete
+// it. They name hosts and users, never a password.
+type Leftovers struct {
+	Redis    string `json:"redis,omitempty"`    // deletes the keys under the prefix
+	Postgres string `json:"postgres,omitempty"` // deletes the rows the prefix owns
+	Cause    string `json:"cause"`
+}
+
+// String is one line: what is left, why, and how to delete it.
+func (l *Leftovers) String() string {
+	var what, cmds []string
+	if l.Redis != "" {
+		what, cmds = append(what, "Redis keys"), append(cmds, l.Redis)
+	}
+	if l.Postgres != "" {
+		what, cmds = append(what, "PostgreSQL rows"), append(cmds, l.Postgres)
+	}
+	return fmt.Sprintf("left %s behind (%s); delete them with: %s", strings.Join(what, " and "), l.Cause, strings.Join(cmds, " ; "))
+}
+
+// leftovers describes what is left under prefix, or returns nil when
+// nothing is.
+func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *Leftovers {
+	if !inRedis && !inPostgres {
+		return nil
+	}
+	l := &Leftovers{Cause: strings.Join(strings.Fields(cause.Error()), " ")}
+	if inRedis && env.Redis != nil {
+		cli, note := redisCLI(env.Redis.Options())
+		l.Redis = fmt.Sprintf("%s --scan --pattern %s | xargs %s del%s", cli, shellQuote(globEscape(prefix)+"*"), cli, note)
+	}
+	if inPostgres && env.Postgres != nil {
+		c := env.Postgres.Config().ConnConfig
+		sql := fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = '%s'", strings.ReplaceAll(prefix, "'", "''"))
+		l.Postgres = fmt.Sprintf("psql -h %s -p %d -U %s -d %s -c %s",
+			shellQuote(c.Host), c.Port, shellQuote(c.User), shellQuote(c.Database), shellQuote(sql))
+	}
+	return l
+}
+
+// redisCLI is the redis-cli command line that reaches the server of opt,
+// and a note on the password, which it never contains.
+func redisCLI(opt *redis.Options) (cmd, note string) {
+	cmd = "redis-cli"
+	if host, port, err := net.SplitHostPort(opt.Addr); err == nil && opt.Addr != "localhost:6379" {
+		cmd += " -h " + shellQuote(host) + " -p " + port
+	}
+	if opt.DB != 0 {
+		cmd += fmt.Sprintf(" -n %d", opt.DB)
+	}
+	if opt.TLSConfig != nil {
+		cmd += " --tls"
+	}
+	if opt.Username != "" {
+		cmd += " --user " + shellQuote(opt.Username)
+	}
+	if opt.Password != "" {
+		note = " (with REDISCLI_AUTH set to the password)"
+	}
+	return cmd, note
+}
+
+// globEscape escapes the characters a Redis SCAN pattern treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell: as it is when it is plain, in
+// double quotes when only single quotes need protecting, otherwise in
+// single quotes.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@%+=,", r))
+	}) < 0
+	switch {
+	case plain:
+		return s
+	case !strings.ContainsAny(s, "\"$`\\!"):
+		return `"` + s + `"`
+	default:
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+}

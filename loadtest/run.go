@@ -20,8 +20,9 @@ import (
 )
 
 // settleTimeout bounds reading back the balances after a phase, and the
-// clean-up after the run, while the run has not been interrupted. Each
-// starts its clock when it starts, however long a stalled service
+// clean-up after the run, while the run has not been interrupted (twice
+// the longest set-up, if that is more: a million wallets take a while).
+// Each starts its clock when it starts, however long a stalled service
 // stretched the phase before it. Tests shorten it.
 var settleTimeout = 10 * time.Second
 
@@ -197,7 +198,12 @@ type runner struct {
 	// spends ends a moment after ctx (see stopBudget), never before.
 	spends  context.Context
 	stopped func() time.Time // when ctx ended; zero while it runs
+	slowest time.Duration    // the longest set-up of the wallets so far
 }
+
+// settle is how long reading back or cleaning up may take while the run
+// has not been interrupted (see settleTimeout).
+func (r *runner) settle() time.Duration { return max(settleTimeout, 2*r.slowest) }
 
 // prepare reads the servers' versions, times their round trips, makes sure
 // the wallet table exists and sets up the run's PostgreSQL wallets once,
@@ -242,6 +248,7 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 // resetPostgres sets up the run's wallets in PostgreSQL. It says who holds
 // ids that another run owns, and how to choose others.
 func (r *runner) resetPostgres(ctx context.Context) error {
+	defer r.timeSetup(time.Now())
 	err := r.store.ResetRangeEach(ctx, r.cfg.FirstID, r.cfg.Wallets, r.cfg.Initial, func(done int) {
 		r.bar.setup(done, r.cfg.Wallets)
 	})
@@ -252,11 +259,13 @@ func (r *runner) resetPostgres(ctx context.Context) error {
 	return err
 }
 
+func (r *runner) timeSetup(start time.Time) { r.slowest = max(r.slowest, time.Since(start)) }
+
 // finish deletes what the run wrote and gives the lease back, within
 // settleTimeout or what is left of stopBudget after ctx ended, and records
 // in rep what is left.
 func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
-	ctx, cancel := r.windDown(ctx, 2*stopBudget/3, settleTimeout)
+	ctx, cancel := r.windDown(ctx, 2*stopBudget/3, r.settle())
 	defer cancel()
 	if cause := r.lease.Context().Err(); cause != nil {
 		// Another run may hold the prefix by now: deleting by it could
@@ -337,6 +346,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 		err = r.resetPostgres(ctx)
 	} else {
 		err = r.w.resetRedis(ctx, cfg.Initial, r.bar.setup)
+		r.timeSetup(setup)
 	}
 	if err != nil {
 		return nil, err
@@ -386,7 +396,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 
 	// The clock of the read-back starts now, after the phase, however long
 	// the phase took.
-	after, cancelAfter := r.windDown(ctx, stopBudget/2, settleTimeout)
+	after, cancelAfter := r.windDown(ctx, stopBudget/2, r.settle())
 	defer cancelAfter()
 	var bal []int64
 	err = retry(after, func() error {

@@ -581,57 +581,92 @@ func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
 
 // ResetBatch is how many wallets ResetRangeEach sets up, and DeleteRange
 // deletes, per statement: few enough that a statement takes a fraction of
-// a second, so that a context that ends is noticed between two of them.
+// a second and holds no lock for longer, and that a context that ends is
+// noticed between two of them.
 const ResetBatch = 10_000
 
 // ResetRangeEach is ResetRange, and calls done (when not nil) after each
 // statement with how many wallets are set up so far, for a progress bar.
-// The statements share one transaction: when ctx ends between two of them,
-// or one fails, it is rolled back and no wallet is left half set up.
+//
+// Each statement commits on its own, so that a million wallets never hold
+// a transaction open for seconds in a shared database. Resets of any range
+// are serialised by a session advisory lock, taken on the connection that
+// runs them, around the check for other owners and the statements. When
+// ctx ends between two statements it stops: the wallets set up so far stay
+// set up, and owned, and DeleteRange removes them.
 func (s *Store) ResetRangeEach(ctx context.Context, first int64, n int, balance int64, done func(int)) error {
 	last := first + int64(n) - 1
 	fail := func(err error) error {
 		return fmt.Errorf("wallet: reset wallets %d to %d: %w", first, last, err)
 	}
-	tx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	defer rollback(ctx, tx)
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", ownerLockKey); err != nil {
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", ownerLockKey); err != nil {
 		return fail(err)
 	}
-	var taken OwnedError
-	err = tx.QueryRow(ctx, `
-		SELECT id, owner FROM walletlock_wallets
-		WHERE id BETWEEN $1 AND $2 AND owner NOT IN ('', $3)
-		ORDER BY id LIMIT 1`, first, last, s.owner).Scan(&taken.ID, &taken.Owner)
-	switch {
-	case err == nil:
-		return &taken
-	case !errors.Is(err, pgx.ErrNoRows):
-		return fail(err)
+	defer unlockOwners(ctx, conn)
+	// The first row in lo..hi that another owner holds, as an error.
+	taken := func(lo, hi int64) error {
+		var owned OwnedError
+		err := conn.QueryRow(ctx, `
+			SELECT id, owner FROM walletlock_wallets
+			WHERE id BETWEEN $1 AND $2 AND owner NOT IN ('', $3)
+			ORDER BY id LIMIT 1`, lo, hi, s.owner).Scan(&owned.ID, &owned.Owner)
+		switch {
+		case err == nil:
+			return &owned
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fail(err)
+		}
+		return nil
+	}
+	if err := taken(first, last); err != nil {
+		return err
 	}
 	for lo := 0; lo < n; lo += ResetBatch {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
 		}
 		hi := min(lo+ResetBatch, n)
-		_, err = tx.Exec(ctx, `
+		// The WHERE keeps every row of another owner as it is, whatever
+		// got past the check.
+		tag, err := conn.Exec(ctx, `
 			INSERT INTO walletlock_wallets (id, balance, owner)
 			SELECT g, $3, $4 FROM generate_series($1::bigint, $2::bigint) AS g
 			ON CONFLICT (id) DO UPDATE
-			SET balance = EXCLUDED.balance, fence = 0, version = 0, owner = EXCLUDED.owner`,
+			SET balance = EXCLUDED.balance, fence = 0, version = 0, owner = EXCLUDED.owner
+			WHERE walletlock_wallets.owner IN ('', EXCLUDED.owner)`,
 			first+int64(lo), first+int64(hi)-1, balance, s.owner)
 		if err != nil {
 			return fail(err)
+		}
+		if tag.RowsAffected() != int64(hi-lo) {
+			if err := taken(first+int64(lo), first+int64(hi)-1); err != nil {
+				return err
+			}
+			return fail(fmt.Errorf("set up %d of %d wallets", tag.RowsAffected(), hi-lo))
 		}
 		if done != nil {
 			done(hi)
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fail(err)
-	}
 	return nil
+}
+
+// unlockOwners gives back the advisory lock of ResetRangeEach, with a
+// short context of its own (ctx may have ended). A connection that cannot
+// run the unlock is closed, which releases the lock too, rather than going
+// back to the pool still holding it.
+func unlockOwners(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().IsClosed() {
+		return // and the lock went with it
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if _, err := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", ownerLockKey); err != nil {
+		conn.Hijack().Close(uctx)
+	}
 }

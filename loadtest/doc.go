@@ -18,5 +18,15 @@
 // the best rate the workload allows on this machine, from the round-trip
 // times measured at the start (see Ceiling).
 //
+// A spend whose write was sent but never answered (a timeout, a frozen
+// server) may have landed or not: it is counted apart as unknown, and each
+// wallet is judged with wallet.CheckUnknown, which allows any number of
+// them to have landed. A row that accepted nothing, or whose spends failed
+// too often, measured nothing and says so (Row.Measured).
+//
+// A run owns what it writes: it holds a lease on its key prefix and marks
+// its PostgreSQL rows as the prefix's, so a second run on the same prefix,
+// or on wallets another run holds, is refused (see Run and FirstIDFor).
+//
 // Run is the whole of it; cmd/step6-loadtest adds flags and printing.
 package loadtest

@@ -224,7 +224,7 @@ func TestWindDown_boundedByTheBudget(t *testing.T) {
 		after, done2 := r.windDown(parent, 2*time.Second, 10*time.Second)
 		defer done2()
 		time.Sleep(time.Second)
-		if d, ok := after.Deadline(); !ok || d.Sub(time.Now()) != time.Second {
+		if d, ok := after.Deadline(); !ok || time.Until(d) != time.Second {
 			t.Errorf("deadline %v (%v), want 1 s from now", d, ok)
 		}
 		time.Sleep(time.Second)

@@ -18,8 +18,9 @@ type progress struct {
 
 	mu    sync.Mutex
 	done  int       // phases finished before the current one
-	since time.Time // the current phase's start
+	since time.Time // when the current phase started spending
 	label string    // the current phase, "name i/count"
+	ready bool      // the current phase is spending, no longer setting up
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -47,7 +48,10 @@ func startProgress(cfg Config) *progress {
 				return
 			case <-t.C:
 				p.mu.Lock()
-				at := time.Duration(p.done)*p.per + min(time.Since(p.since), p.per)
+				at := time.Duration(p.done) * p.per
+				if p.ready {
+					at += min(time.Since(p.since), p.per)
+				}
 				p.mu.Unlock()
 				_ = p.bar.Set64(at.Milliseconds())
 			}
@@ -62,7 +66,7 @@ func (p *progress) phase(i int, name string) {
 		return
 	}
 	p.mu.Lock()
-	p.done, p.since = i, time.Now()
+	p.done, p.ready = i, false
 	p.label = fmt.Sprintf("%-9s %d/%d", name, i+1, p.count)
 	p.mu.Unlock()
 	p.bar.Describe(p.label)
@@ -74,7 +78,6 @@ func (p *progress) setup(n, of int) {
 		return
 	}
 	p.mu.Lock()
-	p.since = time.Now() // the spending has not started yet
 	label := p.label
 	p.mu.Unlock()
 	p.bar.Describe(fmt.Sprintf("%s: setting up wallets %d%%", label, 100*n/of))
@@ -86,7 +89,7 @@ func (p *progress) spending() {
 		return
 	}
 	p.mu.Lock()
-	p.since = time.Now()
+	p.since, p.ready = time.Now(), true
 	label := p.label
 	p.mu.Unlock()
 	p.bar.Describe(label)

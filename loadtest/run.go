@@ -65,53 +65,60 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	interrupted := func() (*Report, error) {
-		// Nothing measured, no failure either.
-		rep.Interrupted, rep.NotRun = true, cfg.Strategies
-		rep.Seconds, rep.PeakRSSBytes = time.Since(started).Seconds(), peakRSS()
-		return rep, nil
-	}
-
 	lease, err := runlease.Take(ctx, env.Redis, cfg.Prefix)
-	if err != nil {
-		if ctx.Err() != nil {
-			return interrupted()
-		}
+	if err != nil && ctx.Err() == nil {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
-	r := &runner{cfg: cfg, lease: lease, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
-	if needRedis {
-		r.rdb = env.Redis
-	}
-	var stopSpends context.CancelFunc
-	r.spends, stopSpends = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
-	defer stopSpends()
-	var stopStopClock func() bool
-	r.stopped, stopStopClock = stopClock(ctx)
-	defer stopStopClock()
-
-	bar := startProgress(cfg)
-	// Deleted, and the lease given back, whatever happens: after the bar,
-	// which must not draw over a line about leftovers.
-	defer r.finish(ctx, rep, env)
-	defer bar.finish()
-	r.bar = bar
-
-	if err := r.prepare(ctx, env, rep); err != nil {
-		if ctx.Err() != nil {
-			return interrupted()
+	if err == nil {
+		r := &runner{cfg: cfg, lease: lease, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
+		if needRedis {
+			r.rdb = env.Redis
 		}
-		return nil, err
+		var stop context.CancelFunc
+		r.spends, stop = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
+		defer stop()
+		var stopWatching func() bool
+		r.stopped, stopWatching = stopClock(ctx)
+		defer stopWatching()
+
+		r.bar = startProgress(cfg)
+		err = r.prepare(ctx, env, rep)
+		if err == nil {
+			err = r.phases(ctx, rep)
+		}
+		r.bar.finish() // before any line about leftovers
+		r.finish(ctx, rep, env)
+		if rep.Leftovers != nil && err != nil && len(rep.Rows) == 0 {
+			err = fmt.Errorf("%w; and %s", err, rep.Leftovers) // no report to hold them
+		}
 	}
-	for i, name := range cfg.Strategies {
-		if ctx.Err() != nil || lease.Context().Err() != nil {
-			rep.NotRun = append(rep.NotRun, name)
-			continue
+	rep.Interrupted = ctx.Err() != nil
+	if rep.Interrupted {
+		// Cut short while setting up or reading back: not a failure.
+		err = nil
+		if len(rep.Rows) == 0 {
+			rep.NotRun = cfg.Strategies
+		}
+	}
+	rep.Seconds = time.Since(started).Seconds()
+	rep.PeakRSSBytes = peakRSS()
+	if err != nil && len(rep.Rows) == 0 {
+		return nil, err // it failed before anything was measured
+	}
+	return rep, err
+}
+
+// phases runs the strategies one after another, until one fails, ctx ends
+// or the lease is lost, and adds their rows to rep.
+func (r *runner) phases(ctx context.Context, rep *Report) error {
+	for i, name := range r.cfg.Strategies {
+		if ctx.Err() != nil || r.lease.Context().Err() != nil {
+			rep.NotRun = append(rep.NotRun, r.cfg.Strategies[i:]...)
+			break
 		}
 		s, _ := strategyByName(name)
-		bar.phase(i, name)
-		var row *Row
-		row, err = r.phase(ctx, s, rep)
+		r.bar.phase(i, name)
+		row, err := r.phase(ctx, s, rep)
 		if row != nil {
 			rep.Rows = append(rep.Rows, *row)
 			if row.Check != "" {
@@ -119,23 +126,17 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 			}
 		}
 		if err != nil {
-			rep.NotRun = append(rep.NotRun, cfg.Strategies[i+1:]...)
 			if row == nil {
-				rep.NotRun = append([]string{name}, rep.NotRun...)
+				i-- // not even set up
 			}
-			if ctx.Err() != nil {
-				err = nil // interrupted while setting up or reading back: not a failure
-			}
-			break
+			rep.NotRun = append(rep.NotRun, r.cfg.Strategies[i+1:]...)
+			return err
 		}
 	}
-	if lease.Context().Err() != nil && err == nil {
-		err = fmt.Errorf("loadtest: lost the run lease on prefix %q (%v): stopped, and left the keys and rows, which may be another run's now", cfg.Prefix, context.Cause(lease.Context()))
+	if r.lease.Context().Err() != nil {
+		return fmt.Errorf("loadtest: lost the run lease on prefix %q (%v): stopped, and left the keys and rows, which may be another run's now", r.cfg.Prefix, context.Cause(r.lease.Context()))
 	}
-	rep.Interrupted = ctx.Err() != nil
-	rep.Seconds = time.Since(started).Seconds()
-	rep.PeakRSSBytes = peakRSS()
-	return rep, err
+	return nil
 }
 
 // lingering returns a context derived from base that ends d after ctx
@@ -267,7 +268,7 @@ func (r *runner) timeSetup(start time.Time) { r.slowest = max(r.slowest, time.Si
 func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 	ctx, cancel := r.windDown(ctx, 2*stopBudget/3, r.settle())
 	defer cancel()
-	if cause := r.lease.Context().Err(); cause != nil {
+	if r.lease.Context().Err() != nil {
 		// Another run may hold the prefix by now: deleting by it could
 		// take that run's keys and rows.
 		rep.Leftovers = leftovers(env, r.cfg.Prefix, r.w.touched > 0, r.store != nil,
@@ -275,8 +276,8 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 	} else if redisLeft, pgLeft, err := r.w.cleanup(ctx); err != nil {
 		rep.Leftovers = leftovers(env, r.cfg.Prefix, redisLeft, pgLeft, err)
 	}
-	// Close waits at most commandTimeout, its own release's deadline or
-	// not: a lease not given back expires within runlease.TTL.
+	// Close waits for a refresh in flight and its own release, each within
+	// commandTimeout; a lease not given back expires within runlease.TTL.
 	_ = r.lease.Close(ctx)
 }
 

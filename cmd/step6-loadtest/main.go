@@ -4,8 +4,9 @@
 // control), the hand-built lock, bsm/redislock, a lease with fencing checked
 // by PostgreSQL, a version column, and SELECT ... FOR UPDATE. Each runs on
 // freshly set up wallets and gets one row: accepted spends per second,
-// attempts, refusals, errors, lock-wait and spend latencies, Redis commands
-// per spend, and the verdict, checked wallet by wallet. Under the table,
+// attempts, refusals, errors, unknown outcomes (writes sent and never
+// answered, which the verdict allows for), lock-wait and spend latencies,
+// Redis commands per spend, and the verdict, checked wallet by wallet. Under the table,
 // the ceiling: the best rate this workload allows on this machine, from
 // the round trips measured at the start, and how close each strategy came.
 // Expect none to be BROKEN and every other row OK; the counts and rates

@@ -26,6 +26,8 @@ func TestValidate_namesTheBadFlag(t *testing.T) {
 		{"no wallets", func(c *loadtest.Config) { c.Wallets = 0 }, "-wallets"},
 		{"too many wallets", func(c *loadtest.Config) { c.Wallets = loadtest.MaxWallets + 1 }, "-wallets must be at most 1000000"},
 		{"too many workers", func(c *loadtest.Config) { c.Workers = loadtest.MaxWorkers + 1 }, "-workers must be at most 10000"},
+		{"an endless duration", func(c *loadtest.Config) { c.Duration = 1000000 * time.Hour }, "-duration must be at most 1h"},
+		{"an endless timeout", func(c *loadtest.Config) { c.Timeout = 2 * time.Hour }, "-timeout must be at most 1h"},
 		{"balances that overflow", func(c *loadtest.Config) { c.Initial, c.Wallets = math.MaxInt64/2+1, 2 }, "-initial"},
 		{"negative workers", func(c *loadtest.Config) { c.Workers = -1 }, "-workers"},
 		{"no workers", func(c *loadtest.Config) { c.Workers = 0 }, "-workers"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -251,9 +252,9 @@ func TestLeftovers_oneLineWithTheCommands(t *testing.T) {
 	defer pool.Close()
 	l := leftovers(&Env{Redis: rdb, Postgres: pool}, "it's:a*prefix:", true, true, errors.New("context deadline\nexceeded"))
 	want := `left Redis keys and PostgreSQL rows behind (context deadline exceeded); delete them with: ` +
-		`redis-cli -h 127.0.0.1 -p 7001 -n 2 --scan --pattern 'it'\''s:a\*prefix:*' | xargs redis-cli -h 127.0.0.1 -p 7001 -n 2 del (with REDISCLI_AUTH set to the password) ; ` +
+		`redis-cli -h 127.0.0.1 -p 7001 -n 2 --askpass --scan --pattern 'it'\''s:a\*prefix:*' | xargs redis-cli -h 127.0.0.1 -p 7001 -n 2 --askpass del ; ` +
 		`psql -h db.example -p 5433 -U walletlock -d walletlock -c "DELETE FROM walletlock_wallets WHERE owner = 'it''s:a*prefix:'"`
-	if got := l.String(); got != want {
+	if got := l.String(); got != want || strings.Contains(got, "s3cret") {
 		t.Errorf("leftovers:\n got %s\nwant %s", got, want)
 	}
 	if leftovers(nil, "p:", false, false, errors.New("x")) != nil {

@@ -2,10 +2,9 @@ package loadtest
 
 import (
 	"fmt"
-	"net"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
+	"example.com/walletlock/internal/cli"
 )
 
 // Leftovers is what a run could not delete (a frozen service, the time
@@ -37,8 +36,7 @@ func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *
 	}
 	l := &Leftovers{Cause: strings.Join(strings.Fields(cause.Error()), " ")}
 	if inRedis && env.Redis != nil {
-		cli, note := redisCLI(env.Redis.Options())
-		l.Redis = fmt.Sprintf("%s --scan --pattern %s | xargs %s del%s", cli, shellQuote(globEscape(prefix)+"*"), cli, note)
+		l.Redis = cli.RedisDelPrefix(env.Redis.Options(), prefix)
 	}
 	if inPostgres && env.Postgres != nil {
 		c := env.Postgres.Config().ConnConfig
@@ -49,43 +47,9 @@ func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *
 	return l
 }
 
-// redisCLI is the redis-cli command line that reaches the server of opt,
-// and a note on the password, which it never contains.
-func redisCLI(opt *redis.Options) (cmd, note string) {
-	cmd = "redis-cli"
-	if host, port, err := net.SplitHostPort(opt.Addr); err == nil && opt.Addr != "localhost:6379" {
-		cmd += " -h " + shellQuote(host) + " -p " + port
-	}
-	if opt.DB != 0 {
-		cmd += fmt.Sprintf(" -n %d", opt.DB)
-	}
-	if opt.TLSConfig != nil {
-		cmd += " --tls"
-	}
-	if opt.Username != "" {
-		cmd += " --user " + shellQuote(opt.Username)
-	}
-	if opt.Password != "" {
-		note = " (with REDISCLI_AUTH set to the password)"
-	}
-	return cmd, note
-}
-
-// globEscape escapes the characters a Redis SCAN pattern treats specially.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // shellQuote quotes s for a POSIX shell: as it is when it is plain, in
-// double quotes when only single quotes need protecting, otherwise in
-// single quotes.
+// double quotes when only single quotes need protecting (SQL's own), in
+// single quotes otherwise.
 func shellQuote(s string) string {
 	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@%+=,", r))

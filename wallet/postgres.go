@@ -216,8 +216,8 @@ func (s *Store) Reset(ctx context.Context, id, balance int64) error {
 }
 
 // ResetRange is Reset for the n wallets first .. first+n-1, in statements
-// of ResetBatch wallets within one transaction (see ResetRangeEach): a load
-// test sets up 10,000 wallets in one round trip, a million in a hundred.
+// of ResetBatch wallets (see ResetRangeEach): a load test sets up 10,000
+// wallets in one round trip, a million in a hundred.
 //
 // A row that another owner set up is left alone: ResetRange then changes
 // nothing and returns an *OwnedError (see Owned).

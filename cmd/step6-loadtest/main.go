@@ -95,6 +95,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	env, err := loadtest.Dial(ctx, c)
 	if err != nil {
+		if ctx.Err() != nil {
+			return interrupted(stderr, false)
+		}
 		fmt.Fprintln(stderr, "step6-loadtest:", err)
 		return 1
 	}
@@ -126,7 +129,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if ctx.Err() != nil {
-		return 130
+		return interrupted(stderr, rep != nil && len(rep.Rows) > 0)
 	}
 	return code
+}
+
+func interrupted(stderr io.Writer, measured bool) int {
+	if measured {
+		fmt.Fprintln(stderr, "step6-loadtest: interrupted by Ctrl-C; the last row counts only the spends made before it")
+	} else {
+		fmt.Fprintln(stderr, "step6-loadtest: interrupted by Ctrl-C before the first strategy ran")
+	}
+	return cli.ExitInterrupted
 }

@@ -221,7 +221,11 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 		}
 	})
 
-	t.Run("the same prefix or the same wallets: refused", func(t *testing.T) {
+	t.Run("the same prefix: refused", func(t *testing.T) {
+		testenv.SecondRunRefused(t, run, append([]string{"-duration", "1s"}, light...)...)
+	})
+
+	t.Run("wallets another run holds: refused, naming it", func(t *testing.T) {
 		args, o := ownArgs(t, "-duration", "1m", "-strategy", "version")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -242,19 +246,8 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 				t.Fatal("the first run did not set up its wallets within 30 s")
 			}
 		}
-		other := testenv.Prefix(t, rdb)
-		for _, tt := range []struct {
-			name  string
-			args  []string
-			wants []string
-		}{
-			{"the same prefix", []string{"-prefix", o.prefix}, []string{o.prefix, "in use by another run", "-prefix"}},
-			{"the same wallets", []string{"-prefix", other, "-first-id", fmt.Sprint(o.firstID)}, []string{o.prefix, "-first-id", "-prefix"}},
-		} {
-			t.Run(tt.name, func(t *testing.T) {
-				testenv.FailsInOneLine(t, run, append(append([]string{}, light...), append(tt.args, "-duration", "200ms")...), tt.wants...)
-			})
-		}
+		second := append(append([]string{}, light...), "-prefix", testenv.Prefix(t, rdb), "-first-id", fmt.Sprint(o.firstID), "-duration", "200ms")
+		testenv.FailsInOneLine(t, run, second, o.prefix, "-first-id", "-prefix")
 		cancel()
 		if code := <-done; code != 130 {
 			t.Errorf("the first run = %d, want 130", code)
@@ -263,48 +256,4 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 			t.Errorf("the first run was disturbed:\n%s", first.String())
 		}
 	})
-}
-
-// Ctrl-C while a million wallets are being set up stops the set-up between
-// two batches, promptly, and leaves nothing behind (issue 10, defect 10).
-func TestRun_ctrlCWhileSettingUpAMillionWallets(t *testing.T) {
-	for _, strategy := range []string{"none", "forupdate"} {
-		t.Run(strategy, func(t *testing.T) {
-			args, o := ownArgs(t, "-wallets", "1000000", "-strategy", strategy, "-duration", "1m")
-			pool := testenv.Postgres(t)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			cancelled := make(chan time.Time, 1)
-			go func() {
-				// Cancel once the run holds its lease and has had a moment
-				// to start setting up.
-				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					if o.rdb.Exists(context.Background(), o.prefix+"run").Val() == 1 {
-						break
-					}
-				}
-				time.Sleep(500 * time.Millisecond)
-				cancelled <- time.Now()
-				cancel()
-			}()
-			var stdout, stderr bytes.Buffer
-			code := run(ctx, args, &stdout, &stderr)
-			took := time.Since(<-cancelled)
-			t.Logf("run returned %v after Ctrl-C", took)
-			if took > 7*time.Second {
-				t.Errorf("run returned %v after Ctrl-C, want about 3 s", took)
-			}
-			if code != 130 || stderr.Len() > 0 {
-				t.Errorf("run = %d, stderr %q; want 130 and nothing", code, stderr.String())
-			}
-			if keys, err := o.rdb.Keys(context.Background(), o.prefix+"*").Result(); err != nil || len(keys) > 0 {
-				t.Errorf("%d Redis keys left under the prefix (%v)", len(keys), err)
-			}
-			var rows int
-			pool.QueryRow(context.Background(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", o.prefix).Scan(&rows)
-			if rows > 0 {
-				t.Errorf("%d PostgreSQL rows left", rows)
-			}
-		})
-	}
 }

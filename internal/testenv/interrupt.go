@@ -99,7 +99,7 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 		return stdout, stderr
 	}
 	if len(named) != 1 || !strings.Contains(named[0], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:]) ||
-		!strings.Contains(named[0], " del ") || !strings.Contains(named[0], prefix) {
+		!strings.Contains(named[0], " del") || !strings.Contains(named[0], prefix) {
 		t.Errorf("stderr = %q, want one line naming the keys under %s that may be left and the redis-cli command, with this server's port, that deletes them", stderr, prefix)
 	}
 	return stdout, stderr

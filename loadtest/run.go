@@ -65,7 +65,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	lease, err := takeLease(ctx, env.Redis, cfg.Prefix)
+	lease, err := runlease.Take(ctx, env.Redis, cfg.Prefix)
 	if err != nil && ctx.Err() == nil {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
@@ -106,21 +106,6 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err // it failed before anything was measured
 	}
 	return rep, err
-}
-
-// takeLease is runlease.Take, tried again (twice at most) when it says the
-// prefix is busy but no lease is there: Take gives its first SET NX only
-// 100 ms, which a loaded machine can exceed, and then reports busy.
-func takeLease(ctx context.Context, rdb *redis.Client, prefix string) (*runlease.Lease, error) {
-	for try := 1; ; try++ {
-		lease, err := runlease.Take(ctx, rdb, prefix)
-		if !errors.Is(err, runlease.ErrBusy) || try == 3 {
-			return lease, err
-		}
-		if n, xerr := rdb.Exists(ctx, runlease.Key(prefix)).Result(); xerr != nil || n > 0 {
-			return nil, err
-		}
-	}
 }
 
 // phases runs the strategies one after another, until one fails, ctx ends

@@ -14,26 +14,37 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"example.com/walletlock/lock"
 )
 
-// TTL is the lease's time to live; its watchdog refreshes it every TTL/3.
-// It is how long a crashed run keeps its prefix from the next one.
-const TTL = 5 * time.Second
+// TTL is the lease's time to live: how long a crashed run keeps its prefix
+// from the next one. The watchdog refreshes it every TTL/3 and rides out a
+// Redis that stalls for less than TTL.
+const TTL = 10 * time.Second
 
-// tryFor is how long Take waits for a lease that another run holds: long
-// enough for a few attempts, short enough to answer at once.
-const tryFor = 100 * time.Millisecond
+// takeTimeout bounds Take: a check and a SET NX, slow on a loaded machine,
+// but never a wait for another run's lease.
+const takeTimeout = 3 * time.Second
 
 // ErrBusy means another run holds the prefix.
 var ErrBusy = errors.New("runlease: prefix in use by another run")
+
+// Client is what a lease needs from go-redis: the lock's commands and
+// EXISTS. *redis.Client satisfies it.
+type Client interface {
+	lock.Client
+	Exists(ctx context.Context, keys ...string) *redis.IntCmd
+}
 
 // Key is the key of the lease on prefix.
 func Key(prefix string) string { return prefix + "run" }
 
 // Lease is a run's hold on its prefix. Context is cancelled when the lease
-// is lost (Redis lost it, or a refresh failed), with the reason as its
-// cause; the run should stop then, as its keys are no longer its own.
+// is lost (another holder has the key, or no refresh got through for a whole
+// TTL), with the reason as its cause; the run should stop then, as its keys
+// are no longer its own.
 type Lease struct {
 	lock *lock.Lock
 	ctx  context.Context
@@ -41,19 +52,45 @@ type Lease struct {
 }
 
 // Take acquires the lease on prefix. It returns an error matching ErrBusy
-// when another run holds it, naming the prefix and what to do.
-func Take(ctx context.Context, rdb lock.Client, prefix string) (*Lease, error) {
-	tctx, cancel := context.WithTimeout(ctx, tryFor)
+// at once when another run holds it, naming the prefix and what to do.
+func Take(ctx context.Context, rdb Client, prefix string) (*Lease, error) {
+	tctx, cancel := context.WithTimeout(ctx, takeTimeout)
 	defer cancel()
-	l, err := lock.Acquire(tctx, rdb, Key(prefix), TTL)
-	switch {
-	case err == nil:
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("%w: prefix %q is in use by another run; wait for it to end (or %v after it died), or choose another with -prefix", ErrBusy, prefix, TTL)
-	default:
+	busy := fmt.Errorf("%w: prefix %q is in use by another run; wait for it to end (or %v after it died), or choose another with -prefix", ErrBusy, prefix, TTL)
+	held, err := rdb.Exists(tctx, Key(prefix)).Result()
+	if err != nil {
 		return nil, fmt.Errorf("runlease: take %s: %w", Key(prefix), err)
 	}
-	wctx, stop := l.Watch(context.Background(), TTL)
+	if held > 0 {
+		return nil, busy
+	}
+	l, err := lock.Acquire(tctx, rdb, Key(prefix), TTL)
+	if err != nil {
+		// Another run took it between the check and the SET (Acquire then
+		// waits until tctx ends), or Redis was too slow to answer.
+		if n, xerr := rdb.Exists(tctx, Key(prefix)).Result(); ctx.Err() == nil && xerr == nil && n > 0 {
+			return nil, busy
+		}
+		return nil, fmt.Errorf("runlease: take %s: %w", Key(prefix), err)
+	}
+	// lock's one watchdog, with a refresh that forgives a stall: a failed
+	// refresh while the lease still has time left is tried again at the
+	// next tick, so a Redis frozen for a few seconds does not end the run.
+	// A refresh that finds the lease gone (ErrNotHeld) ends it at once.
+	lastSent := time.Now()
+	wctx, stop := lock.KeepAlive(context.Background(), TTL, func(ctx context.Context) error {
+		sent := time.Now()
+		err := l.Refresh(ctx, TTL)
+		switch {
+		case err == nil:
+			lastSent = sent
+			return nil
+		case errors.Is(err, lock.ErrNotHeld), time.Since(lastSent) >= TTL:
+			return err
+		default:
+			return nil
+		}
+	})
 	return &Lease{lock: l, ctx: wctx, stop: stop}, nil
 }
 

@@ -67,3 +67,24 @@ func TestLease_CloseOnNil(t *testing.T) {
 		t.Errorf("Close on nil = %v, want nil", err)
 	}
 }
+
+func TestLease_ridesOutARedisStallShorterThanTheTTL(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := srv.Use(t)
+	const prefix = "test:runlease:stall:"
+	l, err := runlease.Take(t.Context(), rdb, prefix)
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	defer l.Close(context.Background())
+	srv.Freeze(t)
+	time.Sleep(runlease.TTL / 2) // several refreshes fail meanwhile
+	srv.Thaw()
+	time.Sleep(runlease.TTL / 3) // and the next one gets through
+	if err := l.Context().Err(); err != nil {
+		t.Fatalf("the lease was given up after a %v stall: %v", runlease.TTL/2, context.Cause(l.Context()))
+	}
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}

@@ -99,7 +99,8 @@ type Lock struct {
 	// before it got the lock: 1 without contention.
 	Attempts int
 
-	rdb Client
+	rdb     Client
+	handoff *fairKeys // set by Fair: Release hands the lock to the next waiter
 }
 
 // String names the lock without its token, so that logging a lock cannot

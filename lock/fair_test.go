@@ -409,6 +409,32 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	}
 }
 
+// A waiter's TTL, like Acquire's, is rounded up to whole milliseconds,
+// and the hand-off gives it exactly that.
+func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	const ttl = 1500*time.Millisecond + 400*time.Microsecond
+	next := acquireAsync(ctx, f, key, ttl)
+	waitQueued(t, rdb, key, 1)
+	entries := rdb.ZRange(ctx, queueKey(key), 0, -1).Val()
+	if len(entries) != 1 || !strings.HasSuffix(entries[0], " 1501 0") {
+		t.Errorf("queue entry %q, want one asking for 1501 ms and no fence", entries)
+	}
+	owner.Release(ctx)
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= 1000*time.Millisecond || pttl > 1501*time.Millisecond {
+		t.Errorf("PTTL after the hand-off = %v, want at most 1501ms and well above 1s", pttl)
+	}
+	r.l.Release(ctx)
+}
+
 func TestFair_badInputNeverReachesRedis(t *testing.T) {
 	var nilFair *lock.Fair
 	var nilClient *redis.Client

@@ -45,8 +45,9 @@ const (
 )
 
 // FairClient is what a Fair lock needs from go-redis: what Client has, plus
-// a connection to subscribe on. *redis.Client, *redis.ClusterClient and
-// redis.UniversalClient satisfy it.
+// connections to subscribe on. *redis.Client (single node or Sentinel
+// failover), *redis.ClusterClient, *redis.Ring and redis.UniversalClient
+// satisfy it.
 type FairClient interface {
 	Client
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -69,7 +70,9 @@ type FairClient interface {
 //
 // One Fair serves every key and goroutine of a process: it keeps one
 // subscription connection per Redis node (one on a single node), shared
-// by all of its waiters, and its goroutine reads it. Close stops both.
+// by all of its waiters, and a goroutine that reads it. A connection
+// closes once nobody has waited on it for a few seconds; Close stops
+// them all.
 //
 // The locks it returns are ordinary *Lock values: Refresh, Watch and the
 // TTL rounding work as for Acquire, and Release passes the lock to the

@@ -20,11 +20,12 @@ import (
 // subscription only once Redis has confirmed it. Until then it wakes at
 // the confirmation and tries again: a hand-off published in between has
 // already made it the holder, which that try finds. When the connection
-// drops, the same happens on the next connection.
+// drops, every waiter on it wakes and tries again, then waits for the
+// next connection's confirmation in the same way.
 
 const (
 	// listenTick is how often the listening goroutine looks after its
-	// channels when nothing arrives.
+	// channels (see tend).
 	listenTick = 500 * time.Millisecond
 	// linger is how long a channel stays subscribed with nobody waiting
 	// on it, so that a busy lock does not subscribe again for every wait.
@@ -77,15 +78,9 @@ type shard struct {
 // enter registers a waiter for token on channel and subscribes to the
 // channel if nobody of this Fair listens to it yet.
 func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error) {
-	node := ""
-	if f.cluster != nil {
-		// Sharded pub/sub delivers a channel's messages on the node that
-		// owns its slot: one connection per node.
-		c, err := f.cluster.MasterForKey(ctx, channel)
-		if err != nil {
-			return nil, err
-		}
-		node = c.Options().Addr
+	node, open, err := f.nodeOf(ctx, channel)
+	if err != nil {
+		return nil, err
 	}
 	w := &waiter{token: token, grant: make(chan int64, 1)}
 	for {
@@ -96,9 +91,9 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 		}
 		sh := f.shards[node]
 		if sh == nil {
-			sh = &shard{node: node, ps: f.pubSub(), chans: make(map[string]*subscription)}
+			sh = &shard{node: node, ps: open(), chans: make(map[string]*subscription)}
 			f.shards[node] = sh
-			f.wg.Add(1) // for listen, which join starts
+			f.wg.Add(1) // for listen, which subscribeFirst starts
 		}
 		if s := sh.chans[channel]; s != nil {
 			f.join(w, s)
@@ -152,12 +147,30 @@ func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel string, w 
 	return true
 }
 
-// pubSub returns a subscription connection, not yet connected.
-func (f *Fair) pubSub() *redis.PubSub {
-	if f.cluster != nil {
-		return f.cluster.SSubscribe(context.Background())
+// nodeOf names the Redis node that publishes channel's hand-offs ("" on
+// a single node), and returns how to open a subscription connection to it
+// (not yet connected).
+func (f *Fair) nodeOf(ctx context.Context, channel string) (string, func() *redis.PubSub, error) {
+	switch c := f.rdb.(type) {
+	case *redis.ClusterClient:
+		// Sharded pub/sub delivers a channel's messages on the node that
+		// owns its slot; the connection goes to the node of the first
+		// channel it subscribes to (see subscribeFirst).
+		node, err := c.MasterForKey(ctx, channel)
+		if err != nil {
+			return "", nil, err
+		}
+		return node.Options().Addr, func() *redis.PubSub { return c.SSubscribe(context.Background()) }, nil
+	case *redis.Ring:
+		// A Ring sends a script to the shard of its first key, which
+		// shares the channel's hash tag.
+		shard, err := c.GetShardClientForKey(channel)
+		if err != nil {
+			return "", nil, err
+		}
+		return shard.Options().Addr, func() *redis.PubSub { return shard.Subscribe(context.Background()) }, nil
 	}
-	return f.rdb.Subscribe(context.Background())
+	return "", func() *redis.PubSub { return f.rdb.Subscribe(context.Background()) }, nil
 }
 
 // subscribe sends SUBSCRIBE (SSUBSCRIBE on a cluster). Its error is left
@@ -196,16 +209,17 @@ func (f *Fair) exit(w *waiter) {
 func (f *Fair) wakeOn(w *waiter) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if g := w.sub.gen; g.live {
+	g := w.sub.gen
+	if g.live {
 		return g.lost
 	}
-	return w.sub.gen.confirmed
+	return g.confirmed
 }
 
-// listen reads a shard's connection until Close: it hands messages to
-// their waiters and notes confirmations and lost connections. go-redis
-// reconnects and subscribes again by itself at the next read after an
-// error.
+// listen reads a shard's connection until Close, or until tend closes the
+// shard: it hands messages to their waiters and notes confirmations and
+// lost connections. After an error, go-redis connects and subscribes
+// again by itself at the next read.
 func (f *Fair) listen(sh *shard) {
 	defer f.wg.Done()
 	ctx := context.Background()

@@ -954,3 +954,51 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 // tagOf returns the part every key of the fair lock on key starts with:
 // the key itself when it has a hash tag, the key as one otherwise.
 func tagOf(key string) string { return strings.TrimSuffix(lock.FenceKey(key), ":fence") }
+
+// A Ring sends each lock's scripts to the shard of its hash tag: the
+// hand-off must be listened for on that shard.
+func TestFair_worksOnARing(t *testing.T) {
+	t.Parallel()
+	servers := []*redisServer{startRedis(t), startRedis(t)}
+	ring := redis.NewRing(&redis.RingOptions{
+		Addrs:                 map[string]string{"a": servers[0].addr(), "b": servers[1].addr()},
+		ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { ring.Close() })
+	f := newFair(t, ring)
+	ctx := ctxFor(t, 30*time.Second)
+
+	// Keys until both shards have one.
+	var keys []string
+	shards := map[string]bool{}
+	for i := 0; len(shards) < 2 && i < 100; i++ {
+		key := fmt.Sprintf("lock:{wallet:%d}", i)
+		shard, err := ring.GetShardClientForKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !shards[shard.Options().Addr] {
+			shards[shard.Options().Addr] = true
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) < 2 {
+		t.Fatal("no key found for the second shard")
+	}
+	for _, key := range keys {
+		shard, _ := ring.GetShardClientForKey(key)
+		owner := mustFairAcquire(t, f, key, 10*time.Second)
+		next := acquireAsync(ctx, f, key, 10*time.Second)
+		waitQueued(t, shard, key, 1)
+		channel := tagOf(key) + ":handoff"
+		if n := shard.PubSubNumSub(ctx, channel).Val()[channel]; n != 1 {
+			t.Errorf("%s: PUBSUB NUMSUB %s on its shard = %d, want 1", key, channel, n)
+		}
+		owner.Release(ctx)
+		r := await(t, next, slack, "the waiter on "+key)
+		if r.err != nil {
+			t.Fatalf("the waiter on %s: %v", key, r.err)
+		}
+		r.l.Release(ctx)
+	}
+}

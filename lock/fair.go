@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -97,7 +99,7 @@ type Fair struct {
 	mu      sync.Mutex
 	closed  bool
 	done    chan struct{}      // closed by Close
-	waiters map[string]*waiter // by token
+	waiters map[string]*waiter // by handoffID
 	shards  map[string]*shard  // by node address, "" for a single node
 	wg      sync.WaitGroup     // the shards' goroutines
 }
@@ -332,12 +334,20 @@ func (q *fairKeys) release(ctx context.Context, rdb Client, token, entry string)
 	return nil
 }
 
-// parseHandoff reads a hand-off message, "token fence".
-func parseHandoff(payload string) (token string, fence int64, ok bool) {
-	token, rest, ok := strings.Cut(payload, " ")
+// handoffID is how a hand-off message names the waiter it made the
+// holder: the SHA-1 of its token, as fair_queue.lua computes it, so that
+// the token itself, which could release the lock, never goes out.
+func handoffID(token string) string {
+	sum := sha1.Sum([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// parseHandoff reads a hand-off message, "id fence".
+func parseHandoff(payload string) (id string, fence int64, ok bool) {
+	id, rest, ok := strings.Cut(payload, " ")
 	if !ok {
 		return "", 0, false
 	}
 	fence, err := strconv.ParseInt(rest, 10, 64)
-	return token, fence, err == nil
+	return id, fence, err == nil
 }

@@ -32,9 +32,9 @@ const (
 	linger = 2 * time.Second
 )
 
-// waiter is one Acquire call that is waiting, keyed by its token.
+// waiter is one Acquire call that is waiting.
 type waiter struct {
-	token string
+	id    string     // how a hand-off message names it (see handoffID)
 	grant chan int64 // the fence of the hand-off that named this waiter
 	sub   *subscription
 }
@@ -82,7 +82,7 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 	if err != nil {
 		return nil, err
 	}
-	w := &waiter{token: token, grant: make(chan int64, 1)}
+	w := &waiter{id: handoffID(token), grant: make(chan int64, 1)}
 	for {
 		f.mu.Lock()
 		if f.closed {
@@ -112,7 +112,7 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 func (f *Fair) join(w *waiter, s *subscription) {
 	s.waiters++
 	w.sub = s
-	f.waiters[w.token] = w
+	f.waiters[w.id] = w
 }
 
 // subscribeFirst subscribes to a channel nobody of this Fair listens to,
@@ -195,7 +195,7 @@ func (f *Fair) unsubscribe(ctx context.Context, sh *shard, channels ...string) {
 func (f *Fair) exit(w *waiter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.waiters, w.token)
+	delete(f.waiters, w.id)
 	if w.sub.waiters--; w.sub.waiters == 0 {
 		w.sub.idle = time.Now()
 	}
@@ -287,12 +287,12 @@ func (f *Fair) listen(sh *shard) {
 
 // deliver wakes the waiter a hand-off message names, if it is one of ours.
 func (f *Fair) deliver(payload string) {
-	token, fence, ok := parseHandoff(payload)
+	id, fence, ok := parseHandoff(payload)
 	if !ok {
 		return
 	}
 	f.mu.Lock()
-	w := f.waiters[token]
+	w := f.waiters[id]
 	f.mu.Unlock()
 	if w != nil {
 		select {

@@ -73,11 +73,12 @@ local function take(token, ttl, fenced)
 end
 
 -- handOff makes the first waiter whose lease still runs the holder, with
--- the TTL it asked for, takes it out of the queue and publishes "token
+-- the TTL it asked for, takes it out of the queue and publishes "id
 -- fence" on the channel, so that its waiter knows without asking again.
--- The lock must be free. It publishes nothing for quiet, the caller's own
--- token. Returns the new holder's token and fence, or false when nobody
--- waits.
+-- id is the SHA-1 of its token: whoever listens learns who got the lock,
+-- not how to release it. The lock must be free. It publishes nothing for
+-- quiet, the caller's own token. Returns the new holder's token and fence,
+-- or false when nobody waits.
 local function handOff(t, quiet)
 	dropDead(t)
 	while true do
@@ -93,7 +94,7 @@ local function handOff(t, quiet)
 		if token and not (fenced == "1" and counterRefusal()) then
 			local fence = take(token, ttl, fenced)
 			if token ~= quiet then
-				redis.call(publish, channel, token .. " " .. fence)
+				redis.call(publish, channel, redis.sha1hex(token) .. " " .. fence)
 			end
 			return token, fence
 		end

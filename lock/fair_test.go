@@ -3,6 +3,7 @@ package lock_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"net"
@@ -941,10 +942,11 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		if r.l.Fence != owner.Fence+1 {
 			t.Errorf("fence %d after %d, want the next one", r.l.Fence, owner.Fence)
 		}
-		// The release told the waiter by SPUBLISH, naming it and its fence.
+		// The release told the waiter by SPUBLISH, naming it by the SHA-1
+		// of its token (never the token), with its fence.
 		msg, err := listener.ReceiveTimeout(ctx, slack)
-		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%s %d", r.l.Token, r.l.Fence) {
-			t.Errorf("the hand-off message: got %v, %v; want the waiter's token and fence", msg, err)
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(r.l.Token)), r.l.Fence) {
+			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
 		}
 		r.l.Release(ctx)
 	}

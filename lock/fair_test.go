@@ -466,6 +466,23 @@ func TestFair_badInputNeverReachesRedis(t *testing.T) {
 	}
 }
 
+func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1: the first try fails at once, and Acquire
+	// must say so instead of waiting for its context to end.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, time.Minute)
+	if _, err := f.Acquire(ctx, "test:unreachable:lock", time.Second); err == nil {
+		t.Fatal("Acquire against a closed port succeeded")
+	} else if ctx.Err() != nil {
+		t.Fatalf("Acquire waited for its context to end: %v", err)
+	} else if !strings.HasPrefix(err.Error(), "lock: acquire test:unreachable:lock: ") {
+		t.Errorf("error %q does not name the key", err)
+	}
+}
+
 // faultyFairClient panics at any call; its Fair must never make one.
 type faultyFairClient struct{ lock.FairClient }
 

@@ -99,7 +99,8 @@ type Lock struct {
 	// before it got the lock: 1 without contention.
 	Attempts int
 
-	rdb Client
+	rdb     Client
+	handoff *fairKeys // set by Fair: Release hands the lock to the next waiter
 }
 
 // String names the lock without its token, so that logging a lock cannot
@@ -164,7 +165,8 @@ func (l *Lock) held() error {
 // Acquire takes the lock on key for ttl with one SET key token NX PX ttl per
 // attempt. While another holder has it, Acquire waits a random 5 to 15 ms
 // (so that waiters do not retry in lockstep) and tries again, until it wins
-// or ctx ends. Redis counts expiries in whole milliseconds, so a ttl with
+// or ctx ends. Under heavy contention that favours whoever asks right after
+// a release; a Fair serves waiters in turn instead (see Fair). Redis counts expiries in whole milliseconds, so a ttl with
 // a fraction of one is rounded up: 1.9ms holds the lock for 2ms, never
 // for less than asked.
 //

@@ -48,10 +48,15 @@ func ParseReleaseMethod(s string) (ReleaseMethod, error) {
 const ReleaseTimeout = time.Second
 
 // ReleaseWith is Release with a chosen method. ReleaseDelex returns
-// ErrNoDelex, and deletes nothing, when the server lacks the command.
+// ErrNoDelex, and deletes nothing, when the server lacks the command. A
+// lock from a Fair is always released by its hand-off script, whatever m
+// says: deleting the key would leave its waiters to find out by asking.
 func (l *Lock) ReleaseWith(ctx context.Context, m ReleaseMethod) error {
 	if err := l.held(); err != nil {
 		return err
+	}
+	if l.handoff != nil {
+		return l.handoff.release(ctx, l.rdb, l.Token, "")
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()

@@ -1,0 +1,21 @@
+-- fair_release.lua (after fair_queue.lua, which names the keys): give a
+-- fair lock back, or leave its queue. When the caller holds the lock, it
+-- passes straight to the first waiter (see handOff); with nobody waiting,
+-- the lock is deleted. The token check keeps a late holder from giving
+-- away a lock that has passed to someone else.
+-- ARGV[2]: the caller's token
+-- ARGV[3]: the caller's queue entry, to take out of the queue ("" for
+--          none): a waiter that gives up leaves the queue, and passes the
+--          lock on if a release had just handed it over
+-- Returns 1 when the caller held the lock, 0 otherwise.
+local token, entry = ARGV[2], ARGV[3]
+if entry ~= "" then
+	redis.call("ZREM", queue, entry)
+	redis.call("ZREM", leases, entry)
+end
+if redis.call("GET", lock) ~= token then
+	return 0
+end
+redis.call("DEL", lock)
+handOff(now(), false)
+return 1

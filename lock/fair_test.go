@@ -1,0 +1,1023 @@
+package lock_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
+)
+
+func ExampleNewFair() {
+	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	// One Fair for the whole program: its waiters share one subscription.
+	f := lock.NewFair(rdb)
+	defer f.Close()
+
+	// Wait at most 5 s for our turn; hold the lock for at most 2 s.
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := f.Acquire(actx, "app:lock:{wallet:42}", 2*time.Second)
+	if err != nil {
+		fmt.Println("no lock:", err)
+		return
+	}
+	// Release hands the lock to the next waiter, if any.
+	defer l.Release(ctx)
+
+	fmt.Println("holding", l)
+}
+
+// The fair lock's timings, as fair.go sets them: a waiter renews its
+// place every fallback, and a crashed waiter's place runs out after lease.
+// The tests wait for several of them before they call something late.
+const (
+	lease    = 300 * time.Millisecond
+	fallback = lease / 3
+	// slack is what a busy machine may add to any wait: generous, since
+	// these tests catch a waiter left stranded, not a slow one.
+	slack = 2 * time.Second
+)
+
+// newFair returns a Fair on rdb, closed when the test ends.
+func newFair(t *testing.T, rdb lock.FairClient) *lock.Fair {
+	t.Helper()
+	f := lock.NewFair(rdb)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// queueKey is where the fair lock on key keeps its queue (see
+// fair_queue.lua).
+func queueKey(key string) string { return tagOf(key) + ":queue" }
+
+// queued returns how many waiters the queue of key holds.
+func queued(t *testing.T, rdb redis.Cmdable, key string) int64 {
+	t.Helper()
+	n, err := rdb.ZCard(ctxFor(t, 5*time.Second), queueKey(key)).Result()
+	if err != nil {
+		t.Fatalf("ZCARD %s: %v", queueKey(key), err)
+	}
+	return n
+}
+
+// waitQueued waits until key's queue holds n waiters.
+func waitQueued(t *testing.T, rdb redis.Cmdable, key string, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(slack)
+	for queued(t, rdb, key) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue holds %d waiters after %v, want %d", queued(t, rdb, key), slack, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// result is what an Acquire running in its own goroutine returned, and
+// when.
+type result struct {
+	l   *lock.Lock
+	err error
+	at  time.Time
+}
+
+// acquireAsync starts f.Acquire in a goroutine and returns where its
+// result will arrive.
+func acquireAsync(ctx context.Context, f *lock.Fair, key string, ttl time.Duration) <-chan result {
+	c := make(chan result, 1)
+	go func() {
+		l, err := f.Acquire(ctx, key, ttl)
+		c <- result{l, err, time.Now()}
+	}()
+	return c
+}
+
+// await returns the result, or ends the test when none comes within d.
+func await(t *testing.T, c <-chan result, d time.Duration, what string) result {
+	t.Helper()
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(d):
+		t.Fatalf("%s: no result within %v", what, d)
+		return result{}
+	}
+}
+
+func mustFairAcquire(t *testing.T, f *lock.Fair, key string, ttl time.Duration) *lock.Lock {
+	t.Helper()
+	l, err := f.Acquire(ctxFor(t, 10*time.Second), key, ttl)
+	if err != nil {
+		t.Fatalf("Fair.Acquire(%s, %v): %v", key, ttl, err)
+	}
+	return l
+}
+
+// contend runs workers goroutines, spread over fairs, that each take the
+// lock rounds times, hold it for hold and release it; even workers ask for
+// a fence. It fails the test on two holders at once, a fence that does not
+// grow, a failed Release, or a worker that is not done within limit.
+func contend(t *testing.T, fairs []*lock.Fair, key string, workers, rounds int, hold, limit time.Duration) {
+	t.Helper()
+	ctx := ctxFor(t, limit)
+	var (
+		inside, overlaps, done atomic.Int64
+		lastFence              int64 // read and written only under the lock
+		mu                     sync.Mutex
+		errs                   []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		f := fairs[w%len(fairs)]
+		fenced := w%2 == 0
+		wg.Go(func() {
+			for range rounds {
+				acquire := f.Acquire
+				if fenced {
+					acquire = f.AcquireFenced
+				}
+				l, err := acquire(ctx, key, 10*time.Second)
+				if err != nil {
+					fail(fmt.Errorf("worker %d: %w", w, err))
+					return
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				switch {
+				case fenced && l.Fence <= lastFence:
+					fail(fmt.Errorf("worker %d: fence %d after fence %d", w, l.Fence, lastFence))
+				case fenced:
+					lastFence = l.Fence
+				case l.Fence != 0:
+					fail(fmt.Errorf("worker %d: Acquire gave fence %d, want 0", w, l.Fence))
+				}
+				time.Sleep(hold)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					fail(fmt.Errorf("worker %d: Release: %w", w, err))
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs[:min(len(errs), 5)] {
+		t.Error(err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions found another holder inside, want 0", n)
+	}
+	if got, want := done.Load(), int64(workers*rounds); got != want {
+		t.Errorf("%d acquisitions done, want %d", got, want)
+	}
+}
+
+func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	// Five Fairs stand for five processes, each with its own subscription.
+	var fairs []*lock.Fair
+	for range 5 {
+		fairs = append(fairs, newFair(t, rdb))
+	}
+	contend(t, fairs, key, 50, 6, time.Millisecond, 60*time.Second)
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d waiters after everyone is done, want 0", n)
+	}
+	if n := rdb.Exists(ctxFor(t, 5*time.Second), key).Val(); n != 0 {
+		t.Error("the lock is still held after everyone released it")
+	}
+}
+
+func TestFair_servesWaitersInArrivalOrder(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	fairs := []*lock.Fair{newFair(t, rdb), newFair(t, rdb)}
+	first := mustFairAcquire(t, fairs[0], key, 10*time.Second)
+
+	const waiters = 8
+	ctx := ctxFor(t, 30*time.Second)
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range waiters {
+		wg.Go(func() {
+			l, err := fairs[i%2].Acquire(ctx, key, 10*time.Second)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("waiter %d: Release: %v", i, err)
+			}
+		})
+		// Arrive at distinct times: the next one starts once this one is
+		// in the queue, and a little later still.
+		waitQueued(t, rdb, key, int64(i+1))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release of the first holder: %v", err)
+	}
+	wg.Wait()
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7}; !slices.Equal(order, want) {
+		t.Errorf("granted in the order %v, want %v (arrival order)", order, want)
+	}
+}
+
+func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+
+	quitter, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gone := acquireAsync(quitter, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	next := acquireAsync(ctxFor(t, 20*time.Second), f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 2)
+
+	cancel()
+	r := await(t, gone, slack, "the waiter whose context ended")
+	if !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Acquire with a cancelled context: %v, want context.Canceled", r.err)
+	}
+	// It left on its way out, not when its lease ran out.
+	if n := queued(t, rdb, key); n != 1 {
+		t.Errorf("the queue holds %d waiters once the first gave up, want 1", n)
+	}
+
+	if err := owner.Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	r = await(t, next, slack, "the next waiter")
+	if r.err != nil {
+		t.Fatalf("the next waiter: %v", r.err)
+	}
+	if got := holder(t, rdb, key); got != r.l.Token {
+		t.Error("the lock does not hold the next waiter's token")
+	}
+	r.l.Release(ctxFor(t, 5*time.Second))
+}
+
+func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	ctx := ctxFor(t, 20*time.Second)
+
+	// What a waiter that crashed leaves behind: the first place in the
+	// queue, asking for a 60 s lease, with a lease on its place that
+	// nobody will renew (see fair_queue.lua).
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "CRASHEDWAITER 60000 0"
+	if err := rdb.ZAdd(ctx, queueKey(key), redis.Z{Score: 1, Member: dead}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expires := float64(now.Add(lease).UnixMilli())
+	if err := rdb.ZAdd(ctx, queueKey(key)+":leases", redis.Z{Score: expires, Member: dead}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 2)
+
+	time.Sleep(lease + fallback) // the crashed waiter's lease runs out
+	if err := owner.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	r := await(t, next, slack, "the waiter behind the crashed one")
+	if r.err != nil {
+		t.Fatalf("the waiter behind the crashed one: %v", r.err)
+	}
+	if got := holder(t, rdb, key); got != r.l.Token {
+		t.Errorf("the lock holds %q, want the live waiter's token", got)
+	}
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d entries, want 0: the crashed waiter's is still there", n)
+	}
+	r.l.Release(ctx)
+}
+
+func TestFair_aHolderThatDiesIsSucceededWithinItsTTL(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	const ttl = 600 * time.Millisecond
+	dead := mustFairAcquire(t, f, key, ttl) // and never released
+	start := time.Now()
+
+	ctx := ctxFor(t, 20*time.Second)
+	first := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	second := acquireAsync(ctx, f, key, 10*time.Second)
+
+	r := await(t, first, ttl+fallback+slack, "the first waiter")
+	if r.err != nil {
+		t.Fatalf("the first waiter: %v", r.err)
+	}
+	if took := r.at.Sub(start); took > ttl+fallback+slack {
+		t.Errorf("the first waiter got the lock %v after the holder died, want within its TTL (%v) plus one fallback (%v)", took, ttl, fallback)
+	}
+	if err := dead.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release by the dead holder: %v, want ErrNotHeld", err)
+	}
+	// The waiter that came second is handed the lock on release.
+	if err := r.l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	r = await(t, second, slack, "the second waiter")
+	if r.err != nil {
+		t.Fatalf("the second waiter: %v", r.err)
+	}
+	r.l.Release(ctx)
+}
+
+// A lock from a Fair is an ordinary *Lock: Refresh and Watch keep it,
+// Release hands it on whatever method it is given, and a second Release
+// finds nothing to give.
+func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	l, err := f.AcquireFenced(ctx, key, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fence < 1 || l.Attempts != 1 || l.String() != fmt.Sprintf("lock %s (fence %d)", key, l.Fence) {
+		t.Errorf("got %v with %d attempts, want a fence and 1 attempt", l, l.Attempts)
+	}
+	if err := l.Refresh(ctx, 10*time.Second); err != nil {
+		t.Errorf("Refresh: %v", err)
+	}
+	work, stop := l.Watch(ctx, 300*time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // two refreshes
+	if work.Err() != nil {
+		t.Errorf("Watch lost the lease: %v", context.Cause(work))
+	}
+	stop()
+
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
+		t.Fatalf("ReleaseWith(lua): %v", err)
+	}
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatalf("the waiter: %v", r.err)
+	}
+	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("second Release: %v, want ErrNotHeld", err)
+	}
+	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Refresh after Release: %v, want ErrNotHeld", err)
+	}
+	if err := r.l.Release(ctx); err != nil {
+		t.Errorf("Release by the waiter: %v", err)
+	}
+}
+
+// A waiter's TTL, like Acquire's, is rounded up to whole milliseconds,
+// and the hand-off gives it exactly that.
+func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	const ttl = 1500*time.Millisecond + 400*time.Microsecond
+	next := acquireAsync(ctx, f, key, ttl)
+	waitQueued(t, rdb, key, 1)
+	entries := rdb.ZRange(ctx, queueKey(key), 0, -1).Val()
+	if len(entries) != 1 || !strings.HasSuffix(entries[0], " 1501 0") {
+		t.Errorf("queue entry %q, want one asking for 1501 ms and no fence", entries)
+	}
+	owner.Release(ctx)
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= 1000*time.Millisecond || pttl > 1501*time.Millisecond {
+		t.Errorf("PTTL after the hand-off = %v, want at most 1501ms and well above 1s", pttl)
+	}
+	r.l.Release(ctx)
+}
+
+func TestFair_badInputNeverReachesRedis(t *testing.T) {
+	var nilFair *lock.Fair
+	var nilClient *redis.Client
+	ctx := ctxFor(t, 5*time.Second)
+	f := newFair(t, &faultyFairClient{})
+	tests := []struct {
+		name string
+		f    *lock.Fair
+		key  string
+		ttl  time.Duration
+		want error
+	}{
+		{"nil Fair", nilFair, "k", time.Second, lock.ErrNilClient},
+		{"nil client", newFair(t, nil), "k", time.Second, lock.ErrNilClient},
+		{"nil *redis.Client", newFair(t, nilClient), "k", time.Second, lock.ErrNilClient},
+		{"empty key", f, "", time.Second, lock.ErrEmptyKey},
+		{"zero TTL", f, "k", 0, lock.ErrBadTTL},
+		{"TTL under 1ms", f, "k", 999 * time.Microsecond, lock.ErrBadTTL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, acquire := range []func(context.Context, string, time.Duration) (*lock.Lock, error){tt.f.Acquire, tt.f.AcquireFenced} {
+				if _, err := acquire(ctx, tt.key, tt.ttl); !errors.Is(err, tt.want) {
+					t.Errorf("got %v, want %v", err, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on port 1: the first try fails at once, and Acquire
+	// must say so instead of waiting for its context to end.
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, time.Minute)
+	if _, err := f.Acquire(ctx, "test:unreachable:lock", time.Second); err == nil {
+		t.Fatal("Acquire against a closed port succeeded")
+	} else if ctx.Err() != nil {
+		t.Fatalf("Acquire waited for its context to end: %v", err)
+	} else if !strings.HasPrefix(err.Error(), "lock: acquire test:unreachable:lock: ") {
+		t.Errorf("error %q does not name the key", err)
+	}
+}
+
+// faultyFairClient panics at any call; its Fair must never make one.
+type faultyFairClient struct{ lock.FairClient }
+
+func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 10*time.Second)
+	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, acquire := range []func(context.Context, string, time.Duration) (*lock.Lock, error){f.Acquire, f.AcquireFenced} {
+		if _, err := acquire(ctx, key, time.Second); !errors.Is(err, lock.ErrWrongType) {
+			t.Errorf("got %v, want ErrWrongType", err)
+		}
+	}
+	rdb.Del(ctx, key)
+	if err := rdb.HSet(ctx, lock.FenceKey(key), "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.AcquireFenced(ctx, key, time.Second); !errors.Is(err, lock.ErrWrongType) {
+		t.Errorf("AcquireFenced with a broken counter: %v, want ErrWrongType", err)
+	}
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d waiters after refusals, want 0", n)
+	}
+}
+
+// Not parallel: it counts the process's goroutines.
+func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 20*time.Second)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := runtime.NumGoroutine()
+
+	f := lock.NewFair(rdb)
+	l, err := f.Acquire(ctx, key, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handed := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	stranded := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 2)
+	l.Release(ctx)
+	r := await(t, handed, slack, "the waiter handed the lock")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+
+	f.Close()
+	r2 := await(t, stranded, slack, "the waiter still waiting at Close")
+	if !errors.Is(r2.err, lock.ErrFairClosed) {
+		t.Errorf("Acquire waiting at Close: %v, want ErrFairClosed", r2.err)
+	}
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d waiters after Close, want 0", n)
+	}
+	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, lock.ErrFairClosed) {
+		t.Errorf("Acquire after Close: %v, want ErrFairClosed", err)
+	}
+	if err := r.l.Release(ctx); err != nil {
+		t.Errorf("Release after Close of a lock it handed out: %v", err)
+	}
+	f.Close() // a second Close does nothing
+
+	deadline := time.Now().Add(slack)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after Close, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// redisServer is a redis-server of the test's own, which it may kill and
+// restart: the shared one must never be.
+type redisServer struct {
+	t      *testing.T
+	bin    string
+	port   string
+	dir    string
+	args   []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    bytes.Buffer
+}
+
+// startRedis starts a redis-server on a free loopback port, without
+// persistence, with extra arguments; it is killed when the test ends.
+func startRedis(t *testing.T, args ...string) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not on PATH, and CI is set")
+		}
+		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) to run this test")
+	}
+	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), args: args}
+	// A free port can be taken between asking and binding: try a few.
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s.port, _ = net.SplitHostPort(l.Addr().String())
+		l.Close()
+		if err = s.start(); err == nil {
+			t.Cleanup(func() {
+				s.kill()
+				if t.Failed() {
+					t.Logf("redis-server output:\n%s", s.out.String())
+				}
+			})
+			return s
+		}
+		t.Logf("redis-server on port %s: %v", s.port, err)
+	}
+	t.Fatal("could not start redis-server")
+	return nil
+}
+
+func (s *redisServer) addr() string { return "127.0.0.1:" + s.port }
+
+// start runs the server and waits until it answers PING.
+func (s *redisServer) start() error {
+	args := append([]string{"--port", s.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, s.args...)
+	s.cmd = exec.Command(s.bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(s.cmd, s.exited)
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return fmt.Errorf("no answer within 10s: %v", err)
+		}
+	}
+}
+
+func (s *redisServer) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// restart kills the server and starts it again on the same port, empty.
+func (s *redisServer) restart() {
+	s.t.Helper()
+	s.kill()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("restart redis-server: %v", err)
+	}
+}
+
+// client returns a client of the server, closed when the test ends.
+func (s *redisServer) client() *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.addr(), ContextTimeoutEnabled: true})
+	s.t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// disrupt calls hit every period until the returned stop is called, and
+// returns how many times it was called.
+func disrupt(period time.Duration, hit func()) (stop func() int) {
+	done := make(chan struct{})
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				hit()
+				n.Add(1)
+			}
+		}
+	})
+	return func() int {
+		close(done)
+		wg.Wait()
+		return int(n.Load())
+	}
+}
+
+func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	rdb := srv.client()
+	key := "lock:{wallet:1}"
+	fairs := []*lock.Fair{newFair(t, srv.client()), newFair(t, srv.client())}
+
+	// One hand-off whose message is surely lost: the waiter's subscription
+	// is killed just before the release.
+	holder := mustFairAcquire(t, fairs[0], key, 10*time.Second)
+	ctx := ctxFor(t, 30*time.Second)
+	next := acquireAsync(ctx, fairs[1], key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	time.Sleep(50 * time.Millisecond) // its subscription is confirmed
+	if err := rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatalf("CLIENT KILL TYPE pubsub: %v", err)
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := await(t, next, fallback+slack, "the waiter whose subscription was killed")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release(ctx)
+
+	// Then kill every subscription every 30 ms while 10 workers contend.
+	stop := disrupt(30*time.Millisecond, func() {
+		rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
+	})
+	contend(t, fairs, key, 10, 10, time.Millisecond, 30*time.Second)
+	t.Logf("subscriptions killed %d times", stop())
+}
+
+func TestFair_scriptFlushMidRun(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	rdb := srv.client()
+	fairs := []*lock.Fair{newFair(t, srv.client()), newFair(t, srv.client())}
+	stop := disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
+	contend(t, fairs, "lock:{wallet:1}", 10, 10, time.Millisecond, 30*time.Second)
+	t.Logf("SCRIPT FLUSH %d times", stop())
+}
+
+func TestFair_redisRestartMidWait(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	rdb := srv.client()
+	key := "lock:{wallet:1}"
+	f := newFair(t, srv.client())
+	ctx := ctxFor(t, 30*time.Second)
+
+	lost := mustFairAcquire(t, f, key, 20*time.Second)
+	waiter := acquireAsync(ctx, f, key, 20*time.Second)
+	waitQueued(t, rdb, key, 1)
+	srv.restart() // empty: the lease and the queue are gone
+	r := await(t, waiter, 10*time.Second, "the waiter across the restart")
+	if r.err != nil {
+		t.Fatalf("the waiter across the restart: %v", r.err)
+	}
+	if err := lost.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Release of a lease the restart lost: %v, want ErrNotHeld", err)
+	}
+
+	// After the restart, hand-offs work again.
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	if err := r.l.Release(ctx); err != nil {
+		t.Fatalf("Release after the restart: %v", err)
+	}
+	r = await(t, next, slack, "a waiter after the restart")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release(ctx)
+}
+
+// A Fair holds no connection for a lock nobody waits on: a channel is
+// dropped once idle for a while, and the connection with its last one.
+func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	rdb := srv.client()
+	key := "lock:{wallet:1}"
+	f := newFair(t, srv.client())
+	ctx := ctxFor(t, 30*time.Second)
+
+	subscribers := func() int {
+		list, err := rdb.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatalf("CLIENT LIST: %v", err)
+		}
+		return strings.Count(list, " flags=P ")
+	}
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	if n := subscribers(); n != 1 {
+		t.Errorf("%d subscription connections while a waiter waits, want 1", n)
+	}
+	owner.Release(ctx)
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release(ctx)
+
+	deadline := time.Now().Add(3*time.Second + slack) // linger, plus the listener's ticks
+	for subscribers() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscription connections left long after the last waiter, want 0", subscribers())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// And the next waiter subscribes again.
+	owner = mustFairAcquire(t, f, key, 10*time.Second)
+	next = acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	owner.Release(ctx)
+	if r := await(t, next, slack, "the waiter after the drop"); r.err != nil {
+		t.Fatal(r.err)
+	} else {
+		r.l.Release(ctx)
+	}
+}
+
+// deafClient subscribes on another server, where no hand-off is ever
+// published: every message its Fair waits for is lost.
+type deafClient struct {
+	*redis.Client
+	elsewhere *redis.Client
+}
+
+func (d deafClient) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return d.elsewhere.Subscribe(ctx, channels...)
+}
+
+func (d deafClient) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	return d.elsewhere.SSubscribe(ctx, channels...)
+}
+
+// With every message lost, waiters are still served, in order: a release
+// makes the next waiter the holder, and its next try finds out.
+func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	deaf := newFair(t, deafClient{rdb, startRedis(t).client()})
+	first := mustFairAcquire(t, deaf, key, 10*time.Second)
+
+	ctx := ctxFor(t, 30*time.Second)
+	var waiters []<-chan result
+	for i := range 4 {
+		waiters = append(waiters, acquireAsync(ctx, deaf, key, 10*time.Second))
+		waitQueued(t, rdb, key, int64(i+1))
+	}
+	l := first
+	for i, w := range waiters {
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release before waiter %d: %v", i, err)
+		}
+		r := await(t, w, fallback+slack, fmt.Sprintf("waiter %d", i))
+		if r.err != nil {
+			t.Fatalf("waiter %d: %v", i, r.err)
+		}
+		l = r.l
+	}
+	l.Release(ctx)
+}
+
+// A waiter that gives up just after a release handed it the lock, before
+// it heard so, passes the lock on to the next.
+func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	deaf := newFair(t, deafClient{rdb, startRedis(t).client()})
+	holder := mustFairAcquire(t, f, key, 10*time.Second)
+
+	quitter, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gone := acquireAsync(quitter, deaf, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	ctx := ctxFor(t, 20*time.Second)
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 2)
+
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // the deaf waiter holds the lock now, and does not know it yet
+	r := await(t, gone, slack, "the waiter that gave up")
+	if r.err == nil {
+		// Its next try came first after all (a rare race): then it holds
+		// the lock and gives it back itself.
+		t.Log("the waiter found out it held the lock before it saw its context end")
+		r.l.Release(ctx)
+	} else if !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("the waiter that gave up: %v, want context.Canceled", r.err)
+	}
+	r = await(t, next, slack, "the next waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release(ctx)
+}
+
+// On Redis Cluster every key of a fair lock must share the lock key's slot,
+// and the hand-off goes by sharded pub/sub. A one-node cluster checks both:
+// Redis refuses a script whose keys span slots even there.
+func TestFair_worksOnRedisCluster(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	node := srv.client()
+	ctx := ctxFor(t, 30*time.Second)
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		info, _ := node.ClusterInfo(ctx).Result()
+		if strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster is not ok after 10s:\n%s", info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { cluster.Close() })
+	fairs := []*lock.Fair{newFair(t, cluster), newFair(t, cluster)}
+
+	for _, key := range []string{"lock:7", "app:lock:{wallet:42}"} {
+		// Listen on the lock's hand-off channel, sharded, as the Fairs do.
+		channel := tagOf(key) + ":handoff"
+		listener := cluster.SSubscribe(ctx, channel)
+		defer listener.Close()
+		if msg, err := listener.ReceiveTimeout(ctx, slack); err != nil {
+			t.Fatalf("SSUBSCRIBE %s: %v", channel, err)
+		} else if _, ok := msg.(*redis.Subscription); !ok {
+			t.Fatalf("SSUBSCRIBE %s: got %v", channel, msg)
+		}
+
+		owner, err := fairs[0].AcquireFenced(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Fatalf("AcquireFenced(%s): %v", key, err)
+		}
+		next := make(chan result, 1)
+		go func() {
+			l, err := fairs[1].AcquireFenced(ctx, key, 10*time.Second)
+			next <- result{l, err, time.Now()}
+		}()
+		waitQueued(t, cluster, key, 1)
+		// The Fairs listen on the shard channel too, and on no plain one.
+		if n := cluster.PubSubShardNumSub(ctx, channel).Val()[channel]; n < 2 {
+			t.Errorf("PUBSUB SHARDNUMSUB %s = %d, want the Fairs' subscriptions besides ours", channel, n)
+		}
+		if n := cluster.PubSubNumSub(ctx, channel).Val()[channel]; n != 0 {
+			t.Errorf("PUBSUB NUMSUB %s = %d, want 0", channel, n)
+		}
+		if err := owner.Release(ctx); err != nil {
+			t.Fatalf("Release(%s): %v", key, err)
+		}
+		r := await(t, next, slack, "the waiter on "+key)
+		if r.err != nil {
+			t.Fatalf("the waiter on %s: %v", key, r.err)
+		}
+		if r.l.Fence != owner.Fence+1 {
+			t.Errorf("fence %d after %d, want the next one", r.l.Fence, owner.Fence)
+		}
+		// The release told the waiter by SPUBLISH, naming it by the SHA-1
+		// of its token (never the token), with its fence.
+		msg, err := listener.ReceiveTimeout(ctx, slack)
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(r.l.Token)), r.l.Fence) {
+			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
+		}
+		r.l.Release(ctx)
+	}
+	contend(t, fairs, "lock:{wallet:1}", 10, 5, time.Millisecond, 30*time.Second)
+}
+
+// tagOf returns the part every key of the fair lock on key starts with:
+// the key itself when it has a hash tag, the key as one otherwise.
+func tagOf(key string) string { return strings.TrimSuffix(lock.FenceKey(key), ":fence") }
+
+// A Ring sends each lock's scripts to the shard of its hash tag: the
+// hand-off must be listened for on that shard.
+func TestFair_worksOnARing(t *testing.T) {
+	t.Parallel()
+	servers := []*redisServer{startRedis(t), startRedis(t)}
+	ring := redis.NewRing(&redis.RingOptions{
+		Addrs:                 map[string]string{"a": servers[0].addr(), "b": servers[1].addr()},
+		ContextTimeoutEnabled: true,
+	})
+	t.Cleanup(func() { ring.Close() })
+	f := newFair(t, ring)
+	ctx := ctxFor(t, 30*time.Second)
+
+	// Keys until both shards have one.
+	var keys []string
+	shards := map[string]bool{}
+	for i := 0; len(shards) < 2 && i < 100; i++ {
+		key := fmt.Sprintf("lock:{wallet:%d}", i)
+		shard, err := ring.GetShardClientForKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !shards[shard.Options().Addr] {
+			shards[shard.Options().Addr] = true
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) < 2 {
+		t.Fatal("no key found for the second shard")
+	}
+	for _, key := range keys {
+		shard, _ := ring.GetShardClientForKey(key)
+		owner := mustFairAcquire(t, f, key, 10*time.Second)
+		next := acquireAsync(ctx, f, key, 10*time.Second)
+		waitQueued(t, shard, key, 1)
+		channel := tagOf(key) + ":handoff"
+		if n := shard.PubSubNumSub(ctx, channel).Val()[channel]; n != 1 {
+			t.Errorf("%s: PUBSUB NUMSUB %s on its shard = %d, want 1", key, channel, n)
+		}
+		owner.Release(ctx)
+		r := await(t, next, slack, "the waiter on "+key)
+		if r.err != nil {
+			t.Fatalf("the waiter on %s: %v", key, r.err)
+		}
+		r.l.Release(ctx)
+	}
+}

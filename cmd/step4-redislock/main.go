@@ -37,16 +37,20 @@
 //	go run ./cmd/step4-redislock
 //	go run ./cmd/step4-redislock -strategy jitter -json
 //	go run ./cmd/step4-redislock -ttl 0    # refused: lock: TTL must be at least 1ms
+//
+// One run at a time per -prefix (internal/runlease): a second one is
+// refused instead of resetting the first one's balance. Ctrl-C stops the
+// spenders, prints what was measured, deletes the keys within
+// cli.CleanupTimeout even when Redis is frozen, names any it could not
+// delete with the command that does, and exits 130.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+	"slices"
 	"sync"
 	"time"
 
@@ -90,92 +94,125 @@ const (
 	amount  = 10  // each spend
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("step4-redislock", flag.ContinueOnError)
 	which := fs.String("strategy", "all", "lockstep, exponential, jitter or all")
 	var c config
-	fs.IntVar(&c.n, "n", 50, "concurrent spenders")
-	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write")
-	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL, at least 1ms")
-	fs.DurationVar(&c.wait, "wait", 10*time.Second, "how long each spender waits for the lock")
-	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes")
+	fs.IntVar(&c.n, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", maxN))
+	fs.DurationVar(&c.work, "work", 2*time.Millisecond, fmt.Sprintf("time between the read and the write, at most %v", maxWork))
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, fmt.Sprintf("lock TTL, at least 1ms and at most %v", maxTTL))
+	fs.DurationVar(&c.wait, "wait", 10*time.Second, fmt.Sprintf("how long each spender waits for the lock, at most %v", maxWait))
+	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes; one run at a time per prefix")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	chosen, err := pick(*which)
-	if err == nil && (c.n < 1 || c.work < 0 || c.wait <= 0) {
-		err = errors.New("-n must be at least 1, -work at least 0 and -wait above 0")
-	}
-	if err == nil && lock.CheckTTL(c.ttl) != nil {
-		// redislock itself takes -ttl 0 and hands back a lock that Redis
-		// never kept: refuse such a TTL before anything runs.
-		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
+	if err == nil {
+		err = c.validate()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "step4-redislock:", err)
 		return 2
 	}
+	fail := func(err error) int { fmt.Fprintln(stderr, "step4-redislock:", oneLine(err)); return 1 }
 
-	rdb, err := wallet.Connect(ctx)
+	s, err := start(ctx, c.prefix)
 	if err != nil {
-		fmt.Fprintln(stderr, "step4-redislock:", err)
-		return 1
+		return fail(err)
 	}
-	defer rdb.Close()
-	defer rdb.Del(context.Background(), wallet.BalanceKey(c.prefix, wallet.DemoWallet), wallet.LockKey(c.prefix, wallet.DemoWallet))
+	defer s.close()
 
 	var results []result
-	for _, s := range chosen {
-		r, err := spendAll(ctx, rdb, s, c)
-		if err == nil {
-			err = ctx.Err()
+	var partial *result // the strategy that Ctrl-C cut short, if it ran
+	var failure error
+	for _, st := range chosen {
+		r, err := spendAll(s.work, s.rdb, st, c)
+		if r.cut {
+			partial = &r
+			break
+		}
+		if s.work.Err() != nil { // ended during the set-up or between two strategies
+			break
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "step4-redislock:", err)
-			return 1
+			failure = err
+			break
 		}
+		results = append(results, r)
 		if !*asJSON {
-			fmt.Fprintf(stdout, "%-12s %s\n", s.name+":", r.Verdict)
+			printCheck(stdout, r)
 		}
 		reportErrors(stderr, r)
-		results = append(results, r)
 	}
-	if *asJSON {
-		writeJSON(stdout, c, results)
-	} else {
-		writeTable(stdout, c, results)
-	}
-	for _, r := range results {
-		if !r.OK || r.failed == c.n {
-			return 1
+
+	// What follows has a bounded time, Ctrl-C or not: read back what the
+	// interrupted strategy did, delete the keys, give the prefix back.
+	fin, cancel := afterWork(ctx)
+	defer cancel()
+	if partial != nil {
+		if err := partial.readBack(fin, s.ctl, c.prefix); err != nil {
+			fmt.Fprintf(stderr, "step4-redislock: %s: %d spends accepted before the run stopped; the balance could not be read back to check them: %s\n",
+				partial.Strategy, partial.tally.Accepted, oneLine(err))
+		} else {
+			if !*asJSON {
+				printCheck(stdout, *partial)
+			}
+			reportErrors(stderr, *partial)
+			results = append(results, *partial)
 		}
 	}
-	return 0
+	left := s.cleanup(fin, c.prefix)
+
+	switch {
+	case *asJSON && (failure == nil || len(results) > 0):
+		writeJSON(stdout, c, results, ctx.Err() != nil)
+	case !*asJSON && len(results) > 0:
+		writeTable(stdout, c, results)
+	}
+	code := 0
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "step4-redislock:", interrupted(partial, results))
+		code = 130
+	case s.work.Err() != nil:
+		fmt.Fprintln(stderr, "step4-redislock:", oneLine(context.Cause(s.work)))
+		code = 1
+	case failure != nil:
+		fmt.Fprintln(stderr, "step4-redislock:", oneLine(failure))
+		code = 1
+	}
+	if left != "" {
+		fmt.Fprintln(stderr, "step4-redislock:", left)
+	}
+	for _, r := range results {
+		if code == 0 && (!r.OK || r.failed == c.n) {
+			code = 1
+		}
+	}
+	return code
 }
 
-// spendAll runs the fifty spenders with one strategy and measures them.
-func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (result, error) {
+// spendAll runs the spenders with one strategy and measures them. When
+// ctx ends while they run, it returns what they did with r.cut set; the
+// balance may then still have to be read back.
+func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r result, err error) {
 	balanceKey := wallet.BalanceKey(c.prefix, wallet.DemoWallet)
 	lockKey := wallet.LockKey(c.prefix, wallet.DemoWallet)
-	rdb.Del(ctx, lockKey) // a lease left by an interrupted run
+	r = result{Strategy: s.name, Retry: s.retry, commands: -1}
+	if err := rdb.Del(ctx, lockKey).Err(); err != nil { // a lease left by a run that died
+		return r, fmt.Errorf("redis: delete %s: %w", lockKey, err)
+	}
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
-		return result{}, err
+		return r, err
 	}
-	before, err := wallet.ReadCommandStats(ctx, rdb)
-	if err != nil {
-		return result{}, err
-	}
-	r := result{Strategy: s.name, Retry: s.retry}
+	r.before, _ = wallet.ReadCommandStats(ctx, rdb) // nil if INFO failed: no command count
+
 	var mu sync.Mutex
 	start := time.Now()
-	tally := wallet.Hammer(c.n, func(int) (bool, error) {
+	r.tally = wallet.Hammer(c.n, func(int) (bool, error) {
 		// The wait for the lock is bounded by -wait. Without a deadline,
 		// redislock would quietly stop retrying once the TTL had passed.
 		wctx, cancel := context.WithTimeout(ctx, c.wait)
@@ -198,30 +235,39 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (res
 		// and cancels the spend if a refresh finds it gone.
 		work, stopWatch := lock.KeepAlive(ctx, c.ttl, lock.RedislockRefresh(l, c.ttl))
 		ok, err := wallet.Spend(work, rdb, balanceKey, amount, c.work)
+		if err != nil && ctx.Err() == nil && work.Err() != nil {
+			err = fmt.Errorf("%w: %w", errWatchdog, err) // not Ctrl-C: the watchdog
+		}
 		stopWatch()
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer rcancel()
-		if rerr := l.Release(rctx); rerr != nil && err == nil {
+		if rerr := l.Release(rctx); rerr != nil && err == nil && ctx.Err() == nil {
 			// The write (if any) landed before the lease was found gone:
 			// count the spend, report the release; Check tells if it hurt.
 			mu.Lock()
-			r.errs = append(r.errs, rerr)
+			r.released = append(r.released, fmt.Errorf("lock: release %s: %w", lockKey, rerr))
 			mu.Unlock()
 		}
 		return ok, err
 	})
 	r.wall = time.Since(start)
-	after, err := wallet.ReadCommandStats(ctx, rdb)
-	if err != nil {
-		return result{}, err
+	r.cut = ctx.Err() != nil
+	return r, r.readBack(ctx, rdb, c.prefix)
+}
+
+// readBack counts the commands the spenders caused, skipped quietly when
+// INFO fails, and checks the balance, counting spends whose outcome is
+// unknown apart (wallet.CheckUnknown).
+func (r *result) readBack(ctx context.Context, rdb *redis.Client, prefix string) error {
+	if after, err := wallet.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
+		r.commands = after.Since(r.before)
 	}
-	balance, err := wallet.Balance(ctx, rdb, balanceKey)
+	balance, err := wallet.Balance(ctx, rdb, wallet.BalanceKey(prefix, wallet.DemoWallet))
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	r.Verdict = wallet.Check(initial, amount, tally.Accepted, balance)
-	r.failed = len(tally.Errors)
-	r.errs = append(tally.Errors, r.errs...)
-	r.commands = after.Since(before)
-	return r, nil
+	r.Verdict = wallet.CheckUnknown(initial, amount, r.tally.Accepted, r.tally.Unknown, balance)
+	r.failed = len(r.tally.Errors)
+	r.errs = slices.Concat(r.tally.Errors, r.released)
+	return nil
 }

@@ -30,6 +30,35 @@ type config struct {
 	prefix          string
 }
 
+// Bounds on the flags: a laptop runs any run they allow.
+const (
+	maxN    = 1000
+	maxWork = time.Minute
+	maxTTL  = time.Minute
+	maxWait = 10 * time.Minute
+)
+
+// validate refuses flags the run cannot honour, in one line each.
+func (c config) validate() error {
+	switch {
+	case c.n < 1 || c.n > maxN:
+		return fmt.Errorf("-n must be between 1 and %d, got %d", maxN, c.n)
+	case c.work < 0 || c.work > maxWork:
+		return fmt.Errorf("-work must be between 0 and %v, got %v", maxWork, c.work)
+	case c.wait <= 0 || c.wait > maxWait:
+		return fmt.Errorf("-wait must be above 0 and at most %v, got %v", maxWait, c.wait)
+	case lock.CheckTTL(c.ttl) != nil:
+		// redislock itself takes -ttl 0 and hands back a lock that Redis
+		// never kept: refuse such a TTL before anything runs.
+		return fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
+	case c.ttl > maxTTL:
+		return fmt.Errorf("-ttl must be at most %v, got %v", maxTTL, c.ttl)
+	case c.prefix == "":
+		return errors.New("-prefix must not be empty: every key this program writes needs one")
+	}
+	return nil
+}
+
 // pick returns the strategies -strategy names.
 func pick(name string) ([]strategy, error) {
 	if name == "all" {
@@ -53,7 +82,37 @@ type result struct {
 	commands int64           // Redis commands during the run, -1 if unknown
 	failed   int             // spends that returned an error
 	errs     []error         // their errors, and failed releases
+	cut      bool            // Ctrl-C ended the run of this strategy
+
+	before   wallet.CommandStats // INFO commandstats before the spenders; nil if unknown
+	tally    wallet.Tally        // what the spenders reported
+	released []error             // releases that failed after a spend
 }
+
+// printCheck prints the strategy's check line and, when some spends had an
+// unknown outcome, how many of them the balance says landed.
+func printCheck(w io.Writer, r result) {
+	fmt.Fprintf(w, "%-12s %s\n", r.Strategy+":", r.Verdict)
+	if r.Unknown > 0 && r.Landed >= 0 {
+		fmt.Fprintf(w, "%-12s %d of the %d spends with an unknown outcome landed\n", "", r.Landed, r.Unknown)
+	}
+}
+
+// interrupted says what a run that Ctrl-C stopped has measured.
+func interrupted(partial *result, results []result) string {
+	switch {
+	case partial != nil && slices.ContainsFunc(results, func(r result) bool { return r.cut }):
+		return fmt.Sprintf("interrupted: the %s row counts only the spends that ended before Ctrl-C", partial.Strategy)
+	case partial != nil:
+		return "interrupted during " + partial.Strategy
+	case len(results) > 0:
+		return "interrupted: the table holds the strategies that ran to the end"
+	}
+	return "interrupted before a strategy could be measured"
+}
+
+// oneLine folds an error's message onto one line: each report is one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // perSpend divides by the accepted spends; NaN when there were none.
 func (r result) perSpend(total float64) float64 {
@@ -74,12 +133,21 @@ func (r result) percentile(p float64) time.Duration {
 	return w[max(i, 0)]
 }
 
-// errorKind names why a spend failed. The order matters: redislock joins
+// errWatchdog marks a spend that the watchdog cancelled: a refresh found
+// the lease gone, or failed.
+var errWatchdog = errors.New("cancelled by the watchdog: lease lost")
+
+// errorKind names why a spend failed. The order matters: a write whose
+// reply never came is an unknown outcome whatever cut it short; a spend
+// the watchdog cancelled also matches context errors; redislock joins
 // ErrNotObtained with ctx.Err() when the wait ran out, so the context is
-// tested before ErrNotObtained; and a spend cancelled by the watchdog
-// matches context.Canceled as well as ErrNotHeld.
+// tested before ErrNotObtained. "interrupted" is Ctrl-C.
 func errorKind(err error) string {
 	switch {
+	case errors.Is(err, wallet.ErrUnknownOutcome):
+		return "unknown outcome"
+	case errors.Is(err, errWatchdog):
+		return "cancelled by the watchdog (lease lost)"
 	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, redislock.ErrLockNotHeld):
 		return "lease lost"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -105,8 +173,8 @@ func reportErrors(stderr io.Writer, r result) {
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		why = append(why, fmt.Sprintf("%d %s", kinds[k], k))
 	}
-	fmt.Fprintf(stderr, "step4-redislock: %s: %d errors (%s), first: %v\n",
-		r.Strategy, len(r.errs), strings.Join(why, ", "), r.errs[0])
+	fmt.Fprintf(stderr, "step4-redislock: %s: %d errors (%s), first: %s\n",
+		r.Strategy, len(r.errs), strings.Join(why, ", "), oneLine(r.errs[0]))
 }
 
 const commandsNote = "Redis commands come from INFO commandstats, script internals included; they are server-wide, so other clients of this Redis inflate them."
@@ -155,18 +223,23 @@ type jsonResult struct {
 	CommandsPerSpend *float64       `json:"commands_per_spend"`
 	Failed           int            `json:"failed_spends"`
 	Errors           map[string]int `json:"errors"`
+	Unknown          int            `json:"unknown"` // spends whose outcome is unknown
+	Landed           int            `json:"landed"`  // how many of them the balance says landed; -1 if none fits
+	Cut              bool           `json:"interrupted"`
 }
 
-func writeJSON(w io.Writer, c config, results []result) error {
+func writeJSON(w io.Writer, c config, results []result, interrupted bool) error {
 	out := struct {
-		N          int             `json:"n"`
-		Work       string          `json:"work"`
-		TTL        string          `json:"ttl"`
-		Wait       string          `json:"wait"`
-		Note       string          `json:"note"`
-		Strategies []jsonResult    `json:"strategies"`
-		Phases     []lesson.Result `json:"phases"`
-	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, nil}
+		N           int             `json:"n"`
+		Work        string          `json:"work"`
+		TTL         string          `json:"ttl"`
+		Wait        string          `json:"wait"`
+		Note        string          `json:"note"`
+		Strategies  []jsonResult    `json:"strategies"`
+		Phases      []lesson.Result `json:"phases"`
+		Prefix      string          `json:"prefix"`
+		Interrupted bool            `json:"interrupted"`
+	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, nil, c.prefix, interrupted}
 	for _, r := range results {
 		j := jsonResult{
 			Strategy: r.Strategy, Retry: r.Retry, Check: r.Verdict.String(), OK: r.OK,
@@ -176,6 +249,7 @@ func writeJSON(w io.Writer, c config, results []result) error {
 			WaitP50MS:        msf(r.percentile(0.50)), WaitP99MS: msf(r.percentile(0.99)),
 			Commands: r.commands, CommandsPerSpend: orNull(r.perSpend(float64(r.commands))),
 			Failed: r.failed, Errors: map[string]int{},
+			Unknown: r.Unknown, Landed: r.Landed, Cut: r.cut,
 		}
 		for _, err := range r.errs {
 			j.Errors[errorKind(err)]++

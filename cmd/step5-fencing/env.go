@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,17 +27,30 @@ type config struct {
 	prefix           string
 }
 
+// Bounds on the flags: a laptop runs any run they allow, and no wait or
+// product of them can overflow.
+const (
+	maxN     = 1000
+	maxTTL   = time.Minute
+	maxPause = 10 * time.Minute
+	maxWork  = time.Minute
+)
+
 // validate checks the flags and returns the phases -phase chose.
 func (c config) validate(only string) ([]phase, error) {
 	switch {
 	case lock.CheckTTL(c.ttl) != nil:
 		return nil, fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
+	case c.ttl > maxTTL:
+		return nil, fmt.Errorf("-ttl must be at most %v, got %v", maxTTL, c.ttl)
 	case c.pause <= c.ttl:
 		return nil, fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
-	case c.work < 0:
-		return nil, fmt.Errorf("-work must be at least 0, got %v", c.work)
-	case c.n < 1:
-		return nil, fmt.Errorf("-n must be at least 1, got %d", c.n)
+	case c.pause > maxPause:
+		return nil, fmt.Errorf("-pause must be at most %v, got %v", maxPause, c.pause)
+	case c.work < 0 || c.work > maxWork:
+		return nil, fmt.Errorf("-work must be between 0 and %v, got %v", maxWork, c.work)
+	case c.n < 1 || c.n > maxN:
+		return nil, fmt.Errorf("-n must be between 1 and %d, got %d", maxN, c.n)
 	case c.stalls < 0 || c.stalls > c.n:
 		return nil, fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
 	case c.id < 1:
@@ -52,6 +68,26 @@ func (c config) validate(only string) ([]phase, error) {
 	return nil, fmt.Errorf("-phase %q: want 1, 2, 3, 4 or all", only)
 }
 
+// phaseLimit is how long a phase may run before it is stopped as hung: a
+// minute, plus the work and the stalls the flags ask for.
+func (c config) phaseLimit() time.Duration {
+	return time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause
+}
+
+// walletFor is the wallet a run on prefix uses when -wallet-id is not
+// given: the article's 42 under the default prefix, and under any other a
+// number derived from the prefix, so that runs on different prefixes use
+// different rows. (Ids from 10,000 to 999,999: below step 6's default
+// range, far below the tests'.)
+func walletFor(prefix string) int64 {
+	if prefix == defaultPrefix {
+		return wallet.DemoWallet
+	}
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	return 10_000 + int64(h.Sum64()%990_000)
+}
+
 func needsRedis(chosen []phase) bool {
 	for _, p := range chosen {
 		if p.redis {
@@ -64,7 +100,7 @@ func needsRedis(chosen []phase) bool {
 // env is what every phase works with. rdb is nil when only phase 4 runs.
 type env struct {
 	config
-	store *wallet.Store
+	store *wallet.Store // owned by the prefix: it resets and deletes only this run's row
 	rdb   *redis.Client
 }
 
@@ -81,32 +117,23 @@ func (e *env) fresh(ctx context.Context, balance int64) error {
 	return e.store.Reset(ctx, e.id, balance)
 }
 
-// cleanup deletes the wallet row and the keys of this run, even after an
-// interrupt.
-func (e *env) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.store.Delete(ctx, e.id)
-	if e.rdb != nil {
-		e.rdb.Del(ctx, e.lockKey(), lock.FenceKey(e.lockKey()))
-	}
-}
-
 // outcome is one phase in the output: the lesson's Result (its check line
 // and verdicts), the phase's own figures, and the lines the text prints.
 type outcome struct {
 	lesson.Result
 	Figures any `json:"figures"`
 	lines   []string
+	landed  int // unknown spends the balance says landed (see wallet.Verdict)
 }
 
 // report is the -json output.
 type report struct {
-	Step     string    `json:"step"`
-	Redis    string    `json:"redis_version,omitempty"` // empty when only phase 4 ran
-	Postgres string    `json:"postgres_version"`
-	Config   shown     `json:"config"`
-	Phases   []outcome `json:"phases"`
+	Step        string    `json:"step"`
+	Redis       string    `json:"redis_version,omitempty"` // empty when only phase 4 ran
+	Postgres    string    `json:"postgres_version"`
+	Config      shown     `json:"config"`
+	Phases      []outcome `json:"phases"`
+	Interrupted string    `json:"interrupted,omitempty"` // the phase Ctrl-C cut short, not judged
 }
 
 type shown struct {
@@ -131,8 +158,9 @@ func (r report) header() string {
 	return "Redis " + r.Redis + ", PostgreSQL " + r.Postgres + "; lease TTL " + r.Config.TTL
 }
 
-// what is the lesson's one-line description of a phase.
-func what(name string) string {
+// what is the lesson's one-line description of a phase, with this run's
+// number of spenders where the lesson says the default's.
+func (c config) what(name string) string {
 	p, _ := lesson.Lookup(step, name)
-	return p.What
+	return strings.Replace(p.What, strconv.Itoa(defaultN)+" ", strconv.Itoa(c.n)+" ", 1)
 }

@@ -1,16 +1,17 @@
 # make demo: start Redis and PostgreSQL if needed, then run every step.
-# make test: start them if needed, then vet and run the tests with -race.
-# Services come from scripts/services.sh: whatever already answers, else
-# docker compose, else local redis-server and PostgreSQL binaries.
+# make test: start them if needed, lint, then run the tests with -race.
+# Services come from scripts/services.sh: whatever already answers and lets
+# us log in, else docker compose, else local redis-server and PostgreSQL
+# binaries, installed first (apt-get or brew) when they are missing.
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo test workshop
+.PHONY: help up compose-up down compose-down status demo lint test workshop
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-up: ## make Redis and PostgreSQL reachable (Docker or local binaries)
+up: ## make Redis and PostgreSQL reachable and check that they let us in
 	@scripts/services.sh up
 compose-up: up
 
@@ -18,7 +19,7 @@ down: ## stop what `make up` started, nothing else
 	@scripts/services.sh down
 compose-down: down
 
-status: ## say whether Redis and PostgreSQL answer
+status: ## say whether Redis and PostgreSQL answer and let us in
 	@scripts/services.sh status
 
 demo: up ## run every step program in order
@@ -35,8 +36,11 @@ demo: up ## run every step program in order
 	@echo "== step 6: every strategy under load, side by side (about 10 s)"
 	@$(GO) run ./cmd/step6-loadtest -duration 1s
 
-test: up ## go vet and go test -race against the real services
+lint: ## go vet and staticcheck (a tool dependency in go.mod)
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+test: up lint ## make lint, then go test -race against the real services
 	$(GO) test -race ./...
 
 workshop: up ## run every step briefly, compare with the tutorial (JSON=1: one JSON document)

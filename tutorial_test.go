@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,11 +102,9 @@ func stripComment(s string) string {
 func flagsOf(t *testing.T) map[string]map[string]string {
 	t.Helper()
 	bin := t.TempDir()
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(gobin); err != nil {
-		gobin = "go"
-	}
-	build := exec.Command(gobin, "build", "-o", bin+string(filepath.Separator), "./cmd/...")
+	// go test puts its own GOROOT/bin first on PATH, so "go" is the
+	// toolchain running this test.
+	build := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/...")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
 	}

@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,17 @@ var (
 	raiseFenceScript = redis.NewScript(raiseFenceLua)
 )
 
+// MaxFence is the largest fence AcquireFenced hands out and RaiseFence
+// accepts: 2^53. The scripts run in Lua, whose numbers are doubles, and a
+// double holds every whole number up to 2^53 exactly but not all of those
+// above (2^53+1 would come back as 2^53).
+const MaxFence int64 = 1 << 53
+
+// ErrFenceOverflow is matched by the error of AcquireFenced when the fence
+// counter has reached MaxFence, and of RaiseFence when asked to go above
+// it. Nothing is written then.
+var ErrFenceOverflow = errors.New("lock: fence above 2^53, the largest a Redis script holds exactly")
+
 // AcquireFenced is Acquire plus a fencing token: taking the lock and
 // incrementing the key's fence counter happen in one script, so l.Fence is
 // greater than zero and greater than every fence handed out before for
@@ -27,19 +40,53 @@ var (
 // refuse writes from an older fence (see wallet.Store.SpendFenced).
 //
 // The counter lives at FenceKey(key) and never expires. It returns the
-// same errors as Acquire.
+// same errors as Acquire. The key is checked on every attempt, and so is
+// the counter: an error matching ErrWrongType when the counter holds
+// anything but a whole number of 0 or more, one matching ErrFenceOverflow
+// when it has reached MaxFence, both at once and without taking the lock.
 func AcquireFenced(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
 	var fence int64
-	l, err := acquire(ctx, rdb, key, ttl, func(token string) (bool, error) {
-		var err error
-		fence, err = acquireFencedScript.Run(ctx, rdb, []string{key, FenceKey(key)}, token, ttl.Milliseconds()).Int64()
-		return fence > 0, err
+	l, err := acquire(ctx, rdb, key, ttl, func(token string, ttl time.Duration) (bool, error) {
+		reply, err := acquireFencedScript.Run(ctx, rdb, []string{key, FenceKey(key)}, token, ttl.Milliseconds()).Result()
+		if err != nil {
+			return false, err
+		}
+		switch r := reply.(type) {
+		case int64:
+			fence = r
+			return fence > 0, nil
+		case []any:
+			return false, fenceRefusal(key, r)
+		}
+		return false, fmt.Errorf("unexpected reply %v from acquire_fenced.lua", reply)
 	})
 	if err != nil {
 		return nil, err
 	}
 	l.Fence = fence
 	return l, nil
+}
+
+// fenceRefusal turns a refusal of acquire_fenced.lua, {what, detail}, into
+// an error.
+func fenceRefusal(key string, r []any) error {
+	if len(r) != 2 {
+		return fmt.Errorf("unexpected reply %v from acquire_fenced.lua", r)
+	}
+	what, _ := r[0].(string)
+	detail, _ := r[1].(string)
+	counter := FenceKey(key)
+	switch what {
+	case "lock type":
+		return wrongType(key, detail)
+	case "counter type":
+		return errorIs{fmt.Sprintf("lock: acquire %s: fence counter %s holds a %s, not a number: delete it, then RaiseFence to the highest fence your database accepted", key, counter, detail), ErrWrongType}
+	case "counter value":
+		return errorIs{fmt.Sprintf("lock: acquire %s: fence counter %s holds %.30q, not a whole number of 0 or more: delete it, then RaiseFence to the highest fence your database accepted", key, counter, detail), ErrWrongType}
+	case "counter limit":
+		return errorIs{fmt.Sprintf("lock: acquire %s: fence counter %s is at %s, and no fence above 2^53 (%d) is handed out: a Redis script cannot hold it exactly", key, counter, detail, MaxFence), ErrFenceOverflow}
+	}
+	return fmt.Errorf("unexpected reply %v from acquire_fenced.lua", r)
 }
 
 // FenceKey returns the key of the fence counter for a lock key. It shares
@@ -77,14 +124,45 @@ func hasHashTag(key string) bool {
 // fence as stale while Redis handed it out as new: Redis lost the counter
 // (a restart without persistence) and it restarted below what the database
 // has accepted. Raising it to the database's highest fence lets the next
-// acquisition be accepted again; it never lowers the counter.
+// acquisition be accepted again; it never lowers the counter. A counter
+// that holds a string that is no number is overwritten with atLeast.
+//
+// It returns ErrNilClient or ErrEmptyKey before talking to Redis, and an
+// error matching ErrFenceOverflow, also before, for an atLeast above
+// MaxFence (a script would store it rounded). When the counter already
+// holds a number above MaxFence, or anything but a string, it changes
+// nothing and returns an error matching ErrFenceOverflow or ErrWrongType.
 func RaiseFence(ctx context.Context, rdb Client, key string, atLeast int64) (int64, error) {
+	if isNil(rdb) {
+		return 0, ErrNilClient
+	}
 	if key == "" {
 		return 0, ErrEmptyKey
 	}
-	n, err := raiseFenceScript.Run(ctx, rdb, []string{FenceKey(key)}, atLeast).Int64()
+	if atLeast > MaxFence {
+		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s to %d: above 2^53 (%d), which a Redis script cannot hold exactly", key, atLeast, MaxFence), ErrFenceOverflow}
+	}
+	counter := FenceKey(key)
+	reply, err := raiseFenceScript.Run(ctx, rdb, []string{counter}, atLeast).Result()
 	if err != nil {
 		return 0, fmt.Errorf("lock: raise fence of %s: %w", key, err)
 	}
-	return n, nil
+	switch r := reply.(type) {
+	case string:
+		n, err := strconv.ParseInt(r, 10, 64)
+		switch {
+		case err == nil && n <= MaxFence:
+			return n, nil
+		case err == nil || errors.Is(err, strconv.ErrRange):
+			return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s is at %s, above 2^53 (%d): AcquireFenced cannot go on from there", key, counter, r, MaxFence), ErrFenceOverflow}
+		}
+		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s holds %.30q, not a whole number: delete it, then raise it again", key, counter, r), ErrWrongType}
+	case []any:
+		if len(r) != 2 {
+			break
+		}
+		t, _ := r[1].(string)
+		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s holds a %s, not a number: delete it, then raise it again", key, counter, t), ErrWrongType}
+	}
+	return 0, fmt.Errorf("lock: raise fence of %s: unexpected reply %v", key, reply)
 }

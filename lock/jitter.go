@@ -17,11 +17,15 @@ type Jitter struct {
 }
 
 // NextBackoff returns a random wait in [Min, Max], and never less than
-// 1 ns, which redislock would read as "stop retrying".
+// 1 ns, which redislock would read as "stop retrying". A bound under 1 ns
+// counts as 1 ns, and a Max below Min as Min. Any bounds are safe, up to
+// math.MaxInt64.
 func (j Jitter) NextBackoff() time.Duration {
-	d := j.Min
-	if j.Max > j.Min {
-		d += rand.N(j.Max - j.Min + 1)
+	lo := max(j.Min, 1)
+	hi := max(j.Max, lo)
+	if hi == lo {
+		return lo
 	}
-	return max(d, 1)
+	// hi-lo < math.MaxInt64 since lo >= 1, so the +1 cannot overflow.
+	return lo + rand.N(hi-lo+1)
 }

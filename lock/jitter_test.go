@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -20,6 +21,14 @@ func TestJitter_staysWithinItsBounds(t *testing.T) {
 		{"max below min", lock.Jitter{Min: 7 * time.Millisecond, Max: time.Millisecond}, 7 * time.Millisecond, 7 * time.Millisecond, false},
 		// redislock reads 0 as "stop retrying", so the floor is 1 ns.
 		{"zero", lock.Jitter{}, 1, 1, false},
+		{"negative bounds", lock.Jitter{Min: -time.Second, Max: -time.Millisecond}, 1, 1, false},
+		{"a negative min", lock.Jitter{Min: -time.Second, Max: 3}, 1, 3, true},
+		{"max below min, both negative", lock.Jitter{Min: -1, Max: -time.Second}, 1, 1, false},
+		// Max-Min+1 used to overflow here and make rand.N panic.
+		{"max is the largest duration", lock.Jitter{Max: math.MaxInt64}, 1, math.MaxInt64, true},
+		{"the widest range", lock.Jitter{Min: math.MinInt64, Max: math.MaxInt64}, 1, math.MaxInt64, true},
+		{"min is the largest duration", lock.Jitter{Min: math.MaxInt64, Max: math.MaxInt64}, math.MaxInt64, math.MaxInt64, false},
+		{"min is the largest duration, max below", lock.Jitter{Min: math.MaxInt64, Max: 0}, math.MaxInt64, math.MaxInt64, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

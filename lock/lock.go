@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,7 +27,33 @@ var (
 
 	// ErrEmptyKey is returned when the key is empty.
 	ErrEmptyKey = errors.New("lock: empty key")
+
+	// ErrNilClient is returned, before anything else is tried, by every
+	// call given a nil client (a nil interface or a nil *redis.Client).
+	ErrNilClient = errors.New("lock: nil client")
+
+	// ErrWrongType is matched by the error of Acquire and AcquireFenced
+	// when the key holds something other than a lock, such as a hash: no
+	// holder will ever release it, so waiting for it would last until ctx
+	// ends. The error names the type the key holds. AcquireFenced and
+	// RaiseFence also return it for a fence counter that holds something
+	// other than a whole number.
+	ErrWrongType = errors.New("lock: key holds something other than a lock")
 )
+
+// errZeroLock is what a Lock that no Acquire made (such as Lock{})
+// answers: it was never held. errors.Is matches it to ErrNotHeld.
+var errZeroLock = errorIs{"lock: not held: a Lock must come from Acquire or AcquireFenced", ErrNotHeld}
+
+// errorIs is an error with a message of its own that errors.Is matches to
+// one of the sentinels above.
+type errorIs struct {
+	msg    string
+	target error
+}
+
+func (e errorIs) Error() string        { return e.msg }
+func (e errorIs) Is(target error) bool { return target == e.target }
 
 var (
 	//go:embed release.lua
@@ -34,6 +63,10 @@ var (
 	//go:embed refresh.lua
 	refreshLua    string
 	refreshScript = redis.NewScript(refreshLua)
+
+	//go:embed key_type.lua
+	keyTypeLua    string
+	keyTypeScript = redis.NewScript(keyTypeLua)
 )
 
 // Client is what the lock needs from go-redis: scripts, SET NX and DELEX.
@@ -47,8 +80,16 @@ type Client interface {
 }
 
 // Lock is a lease held on Key. Its zero value is not a lock; get one from
-// Acquire or AcquireFenced. A nil *Lock is safe to Release (it returns
-// ErrNotHeld), so `defer l.Release(ctx)` needs no check.
+// Acquire or AcquireFenced. A nil *Lock and a zero Lock are safe to
+// Release, Refresh and Watch (they answer ErrNotHeld), so
+// `defer l.Release(ctx)` needs no check.
+//
+// The token is what lets a holder release the lock, so it stays out of
+// every way a Lock is printed or encoded: fmt (any verb, on a Lock or a
+// *Lock), JSON, XML, gob and text show the key and the fence only. One
+// hole is left: fmt cannot call methods on an unexported field, so a
+// struct that keeps a Lock value in an unexported field prints its token
+// with %v. Keep the *Lock that Acquire returns.
 type Lock struct {
 	Key   string
 	Token string // random, 130 bits, fresh for every acquisition; never printed
@@ -76,32 +117,114 @@ func (l *Lock) String() string {
 // GoString hides the token from %#v too.
 func (l *Lock) GoString() string { return l.String() }
 
+// Format prints what String returns, whatever the verb, so that printing
+// a Lock value (not only a *Lock) cannot show its token either. fmt calls
+// it for a *Lock too; a nil *Lock prints as <nil>.
+func (l Lock) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, l.GoString())
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), l.String())
+}
+
+// lockJSON is a Lock as JSON shows it: the fields of Lock under their own
+// names, without the token.
+type lockJSON struct {
+	Key      string
+	Fence    int64
+	Attempts int
+}
+
+// MarshalJSON encodes the lock without its token.
+func (l Lock) MarshalJSON() ([]byte, error) {
+	return json.Marshal(lockJSON{l.Key, l.Fence, l.Attempts})
+}
+
+// MarshalText encodes the lock as String does, without its token. XML and
+// any encoder that looks for encoding.TextMarshaler use it.
+func (l Lock) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// GobEncode encodes the lock as MarshalText does (gob ignores
+// MarshalText), without its token.
+func (l Lock) GobEncode() ([]byte, error) { return l.MarshalText() }
+
+// held returns the error a nil or zero Lock answers with, nil for a Lock
+// that Acquire or AcquireFenced made.
+func (l *Lock) held() error {
+	switch {
+	case l == nil:
+		return ErrNotHeld
+	case l.rdb == nil:
+		return errZeroLock
+	}
+	return nil
+}
+
 // Acquire takes the lock on key for ttl with one SET key token NX PX ttl per
 // attempt. While another holder has it, Acquire waits a random 5 to 15 ms
 // (so that waiters do not retry in lockstep) and tries again, until it wins
-// or ctx ends.
+// or ctx ends. Redis counts expiries in whole milliseconds, so a ttl with
+// a fraction of one is rounded up: 1.9ms holds the lock for 2ms, never
+// for less than asked.
 //
-// It returns ErrBadTTL for a TTL under 1 ms and ErrEmptyKey for an empty
-// key, both before talking to Redis; an error wrapping ctx.Err() and naming
-// the key when ctx ends first; and a Redis error as soon as one happens
-// (a broken connection is not retried until ctx ends).
+// It returns ErrNilClient for a nil rdb, ErrBadTTL for a TTL under 1 ms
+// and ErrEmptyKey for an empty key, all before talking to Redis; an error
+// matching ErrWrongType at once when the key holds something other than a
+// lock (a hash, a list...), which no holder would ever release; an error
+// wrapping ctx.Err() and naming the key when ctx ends first; and a Redis
+// error as soon as one happens (a broken connection is not retried until
+// ctx ends).
 func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
-	return acquire(ctx, rdb, key, ttl, func(token string) (bool, error) {
-		return rdb.SetNX(ctx, key, token, ttl).Result()
+	checked := false
+	return acquire(ctx, rdb, key, ttl, func(token string, ttl time.Duration) (bool, error) {
+		won, err := rdb.SetNX(ctx, key, token, ttl).Result()
+		if won || err != nil || checked {
+			return won, err
+		}
+		// SET NX fails in silence on a key of another type, just as on a
+		// lock held by someone else. Ask once which of the two it is.
+		checked = true
+		return false, checkLockType(ctx, rdb, key)
 	})
 }
 
+// checkLockType returns an error matching ErrWrongType when key holds
+// anything but a string (or nothing). It asks with a script, not with
+// TYPE, because Client has no Type method: a narrower interface is easier
+// to satisfy for a wrapper or a fake.
+func checkLockType(ctx context.Context, rdb Client, key string) error {
+	t, err := keyTypeScript.Run(ctx, rdb, []string{key}).Text()
+	if err != nil {
+		return err
+	}
+	if t != "none" && t != "string" {
+		return wrongType(key, t)
+	}
+	return nil
+}
+
+func wrongType(key, typ string) error {
+	return errorIs{fmt.Sprintf("lock: acquire %s: the key holds a %s, not a lock", key, typ), ErrWrongType}
+}
+
 // acquire is the retry loop that Acquire and AcquireFenced share. try makes
-// one attempt with the given token and reports whether it took the lock.
-func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try func(token string) (bool, error)) (*Lock, error) {
-	if err := validate(key, ttl); err != nil {
+// one attempt with the given token and ttl (in whole milliseconds) and
+// reports whether it took the lock.
+func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try func(token string, ttl time.Duration) (bool, error)) (*Lock, error) {
+	if err := validate(rdb, key, ttl); err != nil {
 		return nil, err
 	}
+	ttl = wholeMillis(ttl)
 	token := rand.Text()
 	wait := Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
 	var timer *time.Timer
 	for attempts := 1; ; attempts++ {
-		won, err := try(token)
+		won, err := try(token, ttl)
+		var refused errorIs
+		if errors.As(err, &refused) {
+			return nil, err // Redis answered, and changed nothing
+		}
 		if err != nil {
 			// A failed call may still have run in Redis: ctx cut it short,
 			// or the reply was lost to a timeout. Delete what might be ours
@@ -131,17 +254,39 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 	}
 }
 
-func validate(key string, ttl time.Duration) error {
+func validate(rdb any, key string, ttl time.Duration) error {
+	if isNil(rdb) {
+		return ErrNilClient
+	}
 	if key == "" {
 		return ErrEmptyKey
 	}
 	return CheckTTL(ttl)
 }
 
+// isNil reports whether c is nil, or an interface holding a nil pointer
+// (a `var rdb *redis.Client` never assigned), which go-redis would panic
+// on at its first call.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
 // CheckTTL returns ErrBadTTL (wrapped, naming the value) for a TTL under
 // 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
 // this; programs call it on their -ttl flag so that a bad value is refused
 // before anything runs.
+//
+// A TTL that passes is sent to Redis in whole milliseconds, the finest
+// expiry Redis has, rounded up: 1.9ms becomes 2ms. A lease shorter than
+// asked could expire while its holder still counts on it; one a fraction
+// of a millisecond longer cannot hurt.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
@@ -149,12 +294,25 @@ func CheckTTL(ttl time.Duration) error {
 	return nil
 }
 
+// wholeMillis rounds ttl up to a whole number of milliseconds (see
+// CheckTTL).
+func wholeMillis(ttl time.Duration) time.Duration {
+	r := ttl % time.Millisecond
+	switch {
+	case r == 0:
+		return ttl
+	case ttl > math.MaxInt64-time.Millisecond:
+		return ttl - r // 292 years: no room to round up, none needed
+	}
+	return ttl + time.Millisecond - r
+}
+
 // Release gives the lock back: it deletes the key only if it still holds
 // this lock's token, in one atomic step, using DELEX where the server has
 // it (Redis 8.4 and later) and a Lua script otherwise. It runs even when
 // ctx has ended, bounded by ReleaseTimeout (see there). It returns
 // ErrNotHeld when the lease had expired or passed to another holder (then
-// nothing is deleted), or the Redis error.
+// nothing is deleted) or the Lock is nil or zero, or the Redis error.
 func (l *Lock) Release(ctx context.Context) error {
 	return l.ReleaseWith(ctx, ReleaseAuto)
 }
@@ -170,18 +328,20 @@ func (l *Lock) releaseLua(ctx context.Context) error {
 	return nil
 }
 
-// Refresh resets the lock's TTL to ttl if the key still holds this lock's
-// token. It returns ErrBadTTL for a TTL under 1 ms, ErrNotHeld when the
-// lease had expired or passed to another holder (it is not extended then),
-// or the Redis error.
+// Refresh resets the lock's TTL to ttl (rounded up to whole milliseconds,
+// see CheckTTL) if the key still holds this lock's token. It returns
+// ErrBadTTL for a TTL under 1 ms, ErrNotHeld when the lease had expired or
+// passed to another holder (it is not extended then) or the Lock is nil or
+// zero, or the Redis error.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
-	if l == nil {
-		return ErrNotHeld
+	if err := l.held(); err != nil {
+		return err
 	}
 	if err := CheckTTL(ttl); err != nil {
 		return err
 	}
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, ttl.Milliseconds()).Int()
+	ms := wholeMillis(ttl).Milliseconds()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, ms).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, err)
 	}

@@ -21,8 +21,11 @@ import (
 // The TTL is checked first: given 0, a negative TTL or one under 1 ms and
 // a ctx with a deadline, redislock v0.10.0 runs SET and then PEXPIRE with
 // 0 or less, which deletes the key, and returns a lock with a nil error
-// while nothing is held in Redis. Here such a TTL (and an empty key) fails
-// with ErrBadTTL (or ErrEmptyKey) before any call to Redis.
+// while nothing is held in Redis. Here such a TTL (and an empty key, and a
+// nil client) fails with ErrBadTTL (or ErrEmptyKey, or ErrNilClient)
+// before any call to Redis. redislock cuts a TTL down to whole
+// milliseconds; here it is rounded up instead, as Acquire does (see
+// CheckTTL), so the lease is never shorter than asked.
 //
 // Bound the wait with a ctx deadline. Without one, redislock quietly stops
 // retrying after ttl, however long the retry strategy would go on. When
@@ -45,9 +48,10 @@ import (
 // All are one line (redislock's own joined error spans two) and name the
 // key.
 func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
-	if err := validate(key, ttl); err != nil {
+	if err := validate(rdb, key, ttl); err != nil {
 		return nil, err
 	}
+	ttl = wholeMillis(ttl)
 	// Choose the token here rather than let redislock do it, so that a call
 	// cut short by ctx can be cleaned up below. Copy opt: it is the caller's.
 	o := redislock.Options{Token: rand.Text()}
@@ -100,8 +104,20 @@ func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string,
 // ErrLockNotHeld, which only Release returns); it becomes ErrNotHeld here,
 // so context.Cause reads the same for both locks. Refresh makes a single
 // attempt: KeepAlive bounds it and cancels the work on the first failure.
+// The ttl is rounded up to whole milliseconds (see CheckTTL). A nil or
+// zero l (one that no Obtain returned) is never held: its refresh returns
+// ErrNotHeld without a call to Redis, and a ttl under 1 ms returns
+// ErrBadTTL (redislock would send PEXPIRE 0, which deletes the lock).
 func RedislockRefresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
+	bad := CheckTTL(ttl)
+	ttl = wholeMillis(ttl)
 	return func(ctx context.Context) error {
+		switch {
+		case l == nil || l.Token() == "":
+			return ErrNotHeld
+		case bad != nil:
+			return bad
+		}
 		err := l.Refresh(ctx, ttl, nil)
 		switch {
 		case err == nil:

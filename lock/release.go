@@ -50,8 +50,8 @@ const ReleaseTimeout = time.Second
 // ReleaseWith is Release with a chosen method. ReleaseDelex returns
 // ErrNoDelex, and deletes nothing, when the server lacks the command.
 func (l *Lock) ReleaseWith(ctx context.Context, m ReleaseMethod) error {
-	if l == nil {
-		return ErrNotHeld
+	if err := l.held(); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
@@ -91,8 +91,12 @@ var delexSupport sync.Map // Client -> bool
 
 // SupportsDelex reports whether the server behind rdb has DELEX. The first
 // call per client asks the server with a DELEX on a key that cannot exist
-// (it deletes nothing); later calls answer from memory.
+// (it deletes nothing); later calls answer from memory. A nil rdb returns
+// ErrNilClient.
 func SupportsDelex(ctx context.Context, rdb Client) (bool, error) {
+	if isNil(rdb) {
+		return false, ErrNilClient
+	}
 	// A wrapper that is not comparable cannot be a map key: ask every time.
 	cacheable := reflect.TypeOf(rdb).Comparable()
 	if cacheable {

@@ -16,7 +16,15 @@ import (
 // Call it right after acquiring, do the protected work with the returned
 // context, and call the returned cancel when the work is done (before
 // Release): it stops the watchdog and waits for its goroutine to end.
+//
+// A nil or zero Lock holds nothing: its context is cancelled at once with
+// ErrNotHeld as the cause.
 func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
+	if err := l.held(); err != nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		cancel(err)
+		return ctx, func() {}
+	}
 	return KeepAlive(parent, ttl, func(ctx context.Context) error {
 		return l.Refresh(ctx, ttl)
 	})
@@ -30,8 +38,13 @@ func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context
 //
 // refresh should return ErrNotHeld (or an error wrapping it) when the
 // lease is gone. The returned cancel stops the watchdog and waits for it.
-// A ttl under 1 ms cancels the context at once with ErrBadTTL.
+// A ttl under 1 ms cancels the context at once with ErrBadTTL. A nil
+// refresh is a bug in the caller: KeepAlive panics at once, in the
+// caller's goroutine, rather than crash later in its own.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
+	if refresh == nil {
+		panic("lock: KeepAlive called with a nil refresh func")
+	}
 	ctx, cancel := context.WithCancelCause(parent)
 	if err := CheckTTL(ttl); err != nil {
 		cancel(err)

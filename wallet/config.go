@@ -2,15 +2,21 @@ package wallet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
@@ -39,25 +45,33 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // where they are read: REDIS_URL (redis:// or rediss://, with user, password
 // and db) wins over REDIS_ADDR, which defaults to localhost:6379.
 //
-// Errors never contain the URL, which may carry a password.
+// Errors never contain the URL, nor any part of its user and password.
 func RedisOptions() (*redis.Options, error) {
 	var opt *redis.Options
 	if raw := os.Getenv("REDIS_URL"); raw != "" {
 		if userinfoNeedsEscaping(raw) {
-			return nil, errors.New("REDIS_URL: percent-encode / ? # % in the user and password (as %2F %3F %23 %25); the form is redis://user:password@host:6379/0")
+			return nil, errors.New("REDIS_URL: " + escapeAdvice + "; the form is redis://user:password@host:6379/0")
 		}
 		u, err := url.Parse(raw)
 		if err != nil {
-			// url.Error repeats the whole URL, password included: keep
-			// only the reason.
+			// url.Error repeats the whole URL, password included, and its
+			// reason quotes the piece it choked on, which is a password
+			// when the @ is missing (redis://:secret reads as a host with
+			// a bad port). Keep the reason without the quote.
 			var ue *url.Error
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			return nil, fmt.Errorf("REDIS_URL is not a valid URL (%v); the form is redis://user:password@host:6379/0", err)
+			reason := strings.Join(strings.Fields(quoted.ReplaceAllString(err.Error(), "")), " ")
+			return nil, fmt.Errorf("REDIS_URL is not a valid URL (%s); the form is redis://user:password@host:6379/0", reason)
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {
 			return nil, fmt.Errorf("REDIS_URL must start with redis:// or rediss://, not %q", u.Scheme+"://")
+		}
+		if !validHost(u.Hostname()) {
+			// redis://user:password: (no @host) parses as the host
+			// "user:password"; do not print it.
+			return nil, errors.New("REDIS_URL does not name a valid host; the form is redis://user:password@host:6379/0")
 		}
 		opt, err = redis.ParseURL(raw)
 		if err != nil {
@@ -82,29 +96,84 @@ func RedisOptions() (*redis.Options, error) {
 	return opt, nil
 }
 
+// quoted matches what Go's parsers quote with %q.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// shakeHands opens one connection to a rediss:// server and completes the
+// TLS handshake, then closes it. go-redis dials in the background and, when
+// the handshake hangs, reports only that the caller's context ran out; a
+// plain Redis never answers a TLS hello, so that is what a wrong scheme
+// looks like. A handshake that fails is a *tlsError.
+func shakeHands(ctx context.Context, opt *redis.Options) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", opt.Addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conf := opt.TLSConfig
+	if conf.ServerName == "" {
+		conf = conf.Clone()
+		conf.ServerName, _, _ = net.SplitHostPort(opt.Addr)
+	}
+	if err := tls.Client(conn, conf).HandshakeContext(ctx); err != nil {
+		return &tlsError{err}
+	}
+	return nil
+}
+
+// tlsError is a TLS handshake that failed.
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return "tls handshake: " + e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
+
 // Connect returns a Redis client for the configured server after checking
-// that it answers. The error is one line that names the address (never the
-// password) and the fix.
+// that it answers. The error is one line that names the server as
+// redis://host:port/db (never the user or password), what went wrong and
+// the fix.
 func Connect(ctx context.Context) (*redis.Client, error) {
 	opt, err := RedisOptions()
 	if err != nil {
 		return nil, err
 	}
-	rdb := redis.NewClient(opt)
 	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
+	if opt.TLSConfig != nil {
+		if err := shakeHands(pctx, opt); err != nil {
+			return nil, redisError(opt, err)
+		}
+	}
+	rdb := redis.NewClient(opt)
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
-		return nil, redisError(opt.Addr, err)
+		return nil, redisError(opt, err)
 	}
 	return rdb, nil
 }
 
+// escapeAdvice is what to do about a user or password that needs
+// percent-encoding. It does not say which character was found: that would
+// be a piece of the password.
+const escapeAdvice = "percent-encode the special characters of the user and password " +
+	"(@ as %40, : as %3A, / as %2F, ? as %3F, # as %23, % as %25, a space as %20)"
+
 // userinfoNeedsEscaping reports whether the user:password part of a URL
-// holds a character that must be percent-encoded there. An unencoded / ? or
-// # makes the parser split the URL inside the password, and a bare % is an
-// invalid escape; either way the parser's error would quote a piece of the
-// password, so the caller must say what is wrong without using it.
+// holds a character that must be percent-encoded there (RFC 3986 allows
+// letters, digits, -._~!$&'()*+,;= and %XX escapes, and ':' between user
+// and password).
+//
+// The parsers disagree about such URLs, and that is how a password leaks.
+// With two @, Go's url.Parse splits at the last one and pgx, like libpq,
+// at the first, so pgx takes the rest of the password for the host name
+// and its errors print it. An unencoded / ? or # ends the host part early
+// and a bare % is an invalid escape; either way an error would quote a
+// piece of the password. So the caller must refuse such a URL and say
+// what is wrong without quoting any of it.
+//
+// The user info is taken to end at the last @, which covers every split
+// either parser could make: a mistake here shows as this refusal, never
+// as a password in a message.
 func userinfoNeedsEscaping(raw string) bool {
 	_, rest, ok := strings.Cut(raw, "://")
 	at := strings.LastIndex(rest, "@")
@@ -112,8 +181,32 @@ func userinfoNeedsEscaping(raw string) bool {
 		return false
 	}
 	info := rest[:at]
-	_, err := url.PathUnescape(info)
-	return err != nil || strings.ContainsAny(info, "/?#")
+	if _, err := url.PathUnescape(info); err != nil {
+		return true
+	}
+	for _, r := range info {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+		case strings.ContainsRune("-._~!$&'()*+,;=:%", r):
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// validHost reports whether h can be a host name or an IP address. An
+// empty host is valid: go-redis then uses localhost.
+func validHost(h string) bool {
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for _, r := range h {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // oneLine folds a multi-line driver error (pgx lists each address it tried
@@ -122,15 +215,46 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-func redisError(addr string, err error) error {
-	msg := oneLine(err)
-	switch {
-	case strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "NOAUTH"),
-		strings.Contains(msg, "invalid password"), strings.Contains(msg, "invalid username-password"):
-		return fmt.Errorf("redis at %s refused the credentials (%s): check the user and password in REDIS_URL", addr, msg)
-	default:
-		return fmt.Errorf("redis at %s is not reachable (%s): is Redis running? try `make up`", addr, msg)
+// redisURL names the server opt points at, as redis://host:port/db or
+// rediss://..., without the user and password.
+func redisURL(opt *redis.Options) string {
+	scheme := "redis"
+	if opt.TLSConfig != nil {
+		scheme = "rediss"
 	}
+	return scheme + "://" + opt.Addr + "/" + strconv.Itoa(opt.DB)
+}
+
+// redisError turns a failed first PING into one line that says what is
+// wrong and what to do. A reply from the server means it runs and refused
+// us for a reason of its own; only the rest asks whether it runs at all.
+func redisError(opt *redis.Options, err error) error {
+	where, msg := redisURL(opt), oneLine(err)
+	var tlsErr *tlsError
+	switch {
+	case errors.As(err, &tlsErr):
+		return fmt.Errorf("%s: the TLS handshake failed (%s): check the scheme of REDIS_URL, rediss:// is for a server with TLS, redis:// for one without", where, oneLine(tlsErr.err))
+	case strings.HasPrefix(msg, "NOAUTH"):
+		fix := fmt.Sprintf("set REDIS_URL=redis://:PASSWORD@%s/%d", opt.Addr, opt.DB)
+		if opt.Username != "" {
+			// redis://secret@host names a user, not a password.
+			fix = "REDIS_URL names a user but no password; a password alone is written redis://:PASSWORD@host:port/db"
+		}
+		return fmt.Errorf("%s wants a password (%s): %s", where, msg, fix)
+	case redis.IsAuthError(err), strings.Contains(msg, "invalid password"):
+		return fmt.Errorf("%s refused the credentials (%s): check the user and password in REDIS_URL", where, msg)
+	case strings.Contains(msg, "DB index is out of range"), strings.Contains(msg, "invalid DB index"):
+		return fmt.Errorf("%s: the server has no database %d (%s): use a smaller number at the end of REDIS_URL, 0 to 15 with the default `databases 16`", where, opt.DB, msg)
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return fmt.Errorf("%s answered with an error (%s)", where, msg)
+	}
+	if opt.TLSConfig == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		// A TLS-only server hangs up on a plain hello.
+		return fmt.Errorf("%s hung up (%s): a server that wants TLS does that, so try rediss://; is it Redis at all?", where, msg)
+	}
+	return fmt.Errorf("%s is not reachable (%s): is Redis running? try `make up`", where, msg)
 }
 
 // DatabaseURL returns DATABASE_URL, or the default that docker-compose.yml
@@ -143,35 +267,75 @@ func DatabaseURL() string {
 }
 
 // ConnectPostgres returns a pool for DATABASE_URL after checking that the
-// server answers. Like Connect, its error is one line naming the address
-// (host:port/database, no credentials) and the fix.
+// server answers. Like Connect, its error is one line that names the server
+// as postgres://host:port/db (never the user or password), what went wrong
+// and the fix.
 func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 	raw := DatabaseURL()
 	if userinfoNeedsEscaping(raw) {
-		return nil, errors.New("DATABASE_URL: percent-encode / ? # % in the user and password (as %2F %3F %23 %25); the form is postgres://user:password@host:5432/db?sslmode=disable")
+		return nil, errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
 	}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		// pgx redacts the password in its parse errors, but the message
-		// still quotes the URL; say only what is wrong.
+		// pgx redacts the password in its parse errors only as far as it
+		// can tell where it is; say only what is wrong.
 		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
 	}
 	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
-	addr := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))) + "/" + cfg.ConnConfig.Database
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres at %s: %s", addr, oneLine(err))
+		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), oneLine(err))
 	}
 	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		msg := oneLine(err)
-		if strings.Contains(msg, "password authentication failed") || strings.Contains(msg, "SQLSTATE 28") {
-			return nil, fmt.Errorf("postgres at %s refused the credentials: check the user and password in DATABASE_URL", addr)
-		}
-		// pgx errors name the host and user but never the password.
-		return nil, fmt.Errorf("postgres at %s is not reachable (%s): is PostgreSQL running? try `make up`", addr, msg)
+		return nil, postgresError(cfg.ConnConfig, err)
 	}
 	return pool, nil
+}
+
+// postgresURL names the server cfg points at, as postgres://host:port/db,
+// without the user and password.
+func postgresURL(cfg *pgx.ConnConfig) string {
+	return "postgres://" + net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))) + "/" + cfg.Database
+}
+
+// postgresError turns a failed first connection into one line that says
+// what is wrong and what to do. It quotes neither pgx's "failed to connect
+// to `user=...`" prefix nor a server message that names the user.
+func postgresError(cfg *pgx.ConnConfig, err error) error {
+	where := postgresURL(cfg)
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) && connErr.Unwrap() != nil {
+		err = connErr.Unwrap() // "127.0.0.1:5432 (localhost): ...", without the user
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The server's words, with the user name (part of the URL's user
+		// info) taken out: PostgreSQL quotes it in authentication errors.
+		msg := pgErr.Message
+		if cfg.User != "" {
+			msg = strings.ReplaceAll(msg, `"`+cfg.User+`"`, `"(user)"`)
+		}
+		reply := fmt.Sprintf("%s (SQLSTATE %s)", oneLine(errors.New(msg)), pgErr.Code)
+		switch {
+		case pgErr.Code == "3D000": // invalid_catalog_name
+			return fmt.Errorf("%s: the server has no database %q (SQLSTATE 3D000): check the database name at the end of DATABASE_URL, or create the database", where, cfg.Database)
+		case pgErr.Code == "28P01" && cfg.Password == "": // invalid_password
+			return fmt.Errorf("%s refused the credentials (%s): DATABASE_URL has no password; the form is postgres://user:password@host:5432/db", where, reply)
+		case strings.HasPrefix(pgErr.Code, "28"): // invalid_password, invalid_authorization_specification
+			return fmt.Errorf("%s refused the credentials (%s): check the user and password in DATABASE_URL", where, reply)
+		default:
+			return fmt.Errorf("%s refused the connection (%s)", where, reply)
+		}
+	}
+	msg := oneLine(err)
+	switch {
+	case strings.Contains(msg, "server refused TLS connection"):
+		return fmt.Errorf("%s does not speak TLS (server refused TLS connection), which the sslmode of DATABASE_URL requires: use sslmode=disable (or prefer) for this server, or turn on ssl in its configuration", where)
+	case strings.Contains(msg, "tls error"):
+		return fmt.Errorf("%s: the TLS handshake failed (%s): check sslmode (and sslrootcert) in DATABASE_URL", where, msg)
+	}
+	return fmt.Errorf("%s is not reachable (%s): is PostgreSQL running? try `make up`", where, msg)
 }

@@ -3,15 +3,27 @@ package wallet_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
@@ -125,6 +137,91 @@ func TestRedisOptions_badConfig(t *testing.T) {
 	}
 }
 
+// leaks reports the first piece of secret, four characters or more (the
+// whole of a shorter one), that msg contains.
+func leaks(msg, secret string) (string, bool) {
+	const n = 4
+	if len(secret) <= n {
+		return secret, secret != "" && strings.Contains(msg, secret)
+	}
+	for i := 0; i+n <= len(secret); i++ {
+		if piece := secret[i : i+n]; strings.Contains(msg, piece) {
+			return piece, true
+		}
+	}
+	return "", false
+}
+
+// URLs that go wrong in every way a user and password can, for both
+// variables. Not one piece of the user info may show in the error: a
+// parser that splits such a URL in the wrong place is how a password
+// ends up printed as a host name.
+func TestConnect_neverShowsTheUserInfo(t *testing.T) {
+	const unreachable = "127.0.0.1:1"
+	tests := []struct {
+		name     string
+		userinfo string // goes between scheme:// and @host; empty for none
+		rest     string // what follows scheme://; {host} is replaced
+		secrets  []string
+		want     string // in the error
+	}{
+		{name: "an @ in the password", userinfo: "Quokka:Zq8@Wv3Kx", secrets: []string{"Quokka", "Zq8@Wv3Kx"}, want: "%40"},
+		{name: "two @ and a colon in the password", userinfo: "Quokka:Zq8@Wv:3Kx", secrets: []string{"Quokka", "Zq8@Wv:3Kx"}, want: "%40"},
+		{name: "an @ in the user", userinfo: "Quokka@Jx4Kp:Zq8Wv3Kx", secrets: []string{"Quokka@Jx4Kp", "Zq8Wv3Kx"}, want: "%40"},
+		{name: "a slash in the password", userinfo: "Quokka:Zq8/Wv3Kx", secrets: []string{"Quokka", "Zq8/Wv3Kx"}, want: "%2F"},
+		{name: "a question mark in the password", userinfo: "Quokka:Zq8?Wv3Kx", secrets: []string{"Quokka", "Zq8?Wv3Kx"}, want: "%3F"},
+		{name: "a hash in the password", userinfo: "Quokka:Zq8#Wv3Kx", secrets: []string{"Quokka", "Zq8#Wv3Kx"}, want: "%23"},
+		{name: "a bare percent in the password", userinfo: "Quokka:Zq8%Wv3Kx", secrets: []string{"Quokka", "Zq8%Wv3Kx"}, want: "%25"},
+		{name: "a space in the password", userinfo: "Quokka:Zq8 Wv3Kx", secrets: []string{"Quokka", "Zq8 Wv3Kx"}, want: "%20"},
+		{name: "a line break in the password", userinfo: "Quokka:Zq8\nWv3Kx", secrets: []string{"Quokka", "Zq8\nWv3Kx"}},
+		{name: "brackets in the password", userinfo: "Quokka:[Zq8Wv3Kx]", secrets: []string{"Quokka", "Zq8Wv3Kx"}},
+		{name: "a percent-encoded @", userinfo: "Quokka:Zq8%40Wv3Kx", secrets: []string{"Quokka", "Zq8%40Wv3Kx", "Zq8@Wv3Kx"}, want: unreachable},
+		{name: "a colon in the password", userinfo: "Quokka:Zq8:Wv3Kx", secrets: []string{"Quokka", "Zq8:Wv3Kx"}, want: unreachable},
+		{name: "a password written as the user", userinfo: "Zq8Wv3Kx", secrets: []string{"Zq8Wv3Kx"}, want: unreachable},
+		{name: "a password and no host", rest: ":Zq8Wv3Kx", secrets: []string{"Zq8Wv3Kx"}},
+		{name: "a user, a password and no host", rest: "Quokka:Zq8Wv3Kx", secrets: []string{"Quokka", "Zq8Wv3Kx"}},
+		{name: "a user, a password, a colon and no host", rest: "Quokka:Zq8Wv3Kx:", secrets: []string{"Quokka", "Zq8Wv3Kx"}},
+	}
+	for _, tt := range tests {
+		for _, v := range []struct{ env, scheme, path string }{
+			{"REDIS_URL", "redis", "/0"},
+			{"REDIS_URL", "rediss", "/0"},
+			{"DATABASE_URL", "postgres", "/walletlock?sslmode=disable"},
+		} {
+			t.Run(tt.name+"/"+v.scheme, func(t *testing.T) {
+				raw := v.scheme + "://" + tt.rest
+				if tt.rest == "" {
+					raw = v.scheme + "://" + tt.userinfo + "@" + unreachable + v.path
+				}
+				t.Setenv("REDIS_URL", "")
+				t.Setenv(v.env, raw)
+				var err error
+				if v.env == "REDIS_URL" {
+					var rdb *redis.Client
+					if rdb, err = wallet.Connect(t.Context()); err == nil {
+						rdb.Close()
+					}
+				} else {
+					var pool *pgxpool.Pool
+					if pool, err = wallet.ConnectPostgres(t.Context()); err == nil {
+						pool.Close()
+					}
+				}
+				if err == nil {
+					t.Fatalf("%s=%q: connected", v.env, raw)
+				}
+				msg := err.Error()
+				assertOneLine(t, msg, []string{tt.want})
+				for _, s := range tt.secrets {
+					if piece, ok := leaks(msg, s); ok {
+						t.Errorf("%s=%q: the error shows %q of the user info: %s", v.env, raw, piece, msg)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestConnect_unreachable(t *testing.T) {
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
@@ -140,9 +237,16 @@ func TestConnect_unreachable(t *testing.T) {
 	assertOneLine(t, err.Error(), []string{"127.0.0.1:1", "make up"})
 }
 
-// redisServer starts a private redis-server that requires password and
+// redisConf is how a private redis-server should differ from a plain one.
+type redisConf struct {
+	password string // --requirepass, when set
+	// With a certificate and its key the server speaks TLS only.
+	certFile, keyFile string
+}
+
+// redisServer starts a private redis-server on a free loopback port and
 // returns its address; it is killed when the test ends.
-func redisServer(t *testing.T, password string) string {
+func redisServer(t *testing.T, c redisConf) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -154,7 +258,7 @@ func redisServer(t *testing.T, password string) string {
 	// A free port can be taken between asking and binding: try a few.
 	var lastErr error
 	for range 3 {
-		addr, err := tryRedisServer(t, bin, password)
+		addr, err := tryRedisServer(t, bin, c)
 		if err == nil {
 			return addr
 		}
@@ -164,7 +268,25 @@ func redisServer(t *testing.T, password string) string {
 	return ""
 }
 
-func tryRedisServer(t *testing.T, bin, password string) (string, error) {
+// syncBuffer is a bytes.Buffer that a process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tryRedisServer(t *testing.T, bin string, c redisConf) (string, error) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -174,9 +296,18 @@ func tryRedisServer(t *testing.T, bin, password string) (string, error) {
 	l.Close()
 	_, port, _ := net.SplitHostPort(addr)
 
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "--requirepass", password, "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	args := []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+	if c.password != "" {
+		args = append(args, "--requirepass", c.password)
+	}
+	if c.certFile != "" {
+		args = append(args, "--port", "0", "--tls-port", port, "--tls-cert-file", c.certFile,
+			"--tls-key-file", c.keyFile, "--tls-ca-cert-file", c.certFile, "--tls-auth-clients", "no")
+	} else {
+		args = append(args, "--port", port)
+	}
+	var out syncBuffer
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return "", err
@@ -188,29 +319,17 @@ func tryRedisServer(t *testing.T, bin, password string) (string, error) {
 		<-exited
 	}
 
-	// Wait, bounded, until it answers: any reply (NOAUTH included) will do.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.SetDeadline(time.Now().Add(time.Second))
-			_, err = conn.Write([]byte("PING\r\n"))
-			if err == nil {
-				_, err = conn.Read(make([]byte, 64))
-			}
-			conn.Close()
-			if err == nil {
-				break
-			}
-		}
+	// Wait, bounded, until it says it listens (a server that could not
+	// bind the port exits instead).
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(out.String(), "Ready to accept connections") {
 		select {
 		case <-exited:
-			return "", &exec.ExitError{ProcessState: cmd.ProcessState, Stderr: out.Bytes()}
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
+			return "", fmt.Errorf("redis-server exited: %s", out.String())
+		case <-deadline:
 			stop()
-			return "", &net.OpError{Op: "wait for", Net: "tcp", Addr: l.Addr(), Err: err}
+			return "", fmt.Errorf("redis-server did not start within 10s: %s", out.String())
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	t.Cleanup(func() {
@@ -224,18 +343,20 @@ func tryRedisServer(t *testing.T, bin, password string) (string, error) {
 
 func TestConnect_requirePass(t *testing.T) {
 	password := secret(t)
-	addr := redisServer(t, password)
+	addr := redisServer(t, redisConf{password: password})
 	wrong := secret(t)
 	tests := []struct {
 		name string
 		url  string
 		addr string
 		ok   bool
+		want []string // in the error, besides the address
 	}{
 		{name: "right password", url: "redis://:" + password + "@" + addr + "/0", ok: true},
 		{name: "right password, default user", url: "redis://default:" + url.PathEscape(password) + "@" + addr, ok: true},
-		{name: "wrong password", url: "redis://:" + wrong + "@" + addr + "/0"},
-		{name: "no password", addr: addr},
+		{name: "wrong password", url: "redis://:" + wrong + "@" + addr + "/0", want: []string{"credentials", "WRONGPASS"}},
+		{name: "a password written as the user", url: "redis://" + password + "@" + addr + "/0", want: []string{"wants a password", "names a user but no password", "redis://:PASSWORD@"}},
+		{name: "no password", addr: addr, want: []string{"wants a password", "NOAUTH", "REDIS_URL=redis://:PASSWORD@" + addr + "/0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,9 +382,108 @@ func TestConnect_requirePass(t *testing.T) {
 			if took := time.Since(start); took > hangGuard {
 				t.Errorf("Connect took %v to fail", took)
 			}
-			assertOneLine(t, err.Error(), []string{addr, "credentials"}, password, wrong)
+			assertOneLine(t, err.Error(), append([]string{addr}, tt.want...), password, wrong)
+			if strings.Contains(err.Error(), "make up") {
+				t.Errorf("a server that answered is blamed on not running: %v", err)
+			}
 		})
 	}
+}
+
+func TestConnect_databaseOutOfRange(t *testing.T) {
+	addr := redisServer(t, redisConf{})
+	t.Setenv("REDIS_URL", "redis://"+addr+"/99")
+	rdb, err := wallet.Connect(context.Background())
+	if err == nil {
+		rdb.Close()
+		t.Fatal("Connect to database 99 succeeded")
+	}
+	assertOneLine(t, err.Error(), []string{"redis://" + addr + "/99", "no database 99", "out of range", "REDIS_URL"})
+	if strings.Contains(err.Error(), "make up") {
+		t.Errorf("a server that answered is blamed on not running: %v", err)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "walletlock test"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// The scheme says whether to speak TLS; a wrong one must be named as
+// such, not as a server that does not run.
+func TestConnect_wrongScheme(t *testing.T) {
+	plain := redisServer(t, redisConf{})
+	cert, key := selfSigned(t)
+	withTLS := redisServer(t, redisConf{certFile: cert, keyFile: key})
+
+	t.Run("rediss:// to a server without TLS", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+plain+"/0")
+		start := time.Now()
+		rdb, err := wallet.Connect(context.Background())
+		if err == nil {
+			rdb.Close()
+			t.Fatal("Connect succeeded")
+		}
+		if took := time.Since(start); took > hangGuard {
+			t.Errorf("Connect took %v to fail", took)
+		}
+		assertOneLine(t, err.Error(), []string{"rediss://" + plain + "/0", "TLS handshake failed", "redis://", "scheme"})
+		if strings.Contains(err.Error(), "make up") {
+			t.Errorf("a wrong scheme is blamed on a server that does not run: %v", err)
+		}
+	})
+	t.Run("rediss:// to a server with TLS", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+withTLS+"/0?skip_verify=true")
+		rdb, err := wallet.Connect(context.Background())
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		defer rdb.Close()
+		if err := rdb.Ping(context.Background()).Err(); err != nil {
+			t.Errorf("PING over TLS: %v", err)
+		}
+	})
+	t.Run("redis:// to a server with TLS", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "redis://"+withTLS+"/0")
+		rdb, err := wallet.Connect(context.Background())
+		if err == nil {
+			rdb.Close()
+			t.Fatal("Connect succeeded")
+		}
+		assertOneLine(t, err.Error(), []string{"redis://" + withTLS + "/0", "hung up", "rediss://"})
+	})
 }
 
 func TestDatabaseURL(t *testing.T) {
@@ -317,31 +537,99 @@ func TestConnectPostgres_unreachable(t *testing.T) {
 	assertOneLine(t, err.Error(), []string{"127.0.0.1:1", "make up"}, password)
 }
 
-func TestConnectPostgres_wrongPassword(t *testing.T) {
+// The server answers, but not yes: each refusal must say what is wrong and
+// its fix, never ask whether PostgreSQL runs, and never show the user or
+// password.
+func TestConnectPostgres_refused(t *testing.T) {
 	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
-	u, err := url.Parse(wallet.DatabaseURL())
-	if err != nil || u.User == nil || u.Host == "" {
-		t.Skip("DATABASE_URL is not a postgres:// URL with a user; cannot swap its password")
+	base, err := url.Parse(wallet.DatabaseURL())
+	if err != nil || base.User == nil || base.Host == "" {
+		t.Skip("DATABASE_URL is not a postgres:// URL with a user; cannot vary it")
 	}
-	// The default password is also the user and database name, which the
-	// message may name; only a password that differs from both can be
-	// looked for.
-	password, _ := u.User.Password()
-	if password == u.User.Username() || password == strings.TrimPrefix(u.Path, "/") {
-		password = ""
-	}
-	wrong := secret(t)
-	u.User = url.UserPassword(u.User.Username(), wrong)
-	t.Setenv("DATABASE_URL", u.String())
-
-	pool, err := wallet.ConnectPostgres(context.Background())
-	if err == nil {
-		pool.Close()
-		t.Fatal("ConnectPostgres succeeded with a wrong password")
-	}
-	port := u.Port()
+	port := base.Port()
 	if port == "" {
 		port = "5432"
 	}
-	assertOneLine(t, err.Error(), []string{net.JoinHostPort(u.Hostname(), port), "credentials", "DATABASE_URL"}, password, wrong)
+	where := "postgres://" + net.JoinHostPort(base.Hostname(), port) + "/"
+	user := base.User.Username()
+	password, _ := base.User.Password()
+	db := strings.TrimPrefix(base.Path, "/")
+	// The default password is also the user and database name, which the
+	// message names; only secrets that differ from both can be looked for.
+	var secrets []string
+	if password != user && password != db {
+		secrets = append(secrets, password)
+	}
+	wrong, stranger := secret(t), "u"+secret(t)
+	tests := []struct {
+		name    string
+		edit    func(u *url.URL)
+		want    []string
+		secrets []string
+	}{
+		{
+			name: "a database that does not exist",
+			edit: func(u *url.URL) { u.Path = "/nodb_" + wrong[2:10] },
+			want: []string{where + "nodb_" + wrong[2:10], "no database", "3D000", "DATABASE_URL"},
+		},
+		{
+			name:    "a wrong password",
+			edit:    func(u *url.URL) { u.User = url.UserPassword(user, wrong) },
+			want:    []string{where + db, "refused the credentials", "28P01", "check the user and password in DATABASE_URL"},
+			secrets: []string{wrong},
+		},
+		{
+			name:    "a user that does not exist",
+			edit:    func(u *url.URL) { u.User = url.UserPassword(stranger, wrong) },
+			want:    []string{where + db, "refused the credentials", "SQLSTATE 28", "DATABASE_URL"},
+			secrets: []string{stranger, wrong},
+		},
+		{
+			name:    "no password",
+			edit:    func(u *url.URL) { u.User = url.User(stranger) },
+			want:    []string{where + db, "refused the credentials", "DATABASE_URL has no password"},
+			secrets: []string{stranger},
+		},
+		{
+			name: "sslmode=require and a server without TLS",
+			edit: func(u *url.URL) {
+				q := u.Query()
+				q.Set("sslmode", "require")
+				u.RawQuery = q.Encode()
+			},
+			want: []string{where + db, "server refused TLS connection", "sslmode=disable"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := *base
+			tt.edit(&u)
+			t.Setenv("DATABASE_URL", u.String())
+			start := time.Now()
+			pool, err := wallet.ConnectPostgres(context.Background())
+			if err == nil {
+				pool.Close()
+				t.Fatal("ConnectPostgres succeeded")
+			}
+			if took := time.Since(start); took > hangGuard {
+				t.Errorf("ConnectPostgres took %v to fail", took)
+			}
+			assertOneLine(t, err.Error(), tt.want, append(tt.secrets, secrets...)...)
+			if strings.Contains(err.Error(), "make up") {
+				t.Errorf("a server that answered is blamed on not running: %v", err)
+			}
+		})
+	}
+}
+
+// The reproduction of issue 10: an unencoded @ in the password made pgx
+// take the password's tail for the host, and the error printed it.
+func TestConnectPostgres_atInThePassword(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://walletlock:s3cr@tPass@127.0.0.1:5432/walletlock?sslmode=disable")
+	pool, err := wallet.ConnectPostgres(context.Background())
+	if err == nil {
+		pool.Close()
+		t.Fatal("ConnectPostgres accepted an unencoded @ in the password")
+	}
+	assertOneLine(t, err.Error(), []string{"DATABASE_URL", "%40"}, "s3cr", "tPass", "tPas")
 }

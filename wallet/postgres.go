@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
@@ -141,6 +142,66 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	_ = tx.Rollback(rctx) // pgx.ErrTxClosed after a commit; a failure closes the connection
+}
+
+// write runs a statement that changes a wallet, outside a transaction, and
+// tells a failure whose outcome is unknown (see pgWriteError) from one that
+// certainly changed nothing.
+func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	// Acquired here rather than by pool.Exec, so that a failure to get a
+	// connection, when nothing was sent, is not mistaken for one after.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	defer conn.Release()
+	tag, err := conn.Exec(ctx, sql, args...)
+	return tag, pgWriteError(err)
+}
+
+// pgWriteError classifies the error of a write (an UPDATE outside a
+// transaction, or a COMMIT) that may have reached the server, as WriteError
+// does for Redis. An ERROR reply from PostgreSQL means the statement, and its
+// transaction, did not happen; so does a failure that pgx knows came
+// before anything was sent (a context that had already ended, a busy or
+// closed connection). Anything else leaves the outcome unknown, and the
+// error then matches ErrUnknownOutcome too: a timeout, a lost connection,
+// a context that ended while the statement was in flight, and a FATAL
+// reply, which ends the session and may arrive after the commit.
+func pgWriteError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		severity := pgErr.SeverityUnlocalized
+		if severity == "" { // servers before 9.6
+			severity = pgErr.Severity
+		}
+		if severity != "FATAL" && severity != "PANIC" {
+			return err
+		}
+	} else if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+}
+
+// withCause makes err, when ctx has ended, match ctx.Err() and the
+// context's cause (a lock's watchdog cancels with lock.ErrNotHeld),
+// whichever call the end interrupted: pgx reports a context that ends
+// during a query as a bare context.Canceled, or as an error of its own.
+func withCause(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("%w (%w)", err, ctx.Err())
+	}
+	if cause := context.Cause(ctx); !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	return err
 }
 
 func noWallet(id int64) error {
@@ -283,12 +344,16 @@ func (s *Store) Read(ctx context.Context, id int64) (int64, error) {
 // Write stores balance whatever happened since the caller read: the broken
 // baseline, which loses every update made in between. The CHECK constraint
 // still refuses a negative balance.
+//
+// An error that matches ErrUnknownOutcome means the UPDATE was sent and
+// its reply never came: it may have landed. When ctx ends, the error
+// matches ctx.Err() and the context's cause.
 func (s *Store) Write(ctx context.Context, id, balance int64) error {
-	tag, err := s.pool.Exec(ctx,
+	tag, err := s.write(ctx,
 		"UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1",
 		id, balance)
 	if err != nil {
-		return fmt.Errorf("wallet: write wallet %d: %w", id, err)
+		return withCause(ctx, fmt.Errorf("wallet: write wallet %d: %w", id, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return noWallet(id)
@@ -318,7 +383,8 @@ func (s *Store) Write(ctx context.Context, id, balance int64) error {
 //
 // It returns ErrBadFence for a fence below 1, a *StaleFenceError (matching
 // ErrStaleFence) when the row has seen this fence or a higher one,
-// ErrNoWallet when there is no such wallet.
+// ErrNoWallet when there is no such wallet. When ctx ends, the error
+// matches ctx.Err() and the context's cause.
 func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err error) {
 	if fence < 1 {
 		return 0, fmt.Errorf("%w, got %d", ErrBadFence, fence)
@@ -327,29 +393,30 @@ func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err 
 		"UPDATE walletlock_wallets SET fence = $2 WHERE id = $1 AND fence < $2 RETURNING balance",
 		id, fence).Scan(&balance)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, s.refused(ctx, id, fence)
+		return 0, withCause(ctx, s.refused(ctx, id, fence))
 	}
 	if err != nil {
-		return 0, fmt.Errorf("wallet: claim wallet %d with fence %d: %w", id, fence, err)
+		return 0, withCause(ctx, fmt.Errorf("wallet: claim wallet %d with fence %d: %w", id, fence, err))
 	}
 	return balance, nil
 }
 
 // WriteFenced stores balance, computed from what Claim returned with the
 // same fence, only if no other fence has claimed the row since. It returns
-// the same errors as Claim.
+// the same errors as Claim, and one that matches ErrUnknownOutcome when
+// the UPDATE was sent and its reply never came: it may have landed.
 func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error {
 	if fence < 1 {
 		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
 	}
-	tag, err := s.pool.Exec(ctx,
+	tag, err := s.write(ctx,
 		"UPDATE walletlock_wallets SET balance = $3, version = version + 1 WHERE id = $1 AND fence = $2",
 		id, fence, balance)
 	if err != nil {
-		return fmt.Errorf("wallet: write wallet %d with fence %d: %w", id, fence, err)
+		return withCause(ctx, fmt.Errorf("wallet: write wallet %d with fence %d: %w", id, fence, err))
 	}
 	if tag.RowsAffected() == 0 {
-		return s.refused(ctx, id, fence)
+		return withCause(ctx, s.refused(ctx, id, fence))
 	}
 	return nil
 }
@@ -371,11 +438,20 @@ func (s *Store) refused(ctx context.Context, id, fence int64) error {
 // SpendFenced is Spend for a holder of fence: it claims and reads the
 // balance, refuses (false, nil) when it is below amount, does the work
 // (honouring ctx, see Work) and writes the new balance if the row still
-// carries fence. Nothing is written unless it returns (true, nil). A refusal
-// for short funds still leaves the claim, which only shuts out older fences.
+// carries fence. Nothing is written unless it returns (true, nil) or an
+// unknown outcome (below). A refusal for short funds still leaves the
+// claim, which only shuts out older fences.
 //
-// Errors: those of Claim and WriteFenced, and Work's when ctx ends.
+// Errors: those of Claim and WriteFenced, and Work's when ctx ends. An
+// error that matches ErrUnknownOutcome means the write was sent and its
+// reply never came: the spend may have landed. When ctx ends, the error
+// matches ctx.Err() and the context's cause, whichever call it ended.
 func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
+	ok, err := s.spendFenced(ctx, id, fence, amount, work)
+	return ok, withCause(ctx, err)
+}
+
+func (s *Store) spendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
 	bal, err := s.Claim(ctx, id, fence)
 	if err != nil {
 		return false, err
@@ -401,7 +477,17 @@ func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work t
 //
 // The work is redone after each conflict; that is the price of optimism
 // when many spenders contend for one wallet.
+//
+// An error that matches ErrUnknownOutcome means the versioned UPDATE was
+// sent and its reply never came: the spend may have landed. When ctx ends,
+// the error matches ctx.Err() and the context's cause, whichever call it
+// ended.
 func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.Duration) (ok bool, conflicts int, err error) {
+	ok, conflicts, err = s.spendVersioned(ctx, id, amount, work)
+	return ok, conflicts, withCause(ctx, err)
+}
+
+func (s *Store) spendVersioned(ctx context.Context, id, amount int64, work time.Duration) (ok bool, conflicts int, err error) {
 	for {
 		var bal, version int64
 		err := s.pool.QueryRow(ctx,
@@ -418,7 +504,7 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 		if err := Work(ctx, work); err != nil {
 			return false, conflicts, err
 		}
-		tag, err := s.pool.Exec(ctx,
+		tag, err := s.write(ctx,
 			"UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1 AND version = $3",
 			id, bal-amount, version)
 		if err != nil {
@@ -444,7 +530,18 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 //
 // The lock lives as long as the transaction, so a spender that dies or
 // loses its connection releases it; there is no TTL to guess.
+//
+// Until the COMMIT is sent, a failure is certain: the transaction never
+// commits. An error that matches ErrUnknownOutcome means the COMMIT was
+// sent and its reply never came: the spend may have landed. When ctx ends,
+// the error matches ctx.Err() and the context's cause, whichever call it
+// ended.
 func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (bool, error) {
+	ok, err := s.spendForUpdate(ctx, id, amount, work)
+	return ok, withCause(ctx, err)
+}
+
+func (s *Store) spendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("wallet: begin a spend of wallet %d: %w", id, err)
@@ -470,7 +567,7 @@ func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.
 		return false, fmt.Errorf("wallet: write wallet %d: %w", id, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("wallet: commit a spend of wallet %d: %w", id, err)
+		return false, fmt.Errorf("wallet: commit a spend of wallet %d: %w", id, pgWriteError(err))
 	}
 	return true, nil
 }

@@ -1,11 +1,14 @@
 package wallet_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"regexp"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -437,29 +440,338 @@ func TestSpendFenced_refusesShortFunds(t *testing.T) {
 	wantBalance(t, s, id, 5)
 }
 
-// The ctx is cancelled once the claim is visible in the database, so it
-// ends during the work whatever the machine's speed.
+// hook is a pgx tracer that calls fn once, in the goroutine of the call,
+// for the first statement whose SQL contains sql: just before the statement
+// is sent or, with atEnd, just after its reply has been read, before the
+// call that sent it returns. It lets a test end a context at an exact
+// point of a spend.
+type hook struct {
+	sql   string
+	atEnd bool
+	fn    func()
+	once  sync.Once
+}
+
+type hookedKey struct{}
+
+func (h *hook) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if h.fn == nil || !strings.Contains(d.SQL, h.sql) {
+		return ctx
+	}
+	if h.atEnd {
+		return context.WithValue(ctx, hookedKey{}, true)
+	}
+	h.once.Do(h.fn)
+	return ctx
+}
+
+func (h *hook) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(hookedKey{}) != nil {
+		h.once.Do(h.fn)
+	}
+}
+
+// hookedStore returns a Store on a pool of its own that runs h, and the
+// application_name its connections carry, by which waiting finds them. Set
+// h's fields before the call the test is about, not during it.
+func hookedStore(t *testing.T, h *hook) (*wallet.Store, string) {
+	t.Helper()
+	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
+	cfg, err := pgxpool.ParseConfig(wallet.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	app := "walletlock-test-" + hex.EncodeToString(b)
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.ConnConfig.Tracer = h
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := wallet.OpenStore(testCtx(t), pool)
+	if err != nil {
+		t.Fatalf("OpenStore: %v", err)
+	}
+	return s, app
+}
+
+// The ctx is cancelled, with a cause, right after the claim's reply has
+// been read, so it ends during the work whatever the machine's speed.
 func TestSpendFenced_ctxEndsDuringWork(t *testing.T) {
-	s, _ := openStore(t)
+	h := &hook{}
+	s, _ := hookedStore(t, h)
 	id := newWallet(t, s, 100)
 	lost := errors.New("lease lost")
 	ctx, cancel := context.WithCancelCause(testCtx(t))
 	defer cancel(nil)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.SpendFenced(ctx, id, 7, 10, time.Hour)
-		done <- err
-	}()
-	waitFor(t, testCtx(t), func(ctx context.Context) bool {
-		f, err := s.Fence(ctx, id)
-		return err == nil && f == 7
-	})
-	cancel(lost)
-	err := <-done
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, lost) {
-		t.Fatalf("err = %v, want context.Canceled and the cause", err)
+	h.sql, h.atEnd, h.fn = "SET fence =", true, func() { cancel(lost) }
+
+	ok, err := s.SpendFenced(ctx, id, 7, 10, time.Hour)
+	if ok || !errors.Is(err, context.Canceled) || !errors.Is(err, lost) {
+		t.Fatalf("SpendFenced = %v, %v; want false, context.Canceled and the cause", ok, err)
+	}
+	if !strings.Contains(err.Error(), "before the write") {
+		t.Errorf("err = %v, want the work's error (the claim had succeeded)", err)
+	}
+	if errors.Is(err, wallet.ErrUnknownOutcome) {
+		t.Errorf("err = %v matches ErrUnknownOutcome, but nothing was written", err)
+	}
+	if f, err := s.Fence(testCtx(t), id); err != nil || f != 7 {
+		t.Errorf("Fence = %d, %v; want 7: the claim was made", f, err)
 	}
 	wantBalance(t, s, id, 100)
+}
+
+// stall locks wallet id's row in a transaction of its own, on another
+// connection, until release is called or the test ends. Statements that
+// need the row wait meanwhile.
+//
+// The transaction also holds a lock on the table, which ALTER TABLE (run
+// by a concurrent test, say) would wait for, and everything after that
+// ALTER for it in turn. Release as soon as the moment has passed.
+func stall(t *testing.T, id int64) (release func()) {
+	t.Helper()
+	pool := testenv.Postgres(t)
+	tx, err := pool.Begin(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tx.Rollback(ctx)
+		})
+	}
+	t.Cleanup(release)
+	if _, err := tx.Exec(testCtx(t), "SELECT 1 FROM walletlock_wallets WHERE id = $1 FOR UPDATE", id); err != nil {
+		t.Fatal(err)
+	}
+	return release
+}
+
+// waiting returns the process ID of a backend with application_name app
+// that waits for a lock, 0 while none does.
+func waiting(t *testing.T, app string) uint32 {
+	t.Helper()
+	var pid uint32
+	err := testenv.Postgres(t).QueryRow(testCtx(t),
+		"SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' LIMIT 1", app).Scan(&pid)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		t.Errorf("look for a waiting statement: %v", err)
+	}
+	return pid
+}
+
+// Whichever call of a spend the end of its ctx interrupts, the error must
+// match context.Canceled and the context's cause, and match
+// ErrUnknownOutcome exactly when the write was in flight: then, and only
+// then, the spend may have landed.
+func TestSpend_ctxEndsAnywhere(t *testing.T) {
+	spends := []struct {
+		name        string
+		read, write string // SQL that reads and writes the balance
+		readErr     string // how the error of the read begins
+		readLocks   bool   // the read waits for a row lock
+		inTx        bool   // the write is inside a transaction, the COMMIT follows
+		spend       func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error)
+	}{
+		{
+			name: "SpendFenced", read: "SET fence =", write: "AND fence =", readErr: "wallet: claim", readLocks: true,
+			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+				return s.SpendFenced(ctx, id, 1, 10, work)
+			},
+		},
+		{
+			name: "SpendVersioned", read: "SELECT balance, version", write: "AND version =", readErr: "wallet: read",
+			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+				ok, _, err := s.SpendVersioned(ctx, id, 10, work)
+				return ok, err
+			},
+		},
+		{
+			name: "SpendForUpdate", read: "FOR UPDATE", write: "UPDATE walletlock_wallets", readErr: "wallet: lock", readLocks: true, inTx: true,
+			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+				return s.SpendForUpdate(ctx, id, 10, work)
+			},
+		},
+	}
+	const (
+		read, write, commit = "read", "write", "commit"
+		beforeCall          = "before the call"
+		afterRead           = "after the read"
+	)
+	moments := []struct {
+		name string
+		// The ctx ends in a hook on statement hook (at its start, or at its
+		// end with atEnd), or when a statement waits for the row that a
+		// stall locked (before the call, or once the read has returned).
+		hook    string
+		atEnd   bool
+		stall   string
+		work    time.Duration
+		in      string // how the error begins, saying which call the end hit; "" for the read's
+		unknown bool
+	}{
+		{name: "as the read is sent", hook: read},
+		{name: "during the work", hook: read, atEnd: true, work: time.Hour, in: "wallet: spend aborted before the write"},
+		{name: "as the write is sent", hook: write, in: "wallet: write"},
+		{name: "as the COMMIT is sent", hook: commit, in: "wallet: commit"},
+		{name: "while the read waits for the row", stall: beforeCall},
+		{name: "while the write waits for the row", stall: afterRead, in: "wallet: write", unknown: true},
+	}
+	for _, sp := range spends {
+		for _, m := range moments {
+			switch {
+			case m.hook == commit && !sp.inTx, // no COMMIT
+				m.stall == beforeCall && !sp.readLocks, // the read does not wait
+				m.stall == afterRead && sp.inTx:        // the spend holds the row
+				continue
+			}
+			t.Run(sp.name+"/"+m.name, func(t *testing.T) {
+				h := &hook{}
+				s, app := hookedStore(t, h)
+				id := newWallet(t, s, 100)
+				lost := errors.New("lease lost")
+				ctx, cancel := context.WithCancelCause(testCtx(t))
+				defer cancel(nil)
+
+				var (
+					release func() // set once a stall holds the row
+					ready   = make(chan struct{})
+					locked  = make(chan struct{})
+				)
+				switch {
+				case m.hook != "":
+					h.sql = map[string]string{read: sp.read, write: sp.write, commit: "commit"}[m.hook]
+					h.atEnd, h.fn = m.atEnd, func() { cancel(lost) }
+				case m.stall == beforeCall:
+					release = stall(t, id)
+				case m.stall == afterRead:
+					// The hook only hands over to the test's goroutine,
+					// where stall may fail the test, and waits for it.
+					h.sql, h.atEnd, h.fn = sp.read, true, func() {
+						close(ready)
+						select {
+						case <-locked:
+						case <-ctx.Done():
+						}
+					}
+				}
+				type result struct {
+					ok  bool
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					ok, err := sp.spend(s, ctx, id, m.work)
+					done <- result{ok, err}
+				}()
+				if m.stall == afterRead {
+					select {
+					case <-ready:
+					case r := <-done:
+						t.Fatalf("%s returned %v, %v before its read came back", sp.name, r.ok, r.err)
+					}
+					release = stall(t, id)
+					close(locked)
+				}
+				if release != nil {
+					waitFor(t, testCtx(t), func(context.Context) bool { return waiting(t, app) != 0 })
+					cancel(lost)
+				}
+				r := <-done
+				if release != nil {
+					release()
+				}
+
+				if r.ok || !errors.Is(r.err, context.Canceled) || !errors.Is(r.err, lost) {
+					t.Fatalf("%s = %v, %v; want false, context.Canceled and the cause", sp.name, r.ok, r.err)
+				}
+				in := cmp.Or(m.in, sp.readErr)
+				if !strings.HasPrefix(r.err.Error(), in) {
+					t.Errorf("err = %v, want it to begin %q: the end hit another call", r.err, in)
+				}
+				if got := errors.Is(r.err, wallet.ErrUnknownOutcome); got != m.unknown {
+					t.Errorf("err = %v: matches ErrUnknownOutcome = %v, want %v", r.err, got, m.unknown)
+				}
+				bal, err := s.Balance(testCtx(t), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unknown := 0
+				if m.unknown {
+					unknown = 1
+				}
+				if v := wallet.CheckUnknown(100, 10, 0, unknown, bal); !v.OK {
+					t.Errorf("%s", v)
+				}
+			})
+		}
+	}
+}
+
+// Write's outcome is unknown exactly when its UPDATE was sent and no
+// answer came back: a refusal by PostgreSQL and a ctx that had ended before
+// the call are certain failures.
+func TestWrite_unknownOutcome(t *testing.T) {
+	s, app := hookedStore(t, &hook{})
+	pool := testenv.Postgres(t)
+	tests := []struct {
+		name    string
+		balance int64
+		// during starts after the UPDATE waits for the row (the PID is
+		// that of its backend) and makes it fail; nil for none.
+		during  func(ctx context.Context, cancel context.CancelFunc, pid uint32) error
+		before  bool // end ctx before the call
+		unknown bool
+	}{
+		{name: "a check violation", balance: -1},
+		{name: "ctx ended before the call", balance: 90, before: true},
+		{name: "ctx ends while the UPDATE waits", balance: 90, unknown: true,
+			during: func(_ context.Context, cancel context.CancelFunc, _ uint32) error { cancel(); return nil }},
+		{name: "the backend is terminated while the UPDATE waits", balance: 90, unknown: true,
+			during: func(ctx context.Context, _ context.CancelFunc, pid uint32) error {
+				_, err := pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+				return err
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := newWallet(t, s, 100)
+			ctx, cancel := context.WithCancel(testCtx(t))
+			defer cancel()
+			if tt.before {
+				cancel()
+			}
+			release := func() {}
+			if tt.during != nil {
+				release = stall(t, id)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Write(ctx, id, tt.balance) }()
+			if tt.during != nil {
+				var pid uint32
+				waitFor(t, testCtx(t), func(context.Context) bool { pid = waiting(t, app); return pid != 0 })
+				if err := tt.during(testCtx(t), cancel, pid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := <-done
+			release()
+			if err == nil {
+				t.Fatal("Write succeeded")
+			}
+			if got := errors.Is(err, wallet.ErrUnknownOutcome); got != tt.unknown {
+				t.Errorf("err = %v: matches ErrUnknownOutcome = %v, want %v", err, got, tt.unknown)
+			}
+		})
+	}
 }
 
 // waitFor polls cond until it holds; the test's own deadline bounds it.
@@ -529,28 +841,18 @@ func TestSpendForUpdate_twentySpendersTenWin(t *testing.T) {
 	})
 }
 
-// The ctx is cancelled once the spender holds the row lock (seen by a
-// SKIP LOCKED probe that finds no row), so it ends during the work. After
+// The ctx is cancelled once the spender holds the row lock, right after
+// its SELECT ... FOR UPDATE has returned, so it ends during the work. After
 // the rollback the row must be unchanged and free for the next spender.
 func TestSpendForUpdate_ctxEndsDuringWork(t *testing.T) {
-	s, pool := openStore(t)
+	h := &hook{}
+	s, _ := hookedStore(t, h)
 	id := newWallet(t, s, 100)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.SpendForUpdate(ctx, id, 10, time.Hour)
-		done <- err
-	}()
-	waitFor(t, testCtx(t), func(ctx context.Context) bool {
-		var one int
-		err := pool.QueryRow(ctx,
-			"SELECT 1 FROM walletlock_wallets WHERE id = $1 FOR UPDATE SKIP LOCKED", id).Scan(&one)
-		return errors.Is(err, pgx.ErrNoRows)
-	})
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	h.sql, h.atEnd, h.fn = "FOR UPDATE", true, cancel
+	if ok, err := s.SpendForUpdate(ctx, id, 10, time.Hour); ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("SpendForUpdate = %v, %v; want false, context.Canceled", ok, err)
 	}
 	wantBalance(t, s, id, 100)
 	// A bounded ctx: if the rollback had left the row locked, this would

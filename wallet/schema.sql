@@ -16,7 +16,18 @@ CREATE TABLE IF NOT EXISTS walletlock_wallets (
     id      bigint PRIMARY KEY,
     balance bigint NOT NULL CHECK (balance >= 0),
     fence   bigint NOT NULL DEFAULT 0,
-    version bigint NOT NULL DEFAULT 0
+    version bigint NOT NULL DEFAULT 0,
+    owner   text   NOT NULL DEFAULT ''
 );
 
-ALTER TABLE walletlock_wallets ADD COLUMN IF NOT EXISTS owner text NOT NULL DEFAULT '';
+-- A table from before the owner column gets it. Only then: ALTER TABLE locks
+-- the whole table even when the column exists, and would queue every query
+-- behind any transaction open on it.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'walletlock_wallets'::regclass
+                     AND attname = 'owner' AND NOT attisdropped) THEN
+        ALTER TABLE walletlock_wallets ADD COLUMN owner text NOT NULL DEFAULT '';
+    END IF;
+END $$;

@@ -17,17 +17,17 @@
 //	go run ./cmd/step1-race -runs 5 # five runs, one line each; -json for a machine
 //
 // The race detector stays silent because the shared state lives in Redis,
-// not in this process's memory.
+// not in this process's memory. Ctrl-C stops the runs: the lines measured
+// so far stay, the key is deleted, and the program exits 130.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"example.com/walletlock/internal/cli"
@@ -35,73 +35,123 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+const step = "step1-race"
+
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("step1-race", flag.ContinueOnError)
-	n := fs.Int("n", 50, "concurrent spenders")
+	fs := flag.NewFlagSet(step, flag.ContinueOnError)
+	n := fs.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
 	amount := fs.Int64("amount", 10, "amount each spender takes")
 	initial := fs.Int64("initial", 100, "starting balance")
-	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write")
+	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write, at most 1h")
 	runs := fs.Int("runs", 1, "how many times to repeat, one line each")
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step1:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
+	var bad error
 	if *n < 1 || *amount < 1 || *initial < 0 || *work < 0 || *runs < 1 {
-		fmt.Fprintln(stderr, "step1-race: -n, -amount and -runs must be at least 1; -initial and -work at least 0")
-		return 2
+		bad = errors.New("-n, -amount and -runs must be at least 1; -initial and -work at least 0")
 	}
+	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(*prefix), cli.CheckMax("-n", *n, cli.MaxN),
+		cli.CheckDuration("-work", *work), cli.CheckSpends(*initial, *amount, *n)); stop {
+		return code
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
 	rdb, err := wallet.Connect(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "step1-race:", err)
-		return 1
+		return fail(err)
 	}
 	defer rdb.Close()
-
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, *prefix)
+	if err != nil {
+		return fail(err)
+	}
 	key := wallet.BalanceKey(*prefix, wallet.DemoWallet)
-	defer rdb.Del(context.Background(), key)
-	var results []lesson.Result
+	defer s.Close(stderr, key)
+	ctx = s.Context() // ends at Ctrl-C
+
+	results := []lesson.Result{}
+	var partial string          // what Ctrl-C did to the run it cut short, if any
+	var cutShort *lesson.Result // that run's check
 	for range *runs {
+		if ctx.Err() != nil {
+			break // Ctrl-C, or the run lease was lost: see below
+		}
 		if err := wallet.Set(ctx, rdb, key, *initial); err != nil {
-			fmt.Fprintln(stderr, "step1-race:", err)
-			return 1
+			if ctx.Err() != nil {
+				break
+			}
+			return fail(err)
 		}
 		// No lock: every spender reads, works and writes whenever it likes.
-		tally := wallet.Hammer(*n, func(int) (bool, error) {
-			return wallet.Spend(ctx, rdb, key, *amount, *work)
+		tally, ok := cli.Await(s, func() wallet.Tally {
+			return wallet.Hammer(*n, func(int) (bool, error) {
+				return wallet.Spend(ctx, rdb, key, *amount, *work)
+			})
 		})
-		balance, err := wallet.Balance(ctx, rdb, key)
-		if err != nil {
-			fmt.Fprintln(stderr, "step1-race:", err)
-			return 1
+		if !ok { // Ctrl-C, and Redis did not answer the spenders in time
+			partial = "; its spenders got no answer from Redis in time"
+			break
 		}
-		verdict := wallet.Check(*initial, *amount, tally.Accepted, balance)
-		results = append(results, lesson.NewResult("step1-race", "race", verdict.String(), verdict.OK))
+		done, cancel := s.Cleanup() // the balance is read back even after Ctrl-C
+		balance, err := wallet.Balance(done, rdb, key)
+		cancel()
+		switch {
+		case ctx.Err() != nil && err != nil:
+			partial = fmt.Sprintf("; its balance could not be read back (%v)", err)
+		case ctx.Err() != nil:
+			partial = "; its line counts only the spends made before it"
+		case err != nil:
+			return fail(err)
+		}
+		if err != nil {
+			break
+		}
+		verdict := wallet.CheckUnknown(*initial, *amount, tally.Accepted, tally.Unknown, balance)
+		result := lesson.NewResult(step, "race", verdict.String(), verdict.OK)
+		if ctx.Err() != nil {
+			cutShort = &result // measured, but not what the lesson is about
+		} else {
+			results = append(results, result)
+		}
 		if !*asJSON {
 			fmt.Fprintln(stdout, verdict)
 		}
-		if len(tally.Errors) > 0 {
-			fmt.Fprintf(stderr, "step1-race: %d of %d spends failed, first: %v\n", len(tally.Errors), *n, tally.Errors[0])
+		if line := cli.Outcomes(tally, *n, verdict); line != "" && ctx.Err() == nil {
+			fmt.Fprintln(stderr, step+":", line)
 			if len(tally.Errors) == *n {
 				return 1
 			}
 		}
 	}
+	if ctx.Err() != nil && !s.Interrupted() {
+		return fail(context.Cause(ctx))
+	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{"step": "step1-race", "phases": results})
+		out := map[string]any{"step": step, "phases": results, "interrupted": s.Interrupted()}
+		if cutShort != nil {
+			out["interrupted_phase"] = cutShort
+		}
+		json.NewEncoder(stdout).Encode(out)
+	}
+	if s.Interrupted() {
+		when := fmt.Sprintf("after %d of %d runs", len(results), *runs)
+		if partial != "" {
+			when = fmt.Sprintf("during run %d of %d%s", len(results)+1, *runs, partial)
+		}
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, when)
+		return cli.ExitInterrupted
 	}
 	for _, r := range results {
 		if !r.Match() {
 			// With few spenders or no work the race may not show; the lesson
 			// promises it only for settings that make it show.
-			fmt.Fprintf(stderr, "step1-race: a run printed %s where the lesson expects %s; try the defaults\n", r.Verdict, r.Want)
+			fmt.Fprintf(stderr, "%s: a run printed %s where the lesson expects %s; try the defaults\n", step, r.Verdict, r.Want)
 			return 1
 		}
 	}

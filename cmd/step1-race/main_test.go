@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
 
@@ -61,7 +66,86 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "negative balance", Args: []string{"-initial", "-1"}, Want: "-initial"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "no runs", Args: []string{"-runs", "0"}, Want: "-runs"},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
+		{Name: "work beyond the bound", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
+		// 5 x 2^62 does not fit an int64: it wrapped to 0, and the check
+		// line said OK.
+		{Name: "spends that overflow", Args: []string{"-amount", "4611686018427387904", "-initial", "4611686018427387904", "-n", "5", "-work", "20ms"}, Want: "-amount 4611686018427387904 times -n 5 overflows an int64"},
 	})
+}
+
+// The largest settings still fit: no refusal at the bounds.
+func TestRun_largestSpendsThatFit(t *testing.T) {
+	rdb := testenv.Redis(t)
+	var stdout, stderr bytes.Buffer
+	args := []string{"-prefix", testenv.Prefix(t, rdb), "-n", "2", "-amount", "4611686018427387903", "-initial", "9223372036854775807", "-work", "0"}
+	if code := run(t.Context(), args, &stdout, &stderr); code == 2 {
+		t.Fatalf("run(%q) = 2; stderr: %s", args, stderr.String())
+	}
+}
+
+// A second run on the prefix of one that runs is refused, and the first
+// is not disturbed.
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	testenv.SecondRunRefused(t, run, "-runs", "20", "-work", "50ms")
+}
+
+// A check line; with unknown outcomes it names them and a range.
+var checkLine = regexp.MustCompile(`^accepted=\d+ (unknown=\d+ )?balance=-?\d+ expected=-?\d+(\.\.-?\d+)? (OK|BROKEN)$`)
+
+// Ctrl-C stops the runs, prints the ones measured, cleans up and exits
+// 130; with Redis frozen it still returns within the clean-up bound and
+// names the key it could not delete.
+func TestRun_ctrlC(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	for _, tt := range []struct {
+		name string
+		c    testenv.CtrlC
+	}{
+		{"mid-run", testenv.CtrlC{Args: []string{"-runs", "1000", "-work", "20ms"}, Key: balance, After: 300 * time.Millisecond}},
+		{"Redis frozen", testenv.CtrlC{Args: []string{"-runs", "1000", "-work", "20ms"}, Key: balance, After: 300 * time.Millisecond, Frozen: true}},
+		{"at the bound of -n", testenv.CtrlC{Args: []string{"-runs", "1000", "-n", "10000", "-work", "20ms"}, Key: balance, After: 300 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr := testenv.Interrupt(t, run, tt.c)
+			lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+			for _, line := range lines {
+				if !checkLine.MatchString(line) {
+					t.Fatalf("stdout line %q is not a check line:\n%s", line, stdout)
+				}
+			}
+			// Either between runs, or during the last one printed, or
+			// during one that could not print.
+			ok := strings.Contains(stderr, fmt.Sprintf("interrupted by Ctrl-C after %d of 1000 runs\n", len(lines))) ||
+				strings.Contains(stderr, fmt.Sprintf("interrupted by Ctrl-C during run %d of 1000; its line counts only", len(lines))) ||
+				strings.Contains(stderr, fmt.Sprintf("interrupted by Ctrl-C during run %d of 1000; its ", len(lines)+1))
+			if !ok {
+				t.Errorf("stderr = %q, want it to say which of the runs it interrupted, after %d lines", stderr, len(lines))
+			}
+		})
+	}
+}
+
+func TestRun_jsonSaysInterrupted(t *testing.T) {
+	stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{
+		Args: []string{"-json", "-runs", "1000", "-work", "20ms"}, Key: wallet.BalanceKey("", wallet.DemoWallet), After: 300 * time.Millisecond,
+	})
+	var got struct {
+		Interrupted bool            `json:"interrupted"`
+		Phases      []lesson.Result `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if !got.Interrupted || len(got.Phases) == 0 {
+		t.Errorf("got %+v, want interrupted and the runs measured before it", got)
+	}
+	for _, p := range got.Phases {
+		if !p.Match() {
+			t.Errorf("phase %+v: a run cut short belongs under interrupted_phase", p)
+		}
+	}
 }
 
 func TestRun_help(t *testing.T) { testenv.Help(t, run) }

@@ -21,7 +21,8 @@
 //	go run ./cmd/step2-lock -ttl 0          # refused: lock: TTL must be at least 1ms
 //
 // It exits 0 when the check line says OK and no lock is left behind, 1 when
-// not or when Redis fails, 2 on bad flags.
+// not or when Redis fails, 2 on bad flags, and 130 after Ctrl-C, once it
+// has printed what it measured and deleted its keys.
 package main
 
 import (
@@ -30,8 +31,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -46,19 +45,15 @@ const (
 	amount  = 10  // each spend
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	release := fs.String("release", "auto", "how Release deletes the key: lua, delex (Redis 8.4+) or auto")
-	n := fs.Int("n", 50, "concurrent spenders")
-	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms")
-	wait := fs.Duration("wait", 5*time.Second, "how long each spender waits for the lock")
-	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write")
+	n := fs.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
+	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
+	wait := fs.Duration("wait", 5*time.Second, "how long each spender waits for the lock, at most 1h")
+	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write, at most 1h")
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step2:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
@@ -73,9 +68,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *n < 1 || *wait <= 0 || *work < 0:
 		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, step+":", err)
-		return 2
+	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", *n, cli.MaxN),
+		cli.CheckDuration("-ttl", *ttl), cli.CheckDuration("-wait", *wait), cli.CheckDuration("-work", *work)); stop {
+		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
@@ -84,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
-	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua}
+	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua, n: *n}
 	if r.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
 		return fail(err)
 	}
@@ -101,40 +96,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.Release = lock.ReleaseDelex
 	}
 
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, *prefix)
+	if err != nil {
+		return fail(err)
+	}
 	balanceKey := wallet.BalanceKey(*prefix, wallet.DemoWallet)
-	defer rdb.Del(context.Background(), balanceKey, r.lockKey)
+	defer s.Close(stderr, balanceKey, r.lockKey)
+	ctx = s.Context()       // ends at Ctrl-C
 	rdb.Del(ctx, r.lockKey) // a lease left by an interrupted run
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
-		return fail(err)
+		return failed(stderr, s, err)
 	}
 	var mu sync.Mutex
-	tally := wallet.Hammer(*n, func(int) (bool, error) {
-		actx, cancel := context.WithTimeout(ctx, *wait)
-		l, err := lock.Acquire(actx, rdb, r.lockKey, *ttl)
-		cancel()
-		if err != nil {
-			return false, err
-		}
-		ok, err := wallet.Spend(ctx, rdb, balanceKey, amount, *work)
-		// Release runs even after Ctrl-C: a lease left behind would block
-		// everyone for the rest of its TTL.
-		if rerr := l.ReleaseWith(ctx, method); rerr != nil {
-			mu.Lock()
-			r.releaseErrs = append(r.releaseErrs, rerr)
-			mu.Unlock()
-		}
-		return ok, err
+	var releaseErrs []error
+	tally, ok := cli.Await(s, func() wallet.Tally {
+		return wallet.Hammer(*n, func(int) (bool, error) {
+			actx, cancel := context.WithTimeout(ctx, *wait)
+			l, err := lock.Acquire(actx, rdb, r.lockKey, *ttl)
+			cancel()
+			if err != nil {
+				return false, err
+			}
+			ok, err := wallet.Spend(ctx, rdb, balanceKey, amount, *work)
+			// Release runs even after Ctrl-C: a lease left behind would
+			// block everyone for the rest of its TTL.
+			if rerr := l.ReleaseWith(ctx, method); rerr != nil {
+				mu.Lock()
+				releaseErrs = append(releaseErrs, rerr)
+				mu.Unlock()
+			}
+			return ok, err
+		})
 	})
-	balance, err := wallet.Balance(ctx, rdb, balanceKey)
-	if err != nil {
-		return fail(err)
+	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
+		return failed(stderr, s, errors.New("the spenders got no answer from Redis in time"))
 	}
-	left, err := rdb.Exists(ctx, r.lockKey).Result()
+	r.releaseErrs = releaseErrs
+	// What was measured is read back even after Ctrl-C.
+	done, cancel := s.Cleanup()
+	defer cancel()
+	balance, err := wallet.Balance(done, rdb, balanceKey)
 	if err != nil {
-		return fail(err)
+		return failed(stderr, s, err)
+	}
+	left, err := rdb.Exists(done, r.lockKey).Result()
+	if err != nil {
+		return failed(stderr, s, err)
 	}
 	r.LockLeft = left > 0
-	r.spendErrs = tally.Errors
-	r.verdict = wallet.Check(initial, amount, tally.Accepted, balance)
+	r.Interrupted = s.Interrupted()
+	r.tally = tally
+	r.verdict = wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance)
 	return r.print(stdout, stderr, *asJSON)
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
@@ -129,8 +132,57 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "no wait", Args: []string{"-wait", "0"}, Want: "-wait"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
+		{Name: "TTL beyond the bound", Args: []string{"-ttl", "2h"}, Want: "-ttl must be at most 1h"},
+		{Name: "wait beyond the bound", Args: []string{"-wait", "1000000h"}, Want: "-wait must be at most 1h"},
+		{Name: "work beyond the bound", Args: []string{"-work", "2h"}, Want: "-work must be at most 1h"},
 	})
 }
+
+// Two runs under one prefix would reset and delete each other's balance
+// and lock: the second is refused, and the first is not disturbed.
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	testenv.SecondRunRefused(t, run, "-work", "100ms")
+}
+
+// Ctrl-C stops the spenders, prints what they did, releases the lock,
+// deletes the keys and exits 130; with Redis frozen it still returns
+// within the clean-up bound and names the keys it could not delete.
+func TestRun_ctrlC(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	t.Run("mid-run", func(t *testing.T) {
+		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-work", "100ms"}, Key: balance, After: 300 * time.Millisecond})
+		if !checkThenLock.MatchString(stdout) {
+			t.Errorf("stdout = %q, want the check line and the lock line", stdout)
+		}
+		if !strings.Contains(stderr, "interrupted by Ctrl-C; the check line counts only the spends made before it") {
+			t.Errorf("stderr = %q", stderr)
+		}
+	})
+	t.Run("Redis frozen", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-work", "100ms"}, Key: balance, After: 300 * time.Millisecond, Frozen: true})
+	})
+	t.Run("at the bound of -n", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond, Swamped: true})
+	})
+	t.Run("json", func(t *testing.T) {
+		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-json", "-work", "100ms"}, Key: balance, After: 300 * time.Millisecond})
+		var got struct {
+			Interrupted bool            `json:"interrupted"`
+			Phases      []lesson.Result `json:"phases"`
+			CutShort    *lesson.Result  `json:"interrupted_phase"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		if !got.Interrupted || len(got.Phases) != 0 || got.CutShort == nil || got.CutShort.Verdict != "OK" {
+			t.Errorf("got %+v, want interrupted, no phase for the lesson, and what was measured as interrupted_phase, OK", got)
+		}
+	})
+}
+
+var checkThenLock = regexp.MustCompile(`^accepted=\d+ balance=\d+ expected=\d+ OK\nlock key left behind: no \(released with \w+, Redis [\d.]+\)\n$`)
 
 func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 

@@ -35,7 +35,9 @@
 //	go run ./cmd/step3-ttl -ttl 3s   # the work fits in the TTL: phase 1 is OK, and the program says so
 //
 // It exits 0 when every phase gave the verdict the lesson promises
-// (lesson.Phases), 1 when one did not or Redis failed, 2 on bad flags.
+// (lesson.Phases), 1 when one did not or Redis failed, 2 on bad flags, and
+// 130 after Ctrl-C, once it has printed what it measured and deleted its
+// keys.
 package main
 
 import (
@@ -45,8 +47,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+	"strconv"
 	"time"
 
 	"example.com/walletlock/internal/cli"
@@ -57,11 +58,7 @@ import (
 
 const step = "step3-ttl"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
@@ -70,9 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// 2-core machine a round trip took up to tens of milliseconds, and once
 	// over 100ms: hence not a shorter TTL. The work is two TTLs, so phase
 	// 1's lease always expires mid-work, and phase 2 stays near 3.6 s.
-	fs.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms")
-	fs.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend")
-	fs.IntVar(&e.n, "n", 3, "spenders in phases 1 and 2 (phase 2 takes n x work)")
+	fs.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
+	fs.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend, at most 1h")
+	fs.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", cli.MaxN))
 	fs.StringVar(&e.prefix, "prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
@@ -87,9 +84,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case e.n < 1 || e.work < 0:
 		err = errors.New("-n must be at least 1 and -work at least 0")
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, step+":", err)
-		return 2
+	// The bounds keep e.wait(), n x (work + ttl), far from overflowing.
+	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(e.prefix), cli.CheckMax("-n", e.n, cli.MaxN),
+		cli.CheckDuration("-ttl", e.ttl), cli.CheckDuration("-work", e.work)); stop {
+		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
@@ -101,24 +99,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	defer e.rdb.Del(context.Background(), e.balanceKey(), e.lockKey())
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	if e.run, err = cli.Start(ctx, e.rdb, step, e.prefix); err != nil {
+		return fail(err)
+	}
+	defer e.run.Close(stderr, e.balanceKey(), e.lockKey())
+	ctx = e.run.Context() // ends at Ctrl-C
 
-	var outcomes []outcome
-	for _, p := range chosen {
-		o, err := p(ctx, e)
-		if err != nil {
-			return fail(fmt.Errorf("phase %s: %w", o.Phase, err))
+	outcomes := []outcome{}
+	cut := ""             // the phase Ctrl-C interrupted
+	var cutShort *outcome // what it measured
+	for i, p := range chosen {
+		name := *only
+		if name == "all" {
+			name = strconv.Itoa(i + 1)
+		}
+		// After Ctrl-C a phase stuck on a frozen Redis is not waited for.
+		r, done := cli.Await(e.run, func() ran { o, err := p(ctx, e); return ran{o, err} })
+		o, err := r.outcome, r.err
+		if e.run.Interrupted() {
+			if cut = name; !done || err != nil {
+				break // nothing measured: Redis did not answer in time
+			}
+			o.story, o.problems = "interrupted by Ctrl-C: the check counts only the spends made before it", nil
+		} else if !done || err != nil {
+			if ctx.Err() != nil {
+				err = context.Cause(ctx) // the run lease was lost
+			}
+			return fail(fmt.Errorf("phase %s: %w", name, err))
 		}
 		if !*asJSON {
 			fmt.Fprintf(stdout, "phase %s: %s\n  %s\n  %s\n", o.Phase, o.setting, o.story, o.Check)
 		}
+		if cut != "" {
+			cutShort = &o // measured, but not what the lesson is about
+			break
+		}
 		outcomes = append(outcomes, o)
 	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(map[string]any{
+		out := map[string]any{
 			"step": step, "redis_version": version, "phases": outcomes,
 			"ttl": e.ttl.String(), "work": e.work.String(), "n": e.n,
-		})
+			"interrupted": e.run.Interrupted(),
+		}
+		if cutShort != nil {
+			out["interrupted_phase"] = cutShort
+		}
+		json.NewEncoder(stdout).Encode(out)
+	}
+	if e.run.Interrupted() {
+		at := "after the last phase"
+		if cut != "" {
+			at = "during phase " + cut
+		}
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, at)
+		return cli.ExitInterrupted
 	}
 
 	code := 0

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
@@ -147,6 +149,58 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		// -n 200000 took 2.2 GB.
+		{Name: "too many spenders", Args: []string{"-n", "200000"}, Want: "-n must be at most 10000, got 200000"},
+		// n x (work + ttl) overflowed a time.Duration, and phase 1 said OK.
+		{Name: "work beyond the bound", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
+		{Name: "TTL beyond the bound", Args: []string{"-ttl", "1000000h"}, Want: "-ttl must be at most 1h"},
+	})
+}
+
+// Two runs under one prefix would take each other's lock and balance: the
+// second is refused, and the first is not disturbed.
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	t.Parallel()
+	testenv.SecondRunRefused(t, run, "-phase", "1", "-n", "2")
+}
+
+// Ctrl-C stops the phase, prints what it measured, deletes the keys and
+// exits 130; with Redis frozen it still returns within the clean-up bound
+// and names the keys it could not delete; at the bound of -n it answers as
+// promptly.
+func TestRun_ctrlC(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	t.Run("mid-phase", func(t *testing.T) {
+		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "2"}, Key: balance, After: time.Second})
+		want := regexp.MustCompile(`^phase 2: .+\n  interrupted by Ctrl-C: the check counts only the spends made before it\n  accepted=\d+ balance=\d+ expected=\d+ OK\n$`)
+		if !want.MatchString(stdout) {
+			t.Errorf("stdout = %q, want phase 2's header, that it was interrupted, and its check line", stdout)
+		}
+		if !strings.HasSuffix(stderr, "interrupted by Ctrl-C during phase 2\n") {
+			t.Errorf("stderr = %q, want it to name phase 2", stderr)
+		}
+	})
+	t.Run("Redis frozen", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "2"}, Key: balance, After: time.Second, Frozen: true})
+	})
+	t.Run("at the bound of -n", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "1", "-n", "10000"}, Key: balance, After: time.Second, Swamped: true})
+	})
+	t.Run("json", func(t *testing.T) {
+		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-json"}, Key: balance, After: 4 * time.Second})
+		var got struct {
+			Interrupted bool            `json:"interrupted"`
+			Phases      []lesson.Result `json:"phases"`
+			CutShort    *lesson.Result  `json:"interrupted_phase"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		// Phase 1 takes about 2.4 s, phase 2 about 3.6 s.
+		if !got.Interrupted || len(got.Phases) != 1 || !got.Phases[0].Match() || got.CutShort == nil || got.CutShort.Phase != "2" {
+			t.Errorf("got %+v, want interrupted, phase 1 as the lesson says, and phase 2 as interrupted_phase", got)
+		}
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -22,12 +23,13 @@ const (
 	amount  = 10  // each spend
 )
 
-// env is what the flags set, and the client.
+// env is what the flags set, the client, and the run that owns the prefix.
 type env struct {
 	ttl, work time.Duration
 	n         int
 	prefix    string
 	rdb       *redis.Client
+	run       *cli.Session
 }
 
 func (e env) balanceKey() string { return wallet.BalanceKey(e.prefix, wallet.DemoWallet) }
@@ -60,6 +62,7 @@ type outcome struct {
 	lesson.Result
 	NotHeld  int    `json:"releases_not_held"` // releases that found the lease gone
 	Releases int    `json:"releases"`          // releases attempted
+	Unknown  int    `json:"unknown_spends"`    // spends whose outcome is unknown (sent, no reply)
 	Cause    string `json:"cause,omitempty"`   // phase 3: why the work was cancelled
 	setting  string // for the text: the phase's settings
 	story    string // for the text: what happened, above the check line
@@ -67,6 +70,12 @@ type outcome struct {
 }
 
 type phase func(ctx context.Context, e env) (outcome, error)
+
+// ran is what a phase returned, in one value for cli.Await.
+type ran struct {
+	outcome
+	err error
+}
 
 func pick(name string) ([]phase, error) {
 	all := map[string]phase{"1": noWatchdog, "2": watchdog, "3": takenOver}
@@ -129,11 +138,12 @@ func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error)
 		}
 		return ok, err
 	})
-	for _, err := range tally.Errors {
-		o.problems = append(o.problems, "spend failed: "+err.Error())
-	}
 	o.story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", o.NotHeld, o.Releases)
-	return o, e.check(ctx, &o, tally.Accepted)
+	v, err := e.check(&o, tally.Accepted, tally.Unknown)
+	if line := cli.Outcomes(tally, e.n, v); line != "" {
+		o.problems = append(o.problems, line)
+	}
+	return o, err
 }
 
 // Phase 3: the lease is lost while the work runs.
@@ -177,9 +187,12 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 	default:
 		o.problems = append(o.problems, "the release succeeded: the takeover did not happen")
 	}
-	accepted := 0
-	if ok {
+	accepted, unknown := 0, 0
+	switch {
+	case ok:
 		accepted = 1
+	case errors.Is(spendErr, wallet.ErrUnknownOutcome):
+		unknown = 1
 	}
 	if !errors.Is(spendErr, lock.ErrNotHeld) {
 		o.problems = append(o.problems, fmt.Sprintf("the spend was not cancelled for a lost lease (accepted %v, error %v)", ok, spendErr))
@@ -188,16 +201,21 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 		o.Cause = cause.Error()
 		o.story = "the watchdog cancelled the spend before its write, cause: " + o.Cause
 	}
-	return o, e.check(ctx, &o, accepted)
+	_, err = e.check(&o, accepted, unknown)
+	return o, err
 }
 
-// check reads the balance and fills in the phase's check line.
-func (e env) check(ctx context.Context, o *outcome, accepted int) error {
+// check reads the balance, even after Ctrl-C, and fills in the phase's
+// check line.
+func (e env) check(o *outcome, accepted, unknown int) (wallet.Verdict, error) {
+	ctx, cancel := e.run.Cleanup()
+	defer cancel()
 	balance, err := wallet.Balance(ctx, e.rdb, e.balanceKey())
 	if err != nil {
-		return err
+		return wallet.Verdict{}, err
 	}
-	v := wallet.Check(initial, amount, accepted, balance)
+	v := wallet.CheckUnknown(initial, amount, accepted, unknown, balance)
 	o.Result = lesson.NewResult(step, o.Phase, v.String(), v.OK)
-	return nil
+	o.Unknown = unknown
+	return v, nil
 }

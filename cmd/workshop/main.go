@@ -10,19 +10,23 @@
 // The JSON holds every phase's figures as each step reported them, plus
 // the machine's Go, Redis and PostgreSQL versions, so a room's results can
 // be collected and compared.
+//
+// Ctrl-C is passed on to the step that is running, which stops, cleans up
+// and reports what it measured; the workshop then prints the phases run so
+// far and exits 130. A second Ctrl-C exits at once.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -33,6 +37,10 @@ import (
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
+
+// namespace is where every workshop run keeps its keys, under a tag of its
+// own; the tests use a prefix of theirs.
+var namespace = "walletlock:workshop:"
 
 // plan is what the workshop runs, in tutorial order. Each step also gets
 // -json and a -prefix of its own (see runStep); the steps that keep
@@ -63,6 +71,8 @@ type report struct {
 	Phases   []row                      `json:"phases"`
 	Steps    map[string]json.RawMessage `json:"steps"`
 	Failures []string                   `json:"failures,omitempty"`
+	// The step Ctrl-C interrupted; the phases are those run before.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 type row struct {
@@ -70,11 +80,7 @@ type row struct {
 	Match bool `json:"match"`
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
@@ -102,9 +108,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer os.RemoveAll(bin)
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "./cmd/...")
+	// The package path, not ./cmd/..., so that it builds from any directory
+	// of the module (the tests run in cmd/workshop).
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "example.com/walletlock/cmd/...")
 	build.Stderr = stderr
 	if err := build.Run(); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
+			return cli.ExitInterrupted
+		}
 		fmt.Fprintln(stderr, "workshop: go build ./cmd/... failed:", err)
 		return 1
 	}
@@ -123,21 +135,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if p.args != nil {
 			args = p.args(ids)
 		}
-		prefix := "walletlock:workshop:" + tag + ":" + p.step + ":"
-		out, err := runStep(ctx, filepath.Join(bin, p.step), prefix, args)
+		prefix := namespace + tag + ":" + p.step + ":"
+		out, err := runStep(ctx, filepath.Join(bin, p.step), prefix, args, stderr)
 		if out != nil {
 			rep.Steps[p.step] = out
 		}
 		var got struct{ Phases []lesson.Result }
-		if jerr := json.Unmarshal(out, &got); out == nil || jerr != nil {
-			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", p.step, err))
-			continue
-		}
+		jerr := json.Unmarshal(out, &got)
 		for _, r := range got.Phases {
 			rep.Phases = append(rep.Phases, row{r, r.Match()})
 		}
+		if ctx.Err() != nil {
+			// The step had its Ctrl-C and named what it could not clean up,
+			// unless it took too long and was killed.
+			rep.Interrupted = p.step
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && !exit.Exited() {
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, leftovers(namespace+tag+":"))
+			}
+			break
+		}
+		if out == nil || jerr != nil {
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", p.step, err))
+		}
 	}
-	rep.Failures = append(rep.Failures, missing(rep.Phases)...)
+	if rep.Interrupted == "" {
+		rep.Failures = append(rep.Failures, missing(rep.Phases)...)
+	}
 	rep.Seconds = time.Since(rep.Started).Round(time.Second).Seconds()
 
 	ok := len(rep.Failures) == 0
@@ -151,11 +175,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		printTable(stdout, rep)
 	}
-	if !ok {
+	switch {
+	case rep.Interrupted != "":
+		fmt.Fprintf(stderr, "workshop: interrupted by Ctrl-C during %s; the table shows the %d phases that ran in full\n", rep.Interrupted, len(rep.Phases))
+		return cli.ExitInterrupted
+	case !ok:
 		fmt.Fprintln(stderr, "workshop: some phases did not print what the tutorial says; see the table")
 		return 1
 	}
 	return 0
+}
+
+// leftovers gives the commands that delete whatever a killed step wrote
+// under prefix: Redis keys, and the PostgreSQL rows it owns.
+func leftovers(prefix string) string {
+	redisCmd := "redis-cli --scan --pattern '" + prefix + "*' | xargs redis-cli del"
+	if opt, err := wallet.RedisOptions(); err == nil {
+		redisCmd = cli.RedisDelPrefix(opt, prefix)
+	}
+	return fmt.Sprintf(`%s; psql "$DATABASE_URL" -c "DELETE FROM walletlock_wallets WHERE owner LIKE '%s%%'"`, redisCmd, prefix)
 }
 
 // missing lists the phases the lesson promises that no step reported: a
@@ -176,15 +214,16 @@ func missing(rows []row) []string {
 
 // runStep runs one step with -json and returns its JSON output. A step
 // exits 1 when a phase misses its verdict but still prints its JSON, so
-// the output is returned whenever there is some.
-func runStep(ctx context.Context, path, prefix string, args []string) (json.RawMessage, error) {
+// the output is returned whenever there is some. What the step writes to
+// stderr goes to stderr as it comes, and into the error.
+func runStep(ctx context.Context, path, prefix string, args []string, stderr io.Writer) (json.RawMessage, error) {
 	args = append([]string{"-json", "-prefix", prefix}, args...)
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd := cli.Command(ctx, path, args...) // Ctrl-C reaches it as one interrupt
+	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(stderr, &errb)
 	err := cmd.Run()
 	if err != nil {
-		err = fmt.Errorf("%v: %s", err, bytes.TrimSpace(errb.Bytes()))
+		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
 	}
 	if !json.Valid(out.Bytes()) {
 		return nil, err

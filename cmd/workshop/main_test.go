@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 )
@@ -64,4 +67,67 @@ func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 func TestRun_postgresUnreachable(t *testing.T) {
 	testenv.Redis(t)
 	testenv.PostgresUnreachable(t, run)
+}
+
+// Ctrl-C while a step runs reaches the step as an interrupt, not a kill:
+// it cleans up, and the workshop prints the phases that ran and exits 130,
+// saying it was interrupted. (A killed step left 32 keys and 16 rows.)
+func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
+	saved := namespace
+	namespace = testenv.Prefix(t, rdb)
+	t.Cleanup(func() { namespace = saved })
+
+	ctx, ctrlC := context.WithCancel(t.Context())
+	defer ctrlC()
+	var stdout, stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, nil, &stdout, &stderr) }()
+
+	// Step 3 runs for about 7 s; the Ctrl-C comes a second into it. Before
+	// that, the steps are built (slow the first time) and steps 1 and 2 run.
+	balance := namespace + "*:step3-ttl:balance:*"
+	for deadline := time.Now().Add(5 * time.Minute); len(rdb.Keys(ctx, balance).Val()) == 0; {
+		select {
+		case code := <-done:
+			t.Fatalf("run = %d before step 3 wrote its balance; stderr:\n%s", code, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("step 3 did not start within 5 minutes")
+		}
+	}
+	time.Sleep(time.Second)
+	ctrlC()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(cli.WaitDelay + 5*time.Second):
+		t.Fatal("the workshop still runs after Ctrl-C")
+	}
+
+	errs := stderr.String()
+	if code != cli.ExitInterrupted || !strings.Contains(errs, "workshop: interrupted by Ctrl-C during step3-ttl") {
+		t.Errorf("run = %d, want %d and the interruption named; stderr:\n%s", code, cli.ExitInterrupted, errs)
+	}
+	if strings.Contains(errs, "did not print what the tutorial says") || strings.Contains(errs, "was killed") {
+		t.Errorf("stderr blames the phases or a kill:\n%s", errs)
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "step1-race") || !strings.Contains(out, "step2-lock") || strings.Contains(out, " NO ") || strings.Contains(out, "FAILED") {
+		t.Errorf("stdout:\n%s\nwant the phases of steps 1 and 2, all matching", out)
+	}
+	if keys := rdb.Keys(context.Background(), namespace+"*").Val(); len(keys) > 0 {
+		t.Errorf("keys left under the run's tag: %q", keys)
+	}
+	var rows int
+	err := pool.QueryRow(context.Background(), `SELECT CASE WHEN to_regclass('walletlock_wallets') IS NULL THEN 0
+		ELSE (SELECT count(*) FROM walletlock_wallets WHERE starts_with(owner, $1)) END`, namespace).Scan(&rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows > 0 {
+		t.Errorf("%d PostgreSQL rows left under the run's tag", rows)
+	}
 }

@@ -1,5 +1,8 @@
-// Package cli holds the one flag convention every program here follows, so
-// that a workshop room sees the same behaviour from each of them.
+// Package cli holds what every program here does the same way, so that a
+// workshop room sees the same behaviour from each of them: flags (Parse,
+// Refuse and the checks and bounds), Ctrl-C (Main, Session, Await,
+// Command), and the line that names what a run could not clean up
+// (RedisDel).
 package cli
 
 import (
@@ -7,6 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"strings"
+	"time"
 )
 
 // Parse parses args with fs. It returns (0, false) when the program should
@@ -30,4 +37,71 @@ func Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int,
 		return 2, true
 	}
 	return 0, false
+}
+
+// Refuse finishes checking the flags after Parse: given the checks' errors,
+// nil for those that passed, it prints the first non-nil one in one line
+// naming the program and returns (2, true); with none it returns (0,
+// false).
+func Refuse(fs *flag.FlagSet, stderr io.Writer, errs ...error) (code int, stop bool) {
+	for _, err := range errs {
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+			return 2, true
+		}
+	}
+	return 0, false
+}
+
+// ErrEmptyPrefix refuses -prefix "": every key a program writes lives under
+// its prefix, and without one it would write and delete keys outside the
+// walletlock: namespace, perhaps another application's.
+var ErrEmptyPrefix = errors.New("-prefix must not be empty: every key this program writes needs one")
+
+// CheckPrefix returns ErrEmptyPrefix for an empty prefix, else nil.
+func CheckPrefix(prefix string) error {
+	if prefix == "" {
+		return ErrEmptyPrefix
+	}
+	return nil
+}
+
+// Bounds on the flags, chosen so that a laptop runs the largest setting in
+// a few hundred megabytes and answers Ctrl-C at once. MaxN bounds the
+// goroutines a program starts (-n, -workers); MaxDuration bounds each time
+// a flag sets (-work, -ttl, -wait, -pause), so that sums and products of
+// them stay far from overflowing a time.Duration.
+const (
+	MaxN        = 10_000
+	MaxDuration = time.Hour
+)
+
+// CheckMax refuses a count above max: "-n must be at most 10000, got
+// 200000".
+func CheckMax(name string, v, max int) error {
+	if v > max {
+		return fmt.Errorf("%s must be at most %d, got %d", name, max, v)
+	}
+	return nil
+}
+
+// CheckDuration refuses a duration above MaxDuration: "-work must be at
+// most 1h, got 1000000h0m0s".
+func CheckDuration(name string, d time.Duration) error {
+	if d > MaxDuration {
+		return fmt.Errorf("%s must be at most %s, got %v", name, strings.TrimSuffix(MaxDuration.String(), "0m0s"), d)
+	}
+	return nil
+}
+
+// CheckSpends refuses n spends of amount from initial when the balance they
+// could lead to, initial - amount*n, or amount*n itself does not fit an
+// int64: the check line's figures would wrap around.
+func CheckSpends(initial, amount int64, n int) error {
+	total := new(big.Int).Mul(big.NewInt(amount), big.NewInt(int64(n)))
+	low := new(big.Int).Sub(big.NewInt(initial), total)
+	if !total.IsInt64() || !low.IsInt64() {
+		return fmt.Errorf("-amount %d times -n %d overflows an int64 (at most %d): lower -amount or -n", amount, n, int64(math.MaxInt64))
+	}
+	return nil
 }

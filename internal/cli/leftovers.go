@@ -11,76 +11,74 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// When a clean-up fails (a frozen or restarting service, a Ctrl-C that
-// left no time), a program names what it left in one line, with the
-// command that removes it. The commands below never contain a password:
-// where the server needs one, they name the environment variable that
-// holds the URL instead of printing it.
-
-// RedisDel returns a redis-cli command that deletes keys on the server
-// opt describes, such as
+// RedisDel returns the command that deletes keys from the server opt
+// describes, for the line that names what a run could not clean up:
 //
-//	redis-cli del 'walletlock:demo:step4:balance:{wallet:42}'
+//	redis-cli del 'walletlock:demo:step2:balance:{wallet:42}'
 //
-// with -h and -p when the server is not the default one, and
-// -u "$REDIS_URL" when it needs credentials, TLS or a database other
-// than 0, which only REDIS_URL can set.
+// It adds -h and -p for a server other than localhost:6379, -n for another
+// database, --tls and --askpass where needed, and never a user name or a
+// password.
 func RedisDel(opt *redis.Options, keys ...string) string {
-	cmd := "redis-cli"
-	switch {
-	case opt.Username != "" || opt.Password != "" || opt.TLSConfig != nil || opt.DB != 0:
-		cmd += ` -u "$REDIS_URL"`
-	case opt.Addr != wallet.DefaultRedisAddr:
-		if host, port, err := net.SplitHostPort(opt.Addr); err == nil {
-			cmd += " -h " + ShellQuote(host) + " -p " + ShellQuote(port)
-		}
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = shellQuote(k)
 	}
-	cmd += " del"
-	for _, k := range keys {
-		cmd += " " + ShellQuote(k)
-	}
-	return cmd
+	return redisCLI(opt) + " del " + strings.Join(quoted, " ")
 }
 
-// PostgresDelete returns a psql command that deletes the wallet rows of
-// owner (a run's key prefix, see wallet.Store.Owned) whose ids are given,
-// such as
+// RedisDelPrefix returns the command that deletes every key under prefix,
+// for a run that wrote too many keys to name:
 //
-//	psql "$DATABASE_URL" -c "DELETE FROM walletlock_wallets WHERE owner = 'walletlock:demo:step5:' AND id IN (42)"
+//	redis-cli --scan --pattern 'walletlock:demo:step6:*' | xargs redis-cli del
+func RedisDelPrefix(opt *redis.Options, prefix string) string {
+	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(prefix) + "*"
+	cli := redisCLI(opt)
+	return cli + " --scan --pattern " + shellQuote(pattern) + " | xargs " + cli + " del"
+}
+
+// PostgresDelete returns the command that deletes the wallet rows of owner
+// (a run's prefix, see wallet.Store.Owned) whose ids are given:
 //
-// Without DATABASE_URL it names the default database without its
+//	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'
+//
+// It names the database by its variable, never by the URL, which may hold
+// a password; without DATABASE_URL, by the default URL without its
 // password, which psql then asks for.
 func PostgresDelete(owner string, ids ...int64) string {
 	target := `"$DATABASE_URL"`
 	if wallet.DatabaseURL() == wallet.DefaultDatabaseURL {
-		u, err := url.Parse(wallet.DefaultDatabaseURL)
-		if err == nil {
+		if u, err := url.Parse(wallet.DefaultDatabaseURL); err == nil {
 			u.User = url.User(u.User.Username())
-			target = ShellQuote(u.String())
+			target = shellQuote(u.String())
 		}
 	}
-	sql := "DELETE FROM walletlock_wallets WHERE owner = '" + strings.ReplaceAll(owner, "'", "''") + "'"
-	if len(ids) > 0 {
-		list := make([]string, len(ids))
-		for i, id := range ids {
-			list[i] = strconv.FormatInt(id, 10)
-		}
-		sql += " AND id IN (" + strings.Join(list, ", ") + ")"
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatInt(id, 10)
 	}
-	return "psql " + target + " -c " + ShellQuote(sql)
+	sql := "DELETE FROM walletlock_wallets WHERE owner = '" + strings.ReplaceAll(owner, "'", "''") + "' AND id IN (" + strings.Join(list, ", ") + ")"
+	return "psql " + target + " -c " + shellQuote(sql)
 }
 
-// ShellQuote quotes s for a POSIX shell. Text that holds single quotes
-// (as SQL does) goes in double quotes when nothing in it would expand
-// there; anything else goes in single quotes.
-func ShellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@,+%", r))
-	}) {
-		return s
+func redisCLI(opt *redis.Options) string {
+	args := []string{"redis-cli"}
+	if host, port, err := net.SplitHostPort(opt.Addr); err == nil && opt.Addr != "localhost:6379" {
+		args = append(args, "-h", host, "-p", port)
 	}
-	if strings.Contains(s, "'") && !strings.ContainsAny(s, "\"$`\\!") {
-		return `"` + s + `"`
+	if opt.DB != 0 {
+		args = append(args, "-n", strconv.Itoa(opt.DB))
 	}
+	if opt.TLSConfig != nil {
+		args = append(args, "--tls")
+	}
+	if opt.Password != "" {
+		args = append(args, "--askpass")
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -20,10 +20,15 @@ const CleanupTimeout = 3 * time.Second
 // the signals are back to their defaults, so a second Ctrl-C ends the
 // process at once.
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-ctx.Done()
-		stop()
+		<-sigs
+		// The defaults come back before run hears of the first signal, so
+		// that a second one ends the process however soon it comes.
+		signal.Stop(sigs)
+		cancel()
 	}()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -1,0 +1,122 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHelperProgram is the program the tests below run as a process of
+// its own: it says "ready", waits for Ctrl-C, and then cleans up briefly
+// (CLI_HELPER=clean) or for good (hang).
+func TestHelperProgram(t *testing.T) {
+	mode := os.Getenv("CLI_HELPER")
+	if mode == "" {
+		t.Skip("run by TestMain_* and TestCommand_* as a process of its own")
+	}
+	Main(func(ctx context.Context, _ []string, stdout, _ io.Writer) int {
+		fmt.Fprintln(stdout, "ready")
+		<-ctx.Done()
+		fmt.Fprintln(stdout, "interrupted")
+		if mode == "hang" {
+			time.Sleep(time.Minute)
+		}
+		time.Sleep(200 * time.Millisecond)
+		fmt.Fprintln(stdout, "cleaned up")
+		return ExitInterrupted
+	})
+}
+
+// helper starts the helper program with cmd and returns its stdout lines.
+func helper(t *testing.T, cmd *exec.Cmd, mode string) <-chan string {
+	t.Helper()
+	cmd.Env = append(os.Environ(), "CLI_HELPER="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
+}
+
+func expectLine(t *testing.T, lines <-chan string, want string) {
+	t.Helper()
+	select {
+	case got := <-lines:
+		if got != want {
+			t.Fatalf("the program printed %q, want %q", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the program did not print %q within 30s", want)
+	}
+}
+
+func TestMain_firstCtrlCLetsTheProgramCleanUp(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProgram$")
+	lines := helper(t, cmd, "clean")
+	expectLine(t, lines, "ready")
+	cmd.Process.Signal(syscall.SIGINT)
+	expectLine(t, lines, "interrupted")
+	expectLine(t, lines, "cleaned up")
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != ExitInterrupted {
+		t.Errorf("exit: %v, want status %d", err, ExitInterrupted)
+	}
+}
+
+func TestMain_secondCtrlCExitsAtOnce(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProgram$")
+	lines := helper(t, cmd, "hang")
+	expectLine(t, lines, "ready")
+	cmd.Process.Signal(syscall.SIGINT)
+	expectLine(t, lines, "interrupted")
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second Ctrl-C did not end the program within 5s")
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
+		t.Errorf("the program ended with %v, want killed by SIGINT", cmd.ProcessState)
+	}
+}
+
+// Command's program gets one interrupt when ctx ends, not a kill, and
+// cleans up; it runs in a process group of its own, out of the reach of
+// the terminal's Ctrl-C.
+func TestCommand_interruptsTheProgramInsteadOfKillingIt(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cmd := Command(ctx, os.Args[0], "-test.run=^TestHelperProgram$")
+	lines := helper(t, cmd, "clean")
+	expectLine(t, lines, "ready")
+	if pgid, err := syscall.Getpgid(cmd.Process.Pid); err != nil || pgid != cmd.Process.Pid {
+		t.Errorf("process group %d (%v), want its own, %d", pgid, err, cmd.Process.Pid)
+	}
+	cancel()
+	expectLine(t, lines, "interrupted")
+	expectLine(t, lines, "cleaned up")
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != ExitInterrupted {
+		t.Errorf("exit: %v, want status %d", err, ExitInterrupted)
+	}
+}

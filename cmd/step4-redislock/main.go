@@ -38,15 +38,16 @@
 //	go run ./cmd/step4-redislock -strategy jitter -json
 //	go run ./cmd/step4-redislock -ttl 0    # refused: lock: TTL must be at least 1ms
 //
-// One run at a time per -prefix (internal/runlease): a second one is
-// refused instead of resetting the first one's balance. Ctrl-C stops the
-// spenders, prints what was measured, deletes the keys within
-// cli.CleanupTimeout even when Redis is frozen, names any it could not
-// delete with the command that does, and exits 130.
+// One run at a time per -prefix (cli.Session): a second one is refused
+// instead of resetting the first one's balance. Ctrl-C stops the spenders,
+// prints what was measured, deletes the keys within cli.CleanupTimeout
+// even when Redis is frozen, names any it could not delete with the
+// command that does, and exits 130.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +62,8 @@ import (
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
+
+const step = "step4-redislock"
 
 // A strategy makes a fresh RetryStrategy for every Obtain: redislock's
 // ExponentialBackoff counts its retries inside the value, so one value
@@ -97,107 +100,127 @@ const (
 func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("step4-redislock", flag.ContinueOnError)
+	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	which := fs.String("strategy", "all", "lockstep, exponential, jitter or all")
 	var c config
-	fs.IntVar(&c.n, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", maxN))
-	fs.DurationVar(&c.work, "work", 2*time.Millisecond, fmt.Sprintf("time between the read and the write, at most %v", maxWork))
-	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, fmt.Sprintf("lock TTL, at least 1ms and at most %v", maxTTL))
-	fs.DurationVar(&c.wait, "wait", 10*time.Second, fmt.Sprintf("how long each spender waits for the lock, at most %v", maxWait))
+	fs.IntVar(&c.n, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
+	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write, at most 1h")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
+	fs.DurationVar(&c.wait, "wait", 10*time.Second, "how long each spender waits for the lock, at most 1h")
 	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes; one run at a time per prefix")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	chosen, err := pick(*which)
-	if err == nil {
-		err = c.validate()
+	switch {
+	case err != nil:
+	case c.n < 1 || c.work < 0 || c.wait <= 0:
+		err = errors.New("-n must be at least 1, -work at least 0 and -wait above 0")
+	case lock.CheckTTL(c.ttl) != nil:
+		// redislock itself takes -ttl 0 and hands back a lock that Redis
+		// never kept: refuse such a TTL before anything runs.
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "step4-redislock:", err)
-		return 2
+	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(c.prefix), cli.CheckMax("-n", c.n, cli.MaxN),
+		cli.CheckDuration("-work", c.work), cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-wait", c.wait)); stop {
+		return code
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, "step4-redislock:", oneLine(err)); return 1 }
+	fail := func(err error) int { fmt.Fprintln(stderr, step+":", oneLine(err)); return 1 }
 
-	s, err := start(ctx, c.prefix)
+	rdb, err := wallet.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	defer s.close()
+	defer rdb.Close()
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, c.prefix)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close(stderr, wallet.BalanceKey(c.prefix, wallet.DemoWallet), wallet.LockKey(c.prefix, wallet.DemoWallet))
+	ctx = s.Context() // ends at Ctrl-C
 
 	var results []result
-	var partial *result // the strategy that Ctrl-C cut short, if it ran
-	var failure error
+	var cut *result // the strategy Ctrl-C cut short, as far as it was measured
+	at := "after the last strategy"
 	for _, st := range chosen {
-		r, err := spendAll(s.work, s.rdb, st, c)
-		if r.cut {
-			partial = &r
+		if s.Interrupted() {
+			at = "before " + st.name
 			break
 		}
-		if s.work.Err() != nil { // ended during the set-up or between two strategies
+		// After Ctrl-C, spenders stuck on a frozen Redis are not waited for.
+		m, done := cli.Await(s, func() measured { r, err := spendAll(ctx, rdb, st, c); return measured{r, err} })
+		if s.Interrupted() && (!done || m.err != nil || m.r.cut) {
+			at = "during " + st.name + ": " + cutShort(s, rdb, c.prefix, m, done, &cut)
 			break
 		}
-		if err != nil {
-			failure = err
-			break
-		}
-		results = append(results, r)
-		if !*asJSON {
-			printCheck(stdout, r)
-		}
-		reportErrors(stderr, r)
-	}
-
-	// What follows has a bounded time, Ctrl-C or not: read back what the
-	// interrupted strategy did, delete the keys, give the prefix back.
-	fin, cancel := afterWork(ctx)
-	defer cancel()
-	if partial != nil {
-		if err := partial.readBack(fin, s.ctl, c.prefix); err != nil {
-			fmt.Fprintf(stderr, "step4-redislock: %s: %d spends accepted before the run stopped; the balance could not be read back to check them: %s\n",
-				partial.Strategy, partial.tally.Accepted, oneLine(err))
-		} else {
-			if !*asJSON {
-				printCheck(stdout, *partial)
+		if !done || m.err != nil {
+			if ctx.Err() != nil {
+				m.err = context.Cause(ctx) // the run lease was lost
 			}
-			reportErrors(stderr, *partial)
-			results = append(results, *partial)
+			return fail(m.err)
 		}
+		results = append(results, m.r)
+		if !*asJSON {
+			printCheck(stdout, m.r)
+		}
+		reportErrors(stderr, m.r)
 	}
-	left := s.cleanup(fin, c.prefix)
-
-	switch {
-	case *asJSON && (failure == nil || len(results) > 0):
-		writeJSON(stdout, c, results, ctx.Err() != nil)
-	case !*asJSON && len(results) > 0:
-		writeTable(stdout, c, results)
+	if cut != nil {
+		if !*asJSON {
+			printCheck(stdout, *cut)
+		}
+		reportErrors(stderr, *cut)
 	}
-	code := 0
-	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintln(stderr, "step4-redislock:", interrupted(partial, results))
-		code = 130
-	case s.work.Err() != nil:
-		fmt.Fprintln(stderr, "step4-redislock:", oneLine(context.Cause(s.work)))
-		code = 1
-	case failure != nil:
-		fmt.Fprintln(stderr, "step4-redislock:", oneLine(failure))
-		code = 1
+	if *asJSON {
+		writeJSON(stdout, c, results, cut, s.Interrupted())
+	} else if all := appendCut(results, cut); len(all) > 0 {
+		writeTable(stdout, c, all)
 	}
-	if left != "" {
-		fmt.Fprintln(stderr, "step4-redislock:", left)
+	if s.Interrupted() {
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, at)
+		return cli.ExitInterrupted
 	}
 	for _, r := range results {
-		if code == 0 && (!r.OK || r.failed == c.n) {
-			code = 1
+		if !r.OK || r.failed == c.n {
+			return 1
 		}
 	}
-	return code
+	return 0
+}
+
+// measured is what spendAll returns, for cli.Await.
+type measured struct {
+	r   result
+	err error
+}
+
+// cutShort reads back what the strategy that Ctrl-C cut short did, within
+// the clean-up time, and says what it measured.
+func cutShort(s *cli.Session, rdb *redis.Client, prefix string, m measured, done bool, cut **result) string {
+	if !done || !m.r.ran {
+		return "Redis did not answer in time, nothing was measured"
+	}
+	rctx, cancel := s.Cleanup()
+	defer cancel()
+	if err := m.r.readBack(rctx, rdb, prefix); err != nil {
+		return fmt.Sprintf("%d spends accepted; the balance could not be read back to check them (%s)", m.r.tally.Accepted, oneLine(err))
+	}
+	*cut = &m.r
+	return "its row counts only the spends made before it"
+}
+
+func appendCut(results []result, cut *result) []result {
+	if cut == nil {
+		return results
+	}
+	return append(slices.Clone(results), *cut)
 }
 
 // spendAll runs the spenders with one strategy and measures them. When
-// ctx ends while they run, it returns what they did with r.cut set; the
-// balance may then still have to be read back.
+// ctx ends while they run, the result says so (cut) and the balance may
+// still have to be read back.
 func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r result, err error) {
 	balanceKey := wallet.BalanceKey(c.prefix, wallet.DemoWallet)
 	lockKey := wallet.LockKey(c.prefix, wallet.DemoWallet)
@@ -212,6 +235,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 
 	var mu sync.Mutex
 	start := time.Now()
+	r.ran = true
 	r.tally = wallet.Hammer(c.n, func(int) (bool, error) {
 		// The wait for the lock is bounded by -wait. Without a deadline,
 		// redislock would quietly stop retrying once the TTL had passed.
@@ -239,6 +263,8 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 			err = fmt.Errorf("%w: %w", errWatchdog, err) // not Ctrl-C: the watchdog
 		}
 		stopWatch()
+		// The release runs even after Ctrl-C: a lease left behind would
+		// block the next run for the rest of its TTL.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer rcancel()
 		if rerr := l.Release(rctx); rerr != nil && err == nil && ctx.Err() == nil {

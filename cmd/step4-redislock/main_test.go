@@ -6,17 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -147,11 +144,11 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "TTL under a millisecond", Args: []string{"-ttl", "999us"}, Want: lock.ErrBadTTL.Error()},
 		{Name: "unknown flag", Args: []string{"-no-such-flag"}, Want: "-no-such-flag"},
 		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty: every key this program writes needs one"},
-		{Name: "too many spenders", Args: []string{"-n", "1001"}, Want: "-n must be between 1 and 1000"},
-		{Name: "spenders past int64 arithmetic", Args: []string{"-n", "9223372036854775807"}, Want: "-n must be between 1 and 1000"},
-		{Name: "work too long", Args: []string{"-work", "1000000h"}, Want: "-work must be between 0 and 1m0s"},
-		{Name: "TTL too long", Args: []string{"-ttl", "2m"}, Want: "-ttl must be at most 1m0s"},
-		{Name: "wait too long", Args: []string{"-wait", "11m"}, Want: "-wait must be above 0 and at most 10m0s"},
+		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
+		{Name: "spenders past int64 arithmetic", Args: []string{"-n", "9223372036854775807"}, Want: "-n must be at most 10000"},
+		{Name: "work too long", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
+		{Name: "TTL too long", Args: []string{"-ttl", "2h"}, Want: "-ttl must be at most 1h"},
+		{Name: "wait too long", Args: []string{"-wait", "2h"}, Want: "-wait must be at most 1h"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
 	})
 }
@@ -271,137 +268,50 @@ func TestReportErrors_oneLine(t *testing.T) {
 
 // A second run on a prefix that a run is using is refused at once, in one
 // line that names the prefix and what to do; the first run is unharmed.
-func TestRun_secondRunOnAPrefixIsRefused(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
-	args := []string{"-strategy", "lockstep", "-n", "20", "-work", "20ms", "-wait", "60s", "-prefix", prefix}
-	var stdout, stderr bytes.Buffer
-	first := make(chan int, 1)
-	go func() { first <- run(t.Context(), args, &stdout, &stderr) }()
-	waitForSpends(t, rdb, prefix)
-
-	var out2, err2 bytes.Buffer
-	if code := run(t.Context(), args, &out2, &err2); code != 1 {
-		t.Errorf("second run: exit %d, want 1", code)
-	}
-	msg := err2.String()
-	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "in use by another run") || !strings.Contains(msg, prefix) || !strings.Contains(msg, "-prefix") || out2.Len() > 0 {
-		t.Errorf("second run: stdout %q, stderr %q; want nothing, and one line naming the prefix and -prefix", out2.String(), msg)
-	}
-	if code := <-first; code != 0 || !strings.Contains(stdout.String(), "lockstep:    accepted=10 balance=0 expected=0 OK") {
-		t.Errorf("first run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
-	}
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	testenv.SecondRunRefused(t, run, "-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s")
 }
 
-// waitForSpends returns once the run on prefix has spent from its wallet.
-func waitForSpends(t *testing.T, rdb *redis.Client, prefix string) {
-	t.Helper()
-	key := wallet.BalanceKey(prefix, wallet.DemoWallet)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if b, err := rdb.Get(t.Context(), key).Int64(); err == nil && b < initial {
-			return
+// Ctrl-C stops the spenders, prints what they did (the strategy it cut
+// short marked as such, and kept out of the lesson's phases), deletes the
+// keys and exits 130; with Redis frozen it still returns within the
+// clean-up time and names the keys it could not delete.
+func TestRun_ctrlC(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	args := []string{"-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s"}
+	t.Run("mid-run", func(t *testing.T) {
+		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: balance, After: 100 * time.Millisecond})
+		if !strings.HasPrefix(stdout, "lockstep:    accepted=") || !strings.Contains(stdout, " OK\n") || !strings.Contains(stdout, "\nlockstep     LinearBackoff") {
+			t.Errorf("stdout should hold the check line and the row of what ran:\n%s", stdout)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no spend from %s within a minute", key)
+		if !strings.Contains(stderr, "interrupted by Ctrl-C during lockstep: its row counts only the spends made before it") || strings.Contains(stderr, "commandstats") {
+			t.Errorf("stderr:\n%s", stderr)
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// interrupt runs the program, cancels its context (Ctrl-C) once spends
-// have begun and after freeze (if any) ran, and returns the exit code,
-// the output, and how long run took to return after the cancel.
-func interrupt(t *testing.T, rdb *redis.Client, freeze func(), args ...string) (int, string, string, time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, args, &stdout, &stderr) }()
-	waitForSpends(t, rdb, args[len(args)-1])
-	if freeze != nil {
-		freeze()
-	}
-	cancel()
-	start := time.Now()
-	select {
-	case code := <-done:
-		return code, stdout.String(), stderr.String(), time.Since(start)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run did not return within 30s of the interrupt")
-	}
-	return 0, "", "", 0
-}
-
-// Ctrl-C stops the spenders, prints what they did and deletes the keys:
-// exit 130, no "context canceled" from the read-back.
-func TestRun_interruptPrintsWhatRanAndCleansUp(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
-	code, stdout, stderr, took := interrupt(t, rdb, nil, "-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s", "-prefix", prefix)
-	if code != 130 {
-		t.Errorf("exit %d, want 130", code)
-	}
-	if took > cli.CleanupTimeout {
-		t.Errorf("run took %v to return after Ctrl-C, want at most %v", took, cli.CleanupTimeout)
-	}
-	if !strings.HasPrefix(stdout, "lockstep:    accepted=") || !strings.Contains(stdout, " OK\n") || !strings.Contains(stdout, "\nlockstep     LinearBackoff") {
-		t.Errorf("stdout should hold the check line and the row of what ran:\n%s", stdout)
-	}
-	if !strings.Contains(stderr, "interrupted: the lockstep row counts only the spends that ended before Ctrl-C") || strings.Contains(stderr, "commandstats") || strings.Contains(stderr, "could not delete") {
-		t.Errorf("stderr:\n%s", stderr)
-	}
-	keys := []string{wallet.BalanceKey(prefix, wallet.DemoWallet), wallet.LockKey(prefix, wallet.DemoWallet), runlease.Key(prefix)}
-	if n := rdb.Exists(context.Background(), keys...).Val(); n != 0 {
-		t.Errorf("%d of the run's keys are left after Ctrl-C", n)
-	}
-}
-
-// Ctrl-C with Redis frozen (SIGSTOP): the run still returns within the
-// clean-up time, exits 130, and names the keys it could not delete in one
-// line whose command deletes them once Redis is back.
-func TestRun_interruptWithRedisFrozen(t *testing.T) {
-	srv := testenv.OwnRedis(t)
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", srv.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	const prefix = "walletlock:test:frozen:"
-	code, stdout, stderr, took := interrupt(t, rdb, srv.Freeze, "-strategy", "jitter", "-n", "20", "-work", "50ms", "-wait", "60s", "-prefix", prefix)
-	srv.Thaw()
-	t.Logf("returned %v after Ctrl-C", took)
-	if code != 130 {
-		t.Errorf("exit %d, want 130", code)
-	}
-	// The bound is the program's; the margin is for a busy machine.
-	if limit := cli.CleanupTimeout + 2*time.Second; took > limit {
-		t.Errorf("run took %v to return after Ctrl-C with Redis frozen, want at most %v", took, limit)
-	}
-	if strings.Contains(stdout, "BROKEN") {
-		t.Errorf("stdout:\n%s", stdout)
-	}
-	var left []string
-	for line := range strings.Lines(stderr) {
-		if strings.Contains(line, "could not delete") {
-			left = append(left, line)
+	})
+	t.Run("Redis frozen", func(t *testing.T) {
+		_, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: balance, After: 100 * time.Millisecond, Frozen: true})
+		if !strings.Contains(stderr, "interrupted by Ctrl-C during lockstep") {
+			t.Errorf("stderr:\n%s", stderr)
 		}
-	}
-	_, port, _ := strings.Cut(srv.Addr, ":")
-	want := "redis-cli -h 127.0.0.1 -p " + port + " del 'walletlock:test:frozen:balance:{wallet:42}' 'walletlock:test:frozen:lock:{wallet:42}'\n"
-	if len(left) != 1 || !strings.HasSuffix(left[0], want) || !strings.Contains(stderr, "interrupted during jitter") {
-		t.Fatalf("stderr should say it was interrupted and end the line of what is left with %q:\n%s", want, stderr)
-	}
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Skip("no redis-cli to run the command with")
-	}
-	_, command, _ := strings.Cut(left[0], "remove them with: ")
-	if out, err := exec.Command("sh", "-c", command).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", command, err, out)
-	}
-	if n := rdb.Exists(context.Background(), wallet.BalanceKey(prefix, wallet.DemoWallet), wallet.LockKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
-		t.Errorf("%d keys are left after running the command", n)
-	}
+	})
+	t.Run("at the bound of -n", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-strategy", "jitter", "-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond, Swamped: true})
+	})
+	t.Run("json", func(t *testing.T) {
+		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: append([]string{"-json"}, args...), Key: balance, After: 100 * time.Millisecond})
+		var got struct {
+			Interrupted bool            `json:"interrupted"`
+			Strategies  []jsonResult    `json:"strategies"`
+			Phases      []lesson.Result `json:"phases"`
+			CutShort    *lesson.Result  `json:"interrupted_phase"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		if !got.Interrupted || len(got.Phases) != 0 || got.CutShort == nil || got.CutShort.Verdict != "OK" || len(got.Strategies) != 1 || !got.Strategies[0].Cut {
+			t.Errorf("got %+v, want interrupted, the strategy marked so, no phase for the lesson, and interrupted_phase OK", got)
+		}
+	})
 }
 
 // A REDIS_URL whose password holds an unescaped @ never shows any part of

@@ -30,35 +30,6 @@ type config struct {
 	prefix          string
 }
 
-// Bounds on the flags: a laptop runs any run they allow.
-const (
-	maxN    = 1000
-	maxWork = time.Minute
-	maxTTL  = time.Minute
-	maxWait = 10 * time.Minute
-)
-
-// validate refuses flags the run cannot honour, in one line each.
-func (c config) validate() error {
-	switch {
-	case c.n < 1 || c.n > maxN:
-		return fmt.Errorf("-n must be between 1 and %d, got %d", maxN, c.n)
-	case c.work < 0 || c.work > maxWork:
-		return fmt.Errorf("-work must be between 0 and %v, got %v", maxWork, c.work)
-	case c.wait <= 0 || c.wait > maxWait:
-		return fmt.Errorf("-wait must be above 0 and at most %v, got %v", maxWait, c.wait)
-	case lock.CheckTTL(c.ttl) != nil:
-		// redislock itself takes -ttl 0 and hands back a lock that Redis
-		// never kept: refuse such a TTL before anything runs.
-		return fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
-	case c.ttl > maxTTL:
-		return fmt.Errorf("-ttl must be at most %v, got %v", maxTTL, c.ttl)
-	case c.prefix == "":
-		return errors.New("-prefix must not be empty: every key this program writes needs one")
-	}
-	return nil
-}
-
 // pick returns the strategies -strategy names.
 func pick(name string) ([]strategy, error) {
 	if name == "all" {
@@ -83,6 +54,7 @@ type result struct {
 	failed   int             // spends that returned an error
 	errs     []error         // their errors, and failed releases
 	cut      bool            // Ctrl-C ended the run of this strategy
+	ran      bool            // the spenders ran
 
 	before   wallet.CommandStats // INFO commandstats before the spenders; nil if unknown
 	tally    wallet.Tally        // what the spenders reported
@@ -96,19 +68,6 @@ func printCheck(w io.Writer, r result) {
 	if r.Unknown > 0 && r.Landed >= 0 {
 		fmt.Fprintf(w, "%-12s %d of the %d spends with an unknown outcome landed\n", "", r.Landed, r.Unknown)
 	}
-}
-
-// interrupted says what a run that Ctrl-C stopped has measured.
-func interrupted(partial *result, results []result) string {
-	switch {
-	case partial != nil && slices.ContainsFunc(results, func(r result) bool { return r.cut }):
-		return fmt.Sprintf("interrupted: the %s row counts only the spends that ended before Ctrl-C", partial.Strategy)
-	case partial != nil:
-		return "interrupted during " + partial.Strategy
-	case len(results) > 0:
-		return "interrupted: the table holds the strategies that ran to the end"
-	}
-	return "interrupted before a strategy could be measured"
 }
 
 // oneLine folds an error's message onto one line: each report is one line.
@@ -228,7 +187,10 @@ type jsonResult struct {
 	Cut              bool           `json:"interrupted"`
 }
 
-func writeJSON(w io.Writer, c config, results []result, interrupted bool) error {
+// writeJSON prints the strategies that ran. One that Ctrl-C cut short is
+// among them, marked interrupted, but not among the phases the lesson
+// judges: its lesson result is interrupted_phase.
+func writeJSON(w io.Writer, c config, results []result, cut *result, interrupted bool) error {
 	out := struct {
 		N           int             `json:"n"`
 		Work        string          `json:"work"`
@@ -239,8 +201,9 @@ func writeJSON(w io.Writer, c config, results []result, interrupted bool) error 
 		Phases      []lesson.Result `json:"phases"`
 		Prefix      string          `json:"prefix"`
 		Interrupted bool            `json:"interrupted"`
-	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, nil, c.prefix, interrupted}
-	for _, r := range results {
+		CutShort    *lesson.Result  `json:"interrupted_phase,omitempty"`
+	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, []lesson.Result{}, c.prefix, interrupted, nil}
+	for _, r := range appendCut(results, cut) {
 		j := jsonResult{
 			Strategy: r.Strategy, Retry: r.Retry, Check: r.Verdict.String(), OK: r.OK,
 			Accepted: r.Accepted, Balance: r.Balance, Expected: r.Expected,
@@ -255,7 +218,12 @@ func writeJSON(w io.Writer, c config, results []result, interrupted bool) error 
 			j.Errors[errorKind(err)]++
 		}
 		out.Strategies = append(out.Strategies, j)
-		out.Phases = append(out.Phases, lesson.NewResult("step4-redislock", r.Strategy, j.Check, r.OK))
+		p := lesson.NewResult(step, r.Strategy, j.Check, r.OK)
+		if r.cut {
+			out.CutShort = &p
+			continue
+		}
+		out.Phases = append(out.Phases, p)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

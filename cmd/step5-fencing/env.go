@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -27,36 +27,36 @@ type config struct {
 	prefix           string
 }
 
-// Bounds on the flags: a laptop runs any run they allow, and no wait or
-// product of them can overflow.
-const (
-	maxN     = 1000
-	maxTTL   = time.Minute
-	maxPause = 10 * time.Minute
-	maxWork  = time.Minute
-)
+// maxN bounds -n below cli.MaxN: phase 3 hands the lease from spender to
+// spender, about 10 ms each, and must end within its hang guard.
+const maxN = 1000
 
 // validate checks the flags and returns the phases -phase chose.
 func (c config) validate(only string) ([]phase, error) {
+	var err error
 	switch {
 	case lock.CheckTTL(c.ttl) != nil:
-		return nil, fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
-	case c.ttl > maxTTL:
-		return nil, fmt.Errorf("-ttl must be at most %v, got %v", maxTTL, c.ttl)
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	case c.pause <= c.ttl:
-		return nil, fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
-	case c.pause > maxPause:
-		return nil, fmt.Errorf("-pause must be at most %v, got %v", maxPause, c.pause)
-	case c.work < 0 || c.work > maxWork:
-		return nil, fmt.Errorf("-work must be between 0 and %v, got %v", maxWork, c.work)
-	case c.n < 1 || c.n > maxN:
-		return nil, fmt.Errorf("-n must be between 1 and %d, got %d", maxN, c.n)
+		err = fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
+	case c.work < 0:
+		err = fmt.Errorf("-work must be at least 0, got %v", c.work)
+	case c.n < 1:
+		err = fmt.Errorf("-n must be at least 1, got %d", c.n)
 	case c.stalls < 0 || c.stalls > c.n:
-		return nil, fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
+		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
 	case c.id < 1:
-		return nil, fmt.Errorf("-wallet-id must be at least 1, got %d", c.id)
-	case c.prefix == "":
-		return nil, errors.New("-prefix must not be empty: every key this program writes needs one")
+		err = fmt.Errorf("-wallet-id must be at least 1, got %d", c.id)
+	}
+	// The bounds keep phaseLimit, a minute + n x work + stalls x pause, far
+	// from overflowing.
+	for _, err := range []error{err, cli.CheckPrefix(c.prefix), cli.CheckMax("-n", c.n, maxN),
+		cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-pause", c.pause), cli.CheckDuration("-work", c.work)} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
 	case only == "all":
 		return phases, nil
 	}
@@ -133,7 +133,8 @@ type report struct {
 	Postgres    string    `json:"postgres_version"`
 	Config      shown     `json:"config"`
 	Phases      []outcome `json:"phases"`
-	Interrupted string    `json:"interrupted,omitempty"` // the phase Ctrl-C cut short, not judged
+	Interrupted bool      `json:"interrupted"`                  // Ctrl-C: the phases are those that ran in full
+	During      string    `json:"interrupted_during,omitempty"` // the phase Ctrl-C cut short, not judged
 }
 
 type shown struct {

@@ -46,7 +46,7 @@
 // It exits 0 when every phase gave the verdict the lesson promises
 // (lesson.Phases), 1 when one did not or a service failed, 2 on bad flags.
 //
-// One run at a time per -prefix (internal/runlease), and the wallet row is
+// One run at a time per -prefix (cli.Session), and the wallet row is
 // the prefix's (wallet.Store.Owned): without -wallet-id, a run on another
 // prefix uses a wallet of its own. Ctrl-C stops the phase, deletes the row
 // and the keys within cli.CleanupTimeout even when a service is frozen,
@@ -80,9 +80,9 @@ const (
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	var c config
-	fs.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, fmt.Sprintf("lease TTL, at least 1ms and at most %v", maxTTL))
-	fs.DurationVar(&c.pause, "pause", 400*time.Millisecond, fmt.Sprintf("how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most %v", maxPause))
-	fs.DurationVar(&c.work, "work", 2*time.Millisecond, fmt.Sprintf("time between the read and the write of a spend, at most %v", maxWork))
+	fs.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
+	fs.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
+	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
 	fs.IntVar(&c.n, "n", defaultN, fmt.Sprintf("spenders in phases 3 and 4, at most %d", maxN))
 	fs.IntVar(&c.stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
 	fs.Int64Var(&c.id, "wallet-id", wallet.DemoWallet, "PostgreSQL wallet this run uses, and deletes at the end; when not given, 42 under the default -prefix and a number derived from any other")
@@ -116,35 +116,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var failure error
 	for _, p := range chosen {
-		// A phase that runs far past what its flags ask for has gone
-		// wrong, and must not hang.
-		pctx, cancel := context.WithTimeout(s.work, c.phaseLimit())
-		o, err := p.run(pctx, e)
-		cancel()
-		if s.work.Err() != nil { // Ctrl-C, or the lease lost: the phase is not judged
-			out.Interrupted = p.name
+		if s.interrupted() {
 			break
 		}
-		if err != nil {
-			failure = fmt.Errorf("phase %s: %w", p.name, err)
-			if owned := (*wallet.OwnedError)(nil); errors.As(err, &owned) {
+		// After Ctrl-C, a phase stuck on a frozen Redis is not waited for.
+		r, done := await(s, func() ran {
+			// A phase that runs far past what its flags ask for has gone
+			// wrong, and must not hang.
+			pctx, cancel := context.WithTimeout(s.ctx, c.phaseLimit())
+			defer cancel()
+			o, err := p.run(pctx, e)
+			return ran{o, err}
+		})
+		if s.interrupted() { // the phase is not judged
+			out.Interrupted, out.During = true, p.name
+			break
+		}
+		if !done || r.err != nil {
+			failure = fmt.Errorf("phase %s: %w", p.name, r.err)
+			if owned := (*wallet.OwnedError)(nil); errors.As(r.err, &owned) {
 				failure = owned // the one line says it all
+			}
+			if s.ctx.Err() != nil {
+				failure = fmt.Errorf("phase %s: %w", p.name, context.Cause(s.ctx)) // the run lease was lost
 			}
 			break
 		}
 		if !*asJSON {
 			fmt.Fprintf(stdout, "\nphase %s: %s\n", p.name, c.what(p.name))
-			for _, line := range o.lines {
+			for _, line := range r.o.lines {
 				fmt.Fprintln(stdout, "  "+line)
 			}
-			fmt.Fprintln(stdout, "  "+o.Check)
+			fmt.Fprintln(stdout, "  "+r.o.Check)
 		}
-		out.Phases = append(out.Phases, o)
+		out.Phases = append(out.Phases, r.o)
 	}
-
-	fin, cancel := afterWork(ctx)
-	defer cancel()
-	left := s.cleanup(fin, e)
+	out.Interrupted = s.interrupted()
+	s.finish(stderr, e)
 
 	if *asJSON && (failure == nil || len(out.Phases) > 0) {
 		enc := json.NewEncoder(stdout)
@@ -153,36 +161,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			failure = err
 		}
 	}
-	code := 0
 	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintf(stderr, "%s: interrupted%s\n", step, during(out.Interrupted))
-		code = 130
-	case s.work.Err() != nil:
-		fmt.Fprintf(stderr, "%s: stopped%s: %s\n", step, during(out.Interrupted), oneLine(context.Cause(s.work)))
-		code = 1
+	case s.interrupted():
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C%s\n", step, during(out.During))
+		return cli.ExitInterrupted
 	case failure != nil:
 		fmt.Fprintln(stderr, step+":", oneLine(failure))
-		code = 1
+		return 1
 	}
-	if left != "" {
-		fmt.Fprintln(stderr, step+":", left)
-	}
+	code := 0
 	for _, o := range out.Phases {
 		if !o.Match() {
 			fmt.Fprintf(stderr, "%s: phase %s gave %s, the lesson says %s\n", step, o.Phase, o.Verdict, o.Want)
-			if code == 0 {
-				code = 1
-			}
+			code = 1
 		}
 	}
 	return code
 }
 
+// ran is what a phase returns, for cli.Await.
+type ran struct {
+	o   outcome
+	err error
+}
+
 // during names the phase the run stopped in, if it stopped in one.
 func during(phase string) string {
 	if phase == "" {
-		return ""
+		return " between two phases"
 	}
 	return " during phase " + phase + ", which is not judged"
 }

@@ -224,11 +224,11 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix"},
 		{Name: "stray argument", Args: []string{"now"}, Want: `"now"`},
 		{Name: "empty prefix, same words as every step", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty: every key this program writes needs one"},
-		{Name: "too many spenders", Args: []string{"-n", "1001", "-stalls", "0"}, Want: "-n must be between 1 and 1000"},
-		{Name: "spenders past int64 arithmetic", Args: []string{"-n", "9223372036854775807"}, Want: "-n must be between 1 and 1000"},
-		{Name: "TTL too long", Args: []string{"-ttl", "2m", "-pause", "3m"}, Want: "-ttl must be at most 1m0s"},
-		{Name: "pause too long", Args: []string{"-pause", "1000000h"}, Want: "-pause must be at most 10m0s"},
-		{Name: "work too long", Args: []string{"-work", "2m"}, Want: "-work must be between 0 and 1m0s"},
+		{Name: "too many spenders", Args: []string{"-n", "1001", "-stalls", "0"}, Want: "-n must be at most 1000"},
+		{Name: "spenders past int64 arithmetic", Args: []string{"-n", "9223372036854775807"}, Want: "-n must be at most 1000"},
+		{Name: "TTL too long", Args: []string{"-ttl", "2h", "-pause", "3h"}, Want: "-ttl must be at most 1h"},
+		{Name: "pause too long", Args: []string{"-pause", "1000000h"}, Want: "-pause must be at most 1h"},
+		{Name: "work too long", Args: []string{"-work", "2h"}, Want: "-work must be at most 1h"},
 	})
 }
 
@@ -381,51 +381,52 @@ func TestRun_explicitWalletOfAnotherRunIsRefused(t *testing.T) {
 	}
 }
 
-// A second run on a prefix in use is refused at once, in one line.
-func TestRun_secondRunOnAPrefixIsRefused(t *testing.T) {
-	rdb, pool := testenv.Redis(t), testenv.Postgres(t)
-	prefix, _, done := startSlow(t, t.Context(), rdb, pool)
-	var stdout, stderr bytes.Buffer
-	args := []string{"-phase", "3", "-prefix", prefix, "-wallet-id", fmt.Sprint(testenv.WalletID(t))}
-	if code := run(t.Context(), args, &stdout, &stderr); code != 1 {
-		t.Errorf("second run: exit %d, want 1", code)
-	}
-	if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "in use by another run") || !strings.Contains(msg, prefix) {
-		t.Errorf("second run: stderr %q, want one line naming the prefix", msg)
-	}
-	if out := <-done; !strings.HasPrefix(out, "exit 0\n") {
-		t.Errorf("first run:\n%s", out)
+// A second run on a prefix in use is refused at once, in one line that
+// names the prefix and -prefix; the first run is not disturbed.
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.SecondRunRefused(t, run, "-phase", "3", "-n", "4", "-stalls", "2", "-ttl", "300ms", "-pause", "1s", "-wallet-id", fmt.Sprint(testenv.WalletID(t)))
+}
+
+// Ctrl-C stops the phase, deletes the row and the keys and exits 130;
+// with Redis frozen it still returns within the clean-up time, deletes
+// the row, and names the keys it could not delete.
+func TestRun_ctrlC(t *testing.T) {
+	pool := testenv.Postgres(t)
+	for _, frozen := range []bool{false, true} {
+		name := map[bool]string{false: "mid-phase", true: "Redis frozen"}[frozen]
+		t.Run(name, func(t *testing.T) {
+			id := testenv.WalletID(t)
+			key := wallet.LockKey("", id) + ":fence" // phase 3 has begun
+			args := []string{"-phase", "3", "-n", "20", "-work", "20ms", "-wallet-id", fmt.Sprint(id)}
+			_, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: key, After: 100 * time.Millisecond, Frozen: frozen})
+			if !strings.Contains(stderr, "interrupted by Ctrl-C during phase 3, which is not judged") || strings.Contains(stderr, "psql") {
+				t.Errorf("stderr:\n%s", stderr)
+			}
+			var rows int
+			if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE id = $1", id).Scan(&rows); err != nil || rows != 0 {
+				t.Errorf("the wallet row is left (%d, %v)", rows, err)
+			}
+		})
 	}
 }
 
-// leftLine returns the one line of stderr that names what a run could not
-// delete, and the command in it.
-func leftLine(t *testing.T, stderr string) (string, string) {
-	t.Helper()
-	var left []string
-	for line := range strings.Lines(stderr) {
-		if strings.Contains(line, "could not delete") {
-			left = append(left, strings.TrimSuffix(line, "\n"))
-		}
+// Ctrl-C with PostgreSQL frozen: the run returns within the clean-up time,
+// deletes the keys, and names the row in one line whose psql command
+// deletes it once PostgreSQL is back.
+func TestRun_ctrlCWithPostgresFrozen(t *testing.T) {
+	rdb := testenv.Redis(t)
+	srv := testenv.StartPostgres(t)
+	srv.Use(t)
+	pool, err := pgxpool.New(t.Context(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(left) != 1 {
-		t.Fatalf("want one line saying what could not be deleted, got:\n%s", stderr)
-	}
-	_, command, ok := strings.Cut(left[0], "; remove them with: ")
-	if !ok {
-		t.Fatalf("the line does not say how to remove what is left: %q", left[0])
-	}
-	return left[0], command
-}
-
-// interruptFrozen starts a slow run, freezes a server, cancels the run
-// (Ctrl-C) and requires exit 130 within the clean-up time plus a margin.
-func interruptFrozen(t *testing.T, rdb *redis.Client, pool *pgxpool.Pool, srv *testenv.Own) (prefix string, id int64, stderr string) {
-	t.Helper()
+	t.Cleanup(pool.Close)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	prefix, id, done := startSlow(t, ctx, rdb, pool)
-	srv.Freeze()
+	srv.Freeze(t)
 	cancel()
 	start := time.Now()
 	var out string
@@ -440,51 +441,18 @@ func interruptFrozen(t *testing.T, rdb *redis.Client, pool *pgxpool.Pool, srv *t
 	if limit := cli.CleanupTimeout + 2*time.Second; took > limit {
 		t.Errorf("run took %v to return after Ctrl-C, want at most %v", took, limit)
 	}
-	if !strings.HasPrefix(out, "exit 130\n") || !strings.Contains(out, "interrupted during phase 3, which is not judged") {
+	if !strings.HasPrefix(out, "exit 130\n") || !strings.Contains(out, "interrupted by Ctrl-C during phase 3") {
 		t.Errorf("want exit 130 and the phase interrupted:\n%s", out)
 	}
-	_, stderr, _ = strings.Cut(out, "\nstderr:\n")
-	return prefix, id, stderr
-}
-
-// Ctrl-C with Redis frozen: the row is deleted, the keys are named.
-func TestRun_interruptWithRedisFrozen(t *testing.T) {
-	pool := testenv.Postgres(t)
-	srv := testenv.OwnRedis(t)
-	t.Setenv("REDIS_URL", "")
-	t.Setenv("REDIS_ADDR", srv.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	prefix, id, stderr := interruptFrozen(t, rdb, pool, srv)
-
-	line, command := leftLine(t, stderr)
-	key := wallet.LockKey(prefix, id)
-	_, port, _ := strings.Cut(srv.Addr, ":")
-	if want := cli.RedisDel(&redis.Options{Addr: srv.Addr}, key, lock.FenceKey(key)); command != want || !strings.Contains(command, " -p "+port+" ") || strings.Contains(line, "PostgreSQL") {
-		t.Errorf("line %q, want only the keys and %q", line, want)
+	var named []string
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, "could not delete") {
+			named = append(named, strings.TrimSuffix(line, "\n"))
+		}
 	}
-	var rows int
-	if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE id = $1", id).Scan(&rows); err != nil || rows != 0 {
-		t.Errorf("the wallet row is left (%d, %v): a frozen Redis must not keep it", rows, err)
-	}
-}
-
-// Ctrl-C with PostgreSQL frozen: the row is named, with a psql command
-// that deletes it once PostgreSQL is back.
-func TestRun_interruptWithPostgresFrozen(t *testing.T) {
-	rdb := testenv.Redis(t)
-	srv := testenv.OwnPostgres(t)
-	t.Setenv("DATABASE_URL", srv.URL)
-	pool, err := pgxpool.New(t.Context(), srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	prefix, id, stderr := interruptFrozen(t, rdb, pool, srv)
-
-	line, command := leftLine(t, stderr)
-	if want := cli.PostgresDelete(prefix, id); command != want || !strings.HasPrefix(command, `psql "$DATABASE_URL" -c `) || strings.Contains(line, "Redis") {
-		t.Errorf("line %q, want only the row and %q", line, want)
+	want := "; it may still be there, delete it with: " + cli.PostgresDelete(prefix, id)
+	if len(named) != 1 || !strings.HasSuffix(named[0], want) || !strings.Contains(named[0], fmt.Sprintf("wallet %d in PostgreSQL", id)) {
+		t.Fatalf("want one line naming the row and ending %q:\n%s", want, out)
 	}
 	if key := wallet.LockKey(prefix, id); rdb.Exists(t.Context(), key, lock.FenceKey(key)).Val() != 0 {
 		t.Errorf("the keys are left: a frozen PostgreSQL must not keep them")
@@ -492,6 +460,7 @@ func TestRun_interruptWithPostgresFrozen(t *testing.T) {
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("no psql to run the command with")
 	}
+	command := strings.TrimPrefix(want, "; it may still be there, delete it with: ")
 	cmd := exec.Command("sh", "-c", command)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+srv.URL)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -509,8 +478,8 @@ func TestRun_interruptWithPostgresFrozen(t *testing.T) {
 // word.
 func TestRun_postgresDownLeavesNoRowUnnamed(t *testing.T) {
 	rdb := testenv.Redis(t)
-	srv := testenv.OwnPostgres(t)
-	t.Setenv("DATABASE_URL", srv.URL)
+	srv := testenv.StartPostgres(t)
+	srv.Use(t)
 	pool, err := pgxpool.New(t.Context(), srv.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -1,36 +1,32 @@
 package main
 
 // What a run holds besides its phases: the services, the run lease on its
-// prefix, the context the phases work under, and the clean-up.
+// prefix (cli.Session), and the clean-up of its row and keys.
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
 type session struct {
+	parent  context.Context // the ctx of run: it ends at Ctrl-C
+	ctx     context.Context // the work's: it ends at Ctrl-C, or when the run lease is lost
 	pool    *pgxpool.Pool
-	ctl     *redis.Client   // the run lease and the clean-up; nil without Redis
-	lease   *runlease.Lease // this run's hold on its prefix; nil without Redis
-	work    context.Context // ends at Ctrl-C, or when the lease is lost
-	stop    context.CancelCauseFunc
-	unwatch func() bool // stops watching the lease
-	pgStuck bool        // PostgreSQL did not answer the clean-up in time
+	rdb     *redis.Client // the lease's; nil when phase 4 runs alone and no Redis answers
+	phases  *redis.Client // the phases'; nil when phase 4 runs alone
+	run     *cli.Session  // the run lease; nil without Redis
+	pgStuck bool          // PostgreSQL did not answer the clean-up in time
 }
-
-var errLeaseLost = errors.New("lost the run lease")
 
 // connect opens the services, fills in their versions and takes the run
 // lease on the prefix, so that a second run on it is refused instead of
@@ -38,12 +34,11 @@ var errLeaseLost = errors.New("lost the run lease")
 // (wallet.Store.Owned): a run on another prefix that asks for the same
 // -wallet-id is refused with a *wallet.OwnedError.
 //
-// Why two Redis clients: go-redis gives up a read when its deadline
-// passes, not when its context is cancelled, so a phase stuck on a frozen
-// Redis would hold Ctrl-C up for seconds. Closing the phases' client (rdb)
-// when the work ends cuts such calls short at once; ctl, whose calls after
-// the work all have a deadline, cleans up. PostgreSQL needs no such care:
-// pgx abandons a call as soon as its context ends.
+// The phases get a Redis client of their own, closed as soon as the work
+// ends: go-redis gives up a read when its deadline passes, not when its
+// context is cancelled, so a phase stuck on a frozen Redis would otherwise
+// eat the clean-up time that the row in PostgreSQL needs. The session's
+// client keeps the lease and deletes the keys.
 //
 // Phase 4 alone needs no Redis: it takes the lease if Redis answers, and
 // runs without one if not. Its row is still its prefix's own.
@@ -54,7 +49,7 @@ func connect(ctx context.Context, c config, chosen []phase, out *report) (*env, 
 	if err != nil {
 		return nil, nil, err
 	}
-	s := &session{pool: pool}
+	s := &session{parent: ctx, ctx: ctx, pool: pool}
 	e := &env{config: c}
 	fail := func(err error) (*env, *session, error) { s.close(); return nil, nil, err }
 	store, err := wallet.OpenStore(ctx, pool)
@@ -65,113 +60,93 @@ func connect(ctx context.Context, c config, chosen []phase, out *report) (*env, 
 	if out.Postgres, err = wallet.PostgresVersion(ctx, pool); err != nil {
 		return fail(err)
 	}
-	if needsRedis(chosen) {
+	s.rdb, err = wallet.Connect(ctx)
+	switch {
+	case err != nil && needsRedis(chosen):
+		return fail(err)
+	case err != nil:
+		return e, s, nil // phase 4 alone, without Redis
+	case needsRedis(chosen):
 		if e.rdb, err = wallet.Connect(ctx); err != nil {
 			return fail(err)
 		}
 		if out.Redis, err = wallet.RedisVersion(ctx, e.rdb); err != nil {
-			e.rdb.Close()
 			return fail(err)
 		}
 	}
-	s.ctl, err = wallet.Connect(ctx)
-	if err != nil && e.rdb != nil {
-		e.rdb.Close()
+	if s.run, err = cli.Start(ctx, s.rdb, step, c.prefix); err != nil {
 		return fail(err)
 	}
-	s.work, s.stop = context.WithCancelCause(ctx)
-	if s.ctl != nil {
-		if s.lease, err = runlease.Take(ctx, s.ctl, c.prefix); err != nil {
-			if e.rdb != nil {
-				e.rdb.Close()
-			}
-			return fail(err)
-		}
-		s.unwatch = context.AfterFunc(s.lease.Context(), func() {
-			s.stop(fmt.Errorf("%w on prefix %q, so its row and keys may be another run's now: %w", errLeaseLost, c.prefix, context.Cause(s.lease.Context())))
-		})
+	s.ctx = s.run.Context()
+	if e.rdb != nil {
+		context.AfterFunc(s.ctx, func() { e.rdb.Close() })
 	}
-	if rdb := e.rdb; rdb != nil {
-		context.AfterFunc(s.work, func() { rdb.Close() })
-	}
+	s.phases = e.rdb
 	return e, s, nil
 }
 
-// afterWork returns the context for what follows the work: deleting the
-// row and the keys. It ignores Ctrl-C, and its deadline leaves room for
-// the release of the run lease (lock.ReleaseTimeout), so that the whole
-// clean-up takes at most cli.CleanupTimeout even when a service is frozen.
-func afterWork(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), cli.CleanupTimeout-lock.ReleaseTimeout)
+// interrupted reports whether Ctrl-C was pressed.
+func (s *session) interrupted() bool { return s.parent.Err() != nil }
+
+// await runs fn; after Ctrl-C, it waits for it only until the clean-up
+// deadline (cli.Await). Without Redis there is nothing to wait for: pgx
+// gives up a call as soon as its context ends.
+func await[T any](s *session, fn func() T) (T, bool) {
+	if s.run == nil {
+		return fn(), true
+	}
+	return cli.Await(s.run, fn)
 }
 
-// cleanup deletes the wallet row and the run's keys within fin, the two at
-// once (a frozen Redis must not keep the row from being deleted), and
-// gives the prefix back. It returns "", or one line naming what it left
-// and the commands that remove it. A run that lost its lease deletes
-// nothing: another run may own the prefix by now.
-func (s *session) cleanup(fin context.Context, e *env) string {
-	var keys []string
-	if e.rdb != nil {
-		keys = []string{e.lockKey(), lock.FenceKey(e.lockKey())}
-	}
-	var rowErr, keysErr error
-	if cause := context.Cause(s.work); errors.Is(cause, errLeaseLost) {
-		rowErr = errLeaseLost
-		if len(keys) > 0 {
-			keysErr = errLeaseLost
-		}
+// finish deletes the wallet row, then the keys, and gives the prefix back,
+// all within the clean-up time (cli.CleanupTimeout after Ctrl-C). The row
+// gets at most half of it, so that a frozen PostgreSQL leaves the other
+// half to Redis; a PostgreSQL that is restarting gets that half to come
+// back. What could not be deleted is named on stderr, one line per
+// service, with the command that deletes it.
+func (s *session) finish(stderr io.Writer, e *env) {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if s.run != nil {
+		ctx, cancel = s.run.Cleanup()
 	} else {
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			rowErr = again(fin, func(ctx context.Context) error { return e.store.Delete(ctx, e.id) })
-		})
-		if len(keys) > 0 {
-			wg.Go(func() {
-				keysErr = again(fin, func(ctx context.Context) error { return s.ctl.Del(ctx, keys...).Err() })
-			})
+		ctx, cancel = cli.Cleanup(s.parent)
+	}
+	deadline, _ := ctx.Deadline()
+	rctx, rcancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+	err := again(rctx, func(ctx context.Context) error { return e.store.Delete(ctx, e.id) })
+	if err != nil {
+		why := oneLine(err)
+		if rctx.Err() != nil {
+			why = "PostgreSQL did not answer in time"
+			s.pgStuck = true
 		}
-		wg.Wait()
+		fmt.Fprintf(stderr, "%s: could not delete wallet %d in PostgreSQL (%s); it may still be there, delete it with: %s\n",
+			step, e.id, why, cli.PostgresDelete(e.prefix, e.id))
 	}
-	if s.unwatch != nil {
-		s.unwatch()
+	rcancel()
+	cancel()
+	if s.run == nil {
+		return
 	}
-	s.pgStuck = rowErr != nil && fin.Err() != nil
-	if keysErr != nil && fin.Err() != nil {
-		// Redis did not answer in time, and would not answer the lease's
-		// release either: closing the client ends the lease's watchdog
-		// call at once, and the lease expires within runlease.TTL.
-		s.ctl.Close()
+	if e.rdb == nil {
+		s.run.Close(stderr)
+		return
 	}
-	s.lease.Close(fin)
-	var left, commands []string
-	if rowErr != nil {
-		left = append(left, fmt.Sprintf("wallet %d in PostgreSQL (%s)", e.id, oneLine(rowErr)))
-		commands = append(commands, cli.PostgresDelete(e.prefix, e.id))
-	}
-	if keysErr != nil {
-		left = append(left, fmt.Sprintf("%d keys in Redis (%s)", len(keys), oneLine(keysErr)))
-		commands = append(commands, cli.RedisDel(s.ctl.Options(), keys...))
-	}
-	if len(left) == 0 {
-		return ""
-	}
-	return "could not delete " + strings.Join(left, " and ") + "; remove them with: " + strings.Join(commands, "; ")
+	s.run.Close(stderr, e.lockKey(), lock.FenceKey(e.lockKey()))
 }
 
-// close ends the work and closes the services. The phases' Redis client
-// is closed by the end of the work.
+// close closes the services.
 func (s *session) close() {
-	if s.stop != nil {
-		s.stop(nil)
-	}
-	if s.ctl != nil {
-		s.ctl.Close()
+	for _, rdb := range []*redis.Client{s.phases, s.rdb} {
+		if rdb != nil {
+			rdb.Close()
+		}
 	}
 	if s.pgStuck {
 		// pgx sends a cancel request for each call that Ctrl-C cut short,
 		// and waits up to 15 s for an answer that a frozen PostgreSQL never
-		// gives; Close waits for those. The run is over: let them finish
+		// gives; Close would wait for those. The run is over: let them end
 		// on their own.
 		go s.pool.Close()
 		return
@@ -180,7 +155,7 @@ func (s *session) close() {
 }
 
 // again calls f until it succeeds or ctx ends: a service that is
-// restarting gets the whole clean-up time to come back.
+// restarting gets the whole time to come back.
 func again(ctx context.Context, f func(ctx context.Context) error) error {
 	for {
 		err := f(ctx)

@@ -37,6 +37,12 @@
 //	go run ./cmd/step4-redislock
 //	go run ./cmd/step4-redislock -strategy jitter -json
 //	go run ./cmd/step4-redislock -ttl 0    # refused: lock: TTL must be at least 1ms
+//
+// One run at a time per -prefix (cli.Session): a second one is refused
+// instead of resetting the first one's balance. Ctrl-C stops the spenders,
+// prints what was measured, deletes the keys within cli.CleanupTimeout
+// even when Redis is frozen, names any it could not delete with the
+// command that does, and exits 130.
 package main
 
 import (
@@ -45,8 +51,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +62,8 @@ import (
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
+
+const step = "step4-redislock"
 
 // A strategy makes a fresh RetryStrategy for every Obtain: redislock's
 // ExponentialBackoff counts its retries inside the value, so one value
@@ -90,67 +97,90 @@ const (
 	amount  = 10  // each spend
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("step4-redislock", flag.ContinueOnError)
+	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	which := fs.String("strategy", "all", "lockstep, exponential, jitter or all")
 	var c config
-	fs.IntVar(&c.n, "n", 50, "concurrent spenders")
-	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write")
-	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL, at least 1ms")
-	fs.DurationVar(&c.wait, "wait", 10*time.Second, "how long each spender waits for the lock")
-	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes")
+	fs.IntVar(&c.n, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
+	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write, at most 1h")
+	fs.DurationVar(&c.ttl, "ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
+	fs.DurationVar(&c.wait, "wait", 10*time.Second, "how long each spender waits for the lock, at most 1h")
+	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes; one run at a time per prefix")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	chosen, err := pick(*which)
-	if err == nil && (c.n < 1 || c.work < 0 || c.wait <= 0) {
+	switch {
+	case err != nil:
+	case c.n < 1 || c.work < 0 || c.wait <= 0:
 		err = errors.New("-n must be at least 1, -work at least 0 and -wait above 0")
-	}
-	if err == nil && lock.CheckTTL(c.ttl) != nil {
+	case lock.CheckTTL(c.ttl) != nil:
 		// redislock itself takes -ttl 0 and hands back a lock that Redis
 		// never kept: refuse such a TTL before anything runs.
 		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "step4-redislock:", err)
-		return 2
+	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(c.prefix), cli.CheckMax("-n", c.n, cli.MaxN),
+		cli.CheckDuration("-work", c.work), cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-wait", c.wait)); stop {
+		return code
 	}
+	fail := func(err error) int { fmt.Fprintln(stderr, step+":", oneLine(err)); return 1 }
 
 	rdb, err := wallet.Connect(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "step4-redislock:", err)
-		return 1
+		return fail(err)
 	}
 	defer rdb.Close()
-	defer rdb.Del(context.Background(), wallet.BalanceKey(c.prefix, wallet.DemoWallet), wallet.LockKey(c.prefix, wallet.DemoWallet))
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, c.prefix)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close(stderr, wallet.BalanceKey(c.prefix, wallet.DemoWallet), wallet.LockKey(c.prefix, wallet.DemoWallet))
+	ctx = s.Context() // ends at Ctrl-C
 
 	var results []result
-	for _, s := range chosen {
-		r, err := spendAll(ctx, rdb, s, c)
-		if err == nil {
-			err = ctx.Err()
+	var cut *result // the strategy Ctrl-C cut short, as far as it was measured
+	at := "after the last strategy"
+	for _, st := range chosen {
+		if s.Interrupted() {
+			at = "before " + st.name
+			break
 		}
-		if err != nil {
-			fmt.Fprintln(stderr, "step4-redislock:", err)
-			return 1
+		// After Ctrl-C, spenders stuck on a frozen Redis are not waited for.
+		m, done := cli.Await(s, func() measured { r, err := spendAll(ctx, rdb, st, c); return measured{r, err} })
+		if s.Interrupted() && (!done || m.err != nil || m.r.cut) {
+			at = "during " + st.name + ": " + cutShort(s, rdb, c.prefix, m, done, &cut)
+			break
 		}
+		if !done || m.err != nil {
+			if ctx.Err() != nil {
+				m.err = context.Cause(ctx) // the run lease was lost
+			}
+			return fail(m.err)
+		}
+		results = append(results, m.r)
 		if !*asJSON {
-			fmt.Fprintf(stdout, "%-12s %s\n", s.name+":", r.Verdict)
+			printCheck(stdout, m.r)
 		}
-		reportErrors(stderr, r)
-		results = append(results, r)
+		reportErrors(stderr, m.r)
+	}
+	if cut != nil {
+		if !*asJSON {
+			printCheck(stdout, *cut)
+		}
+		reportErrors(stderr, *cut)
 	}
 	if *asJSON {
-		writeJSON(stdout, c, results)
-	} else {
-		writeTable(stdout, c, results)
+		writeJSON(stdout, c, results, cut, s.Interrupted())
+	} else if all := appendCut(results, cut); len(all) > 0 {
+		writeTable(stdout, c, all)
+	}
+	if s.Interrupted() {
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, at)
+		return cli.ExitInterrupted
 	}
 	for _, r := range results {
 		if !r.OK || r.failed == c.n {
@@ -160,22 +190,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// spendAll runs the fifty spenders with one strategy and measures them.
-func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (result, error) {
+// measured is what spendAll returns, for cli.Await.
+type measured struct {
+	r   result
+	err error
+}
+
+// cutShort reads back what the strategy that Ctrl-C cut short did, within
+// the clean-up time, and says what it measured.
+func cutShort(s *cli.Session, rdb *redis.Client, prefix string, m measured, done bool, cut **result) string {
+	if !done || !m.r.ran {
+		return "Redis did not answer in time, nothing was measured"
+	}
+	rctx, cancel := s.Cleanup()
+	defer cancel()
+	if err := m.r.readBack(rctx, rdb, prefix); err != nil {
+		return fmt.Sprintf("%d spends accepted; the balance could not be read back to check them (%s)", m.r.tally.Accepted, oneLine(err))
+	}
+	*cut = &m.r
+	return "its row counts only the spends made before it"
+}
+
+func appendCut(results []result, cut *result) []result {
+	if cut == nil {
+		return results
+	}
+	return append(slices.Clone(results), *cut)
+}
+
+// spendAll runs the spenders with one strategy and measures them. When
+// ctx ends while they run, the result says so (cut) and the balance may
+// still have to be read back.
+func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r result, err error) {
 	balanceKey := wallet.BalanceKey(c.prefix, wallet.DemoWallet)
 	lockKey := wallet.LockKey(c.prefix, wallet.DemoWallet)
-	rdb.Del(ctx, lockKey) // a lease left by an interrupted run
+	r = result{Strategy: s.name, Retry: s.retry, commands: -1}
+	if err := rdb.Del(ctx, lockKey).Err(); err != nil { // a lease left by a run that died
+		return r, fmt.Errorf("redis: delete %s: %w", lockKey, err)
+	}
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
-		return result{}, err
+		return r, err
 	}
-	before, err := wallet.ReadCommandStats(ctx, rdb)
-	if err != nil {
-		return result{}, err
-	}
-	r := result{Strategy: s.name, Retry: s.retry}
+	r.before, _ = wallet.ReadCommandStats(ctx, rdb) // nil if INFO failed: no command count
+
 	var mu sync.Mutex
 	start := time.Now()
-	tally := wallet.Hammer(c.n, func(int) (bool, error) {
+	r.ran = true
+	r.tally = wallet.Hammer(c.n, func(int) (bool, error) {
 		// The wait for the lock is bounded by -wait. Without a deadline,
 		// redislock would quietly stop retrying once the TTL had passed.
 		wctx, cancel := context.WithTimeout(ctx, c.wait)
@@ -198,30 +259,41 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (res
 		// and cancels the spend if a refresh finds it gone.
 		work, stopWatch := lock.KeepAlive(ctx, c.ttl, lock.RedislockRefresh(l, c.ttl))
 		ok, err := wallet.Spend(work, rdb, balanceKey, amount, c.work)
+		if err != nil && ctx.Err() == nil && work.Err() != nil {
+			err = fmt.Errorf("%w: %w", errWatchdog, err) // not Ctrl-C: the watchdog
+		}
 		stopWatch()
+		// The release runs even after Ctrl-C: a lease left behind would
+		// block the next run for the rest of its TTL.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer rcancel()
-		if rerr := l.Release(rctx); rerr != nil && err == nil {
+		if rerr := l.Release(rctx); rerr != nil && err == nil && ctx.Err() == nil {
 			// The write (if any) landed before the lease was found gone:
 			// count the spend, report the release; Check tells if it hurt.
 			mu.Lock()
-			r.errs = append(r.errs, rerr)
+			r.released = append(r.released, fmt.Errorf("lock: release %s: %w", lockKey, rerr))
 			mu.Unlock()
 		}
 		return ok, err
 	})
 	r.wall = time.Since(start)
-	after, err := wallet.ReadCommandStats(ctx, rdb)
-	if err != nil {
-		return result{}, err
+	r.cut = ctx.Err() != nil
+	return r, r.readBack(ctx, rdb, c.prefix)
+}
+
+// readBack counts the commands the spenders caused, skipped quietly when
+// INFO fails, and checks the balance, counting spends whose outcome is
+// unknown apart (wallet.CheckUnknown).
+func (r *result) readBack(ctx context.Context, rdb *redis.Client, prefix string) error {
+	if after, err := wallet.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
+		r.commands = after.Since(r.before)
 	}
-	balance, err := wallet.Balance(ctx, rdb, balanceKey)
+	balance, err := wallet.Balance(ctx, rdb, wallet.BalanceKey(prefix, wallet.DemoWallet))
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	r.Verdict = wallet.Check(initial, amount, tally.Accepted, balance)
-	r.failed = len(tally.Errors)
-	r.errs = append(tally.Errors, r.errs...)
-	r.commands = after.Since(before)
-	return r, nil
+	r.Verdict = wallet.CheckUnknown(initial, amount, r.tally.Accepted, r.tally.Unknown, balance)
+	r.failed = len(r.tally.Errors)
+	r.errs = slices.Concat(r.tally.Errors, r.released)
+	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/bsm/redislock"
 
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
 )
 
 // runStep runs the program with args plus a -prefix of the test's own and
@@ -141,6 +143,12 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
 		{Name: "TTL under a millisecond", Args: []string{"-ttl", "999us"}, Want: lock.ErrBadTTL.Error()},
 		{Name: "unknown flag", Args: []string{"-no-such-flag"}, Want: "-no-such-flag"},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty: every key this program writes needs one"},
+		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
+		{Name: "spenders past int64 arithmetic", Args: []string{"-n", "9223372036854775807"}, Want: "-n must be at most 10000"},
+		{Name: "work too long", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
+		{Name: "TTL too long", Args: []string{"-ttl", "2h"}, Want: "-ttl must be at most 1h"},
+		{Name: "wait too long", Args: []string{"-wait", "2h"}, Want: "-wait must be at most 1h"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
 	})
 }
@@ -213,6 +221,13 @@ func TestErrorKind(t *testing.T) {
 		// What wallet.Spend returns when the watchdog cancelled the work.
 		{fmt.Errorf("wallet: spend aborted: %w (%w)", context.Canceled, lock.ErrNotHeld), "lease lost"},
 		{context.Canceled, "interrupted"},
+		// What spendAll makes of a spend its watchdog cancelled, whatever
+		// the refresh's error was: not an interrupt, nor a wait given up.
+		{fmt.Errorf("%w: %w", errWatchdog, fmt.Errorf("wallet: spend aborted before the write: %w (%w)", context.Canceled, lock.ErrNotHeld)), "cancelled by the watchdog (lease lost)"},
+		{fmt.Errorf("%w: wallet: read k: %w", errWatchdog, context.Canceled), "cancelled by the watchdog (lease lost)"},
+		{fmt.Errorf("%w: %w", errWatchdog, fmt.Errorf("wallet: spend aborted before the write: %w (lock: refresh took longer than 666ms, a third of the TTL: %w)", context.Canceled, context.DeadlineExceeded)), "cancelled by the watchdog (lease lost)"},
+		// A write sent without a reply: unknown, whatever cut it short.
+		{fmt.Errorf("wallet: write k: %w: %w", wallet.ErrUnknownOutcome, context.Canceled), "unknown outcome"},
 		{errors.New("READONLY You can't write against a read only replica"), "redis error"},
 	}
 	for _, tt := range tests {
@@ -235,5 +250,95 @@ func TestResult_percentile(t *testing.T) {
 	}
 	if got := (result{}).percentile(0.5); got != 0 {
 		t.Errorf("p50 of nothing = %v, want 0", got)
+	}
+}
+
+// Every report is one line, even for an error whose message spans two
+// (redislock joins errors with a newline).
+func TestReportErrors_oneLine(t *testing.T) {
+	var stderr bytes.Buffer
+	r := result{Strategy: "jitter", errs: []error{
+		fmt.Errorf("lock: release k: %w", errors.Join(redislock.ErrLockNotHeld, context.DeadlineExceeded)),
+	}}
+	reportErrors(&stderr, r)
+	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "lock: release k: redislock: lock not held context deadline exceeded") {
+		t.Errorf("stderr = %q, want one line with the whole error", got)
+	}
+}
+
+// A second run on a prefix that a run is using is refused at once, in one
+// line that names the prefix and what to do; the first run is unharmed.
+func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
+	testenv.SecondRunRefused(t, run, "-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s")
+}
+
+// Ctrl-C stops the spenders, prints what they did (the strategy it cut
+// short marked as such, and kept out of the lesson's phases), deletes the
+// keys and exits 130; with Redis frozen it still returns within the
+// clean-up time and names the keys it could not delete.
+func TestRun_ctrlC(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	args := []string{"-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s"}
+	t.Run("mid-run", func(t *testing.T) {
+		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: balance, After: 100 * time.Millisecond})
+		if !strings.HasPrefix(stdout, "lockstep:    accepted=") || !strings.Contains(stdout, " OK\n") || !strings.Contains(stdout, "\nlockstep     LinearBackoff") {
+			t.Errorf("stdout should hold the check line and the row of what ran:\n%s", stdout)
+		}
+		if !strings.Contains(stderr, "interrupted by Ctrl-C during lockstep: its row counts only the spends made before it") || strings.Contains(stderr, "commandstats") {
+			t.Errorf("stderr:\n%s", stderr)
+		}
+	})
+	t.Run("Redis frozen", func(t *testing.T) {
+		_, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: balance, After: 100 * time.Millisecond, Frozen: true})
+		if !strings.Contains(stderr, "interrupted by Ctrl-C during lockstep") {
+			t.Errorf("stderr:\n%s", stderr)
+		}
+	})
+	t.Run("at the bound of -n", func(t *testing.T) {
+		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-strategy", "jitter", "-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond, Swamped: true})
+	})
+	t.Run("json", func(t *testing.T) {
+		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: append([]string{"-json"}, args...), Key: balance, After: 100 * time.Millisecond})
+		var got struct {
+			Interrupted bool            `json:"interrupted"`
+			Strategies  []jsonResult    `json:"strategies"`
+			Phases      []lesson.Result `json:"phases"`
+			CutShort    *lesson.Result  `json:"interrupted_phase"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+		}
+		if !got.Interrupted || len(got.Phases) != 0 || got.CutShort == nil || got.CutShort.Verdict != "OK" || len(got.Strategies) != 1 || !got.Strategies[0].Cut {
+			t.Errorf("got %+v, want interrupted, the strategy marked so, no phase for the lesson, and interrupted_phase OK", got)
+		}
+	})
+}
+
+// A REDIS_URL whose password holds an unescaped @ never shows any part of
+// it. The program adds nothing of its own about the URL: its one line is
+// package wallet's description, which wallet keeps free of user-info.
+func TestRun_redisURLPasswordNeverShown(t *testing.T) {
+	const password = "s3cr@tPzq9"
+	t.Setenv("REDIS_URL", "redis://walletlock:"+password+"@127.0.0.1:1/0")
+	_, werr := wallet.Connect(t.Context())
+	if werr == nil {
+		t.Fatal("Connect reached a server at 127.0.0.1:1")
+	}
+	msg := testenv.FailsInOneLine(t, run, nil)
+	if want := "step4-redislock: " + oneLine(werr) + "\n"; msg != want {
+		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
+	}
+	testenv.NoSecretBeyond(t, msg, oneLine(werr), password)
+}
+
+// Spends whose write got no reply are counted apart: the check line gives
+// the range they allow, and a second line how many of them landed.
+func TestPrintCheck_unknownOutcomes(t *testing.T) {
+	var out bytes.Buffer
+	printCheck(&out, result{Strategy: "jitter", Verdict: wallet.CheckUnknown(initial, amount, 7, 2, 20)})
+	want := "jitter:      accepted=7 unknown=2 balance=20 expected=10..30 OK\n" +
+		"             1 of the 2 spends with an unknown outcome landed\n"
+	if out.String() != want {
+		t.Errorf("got:\n%swant:\n%s", out.String(), want)
 	}
 }

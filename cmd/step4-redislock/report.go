@@ -53,7 +53,25 @@ type result struct {
 	commands int64           // Redis commands during the run, -1 if unknown
 	failed   int             // spends that returned an error
 	errs     []error         // their errors, and failed releases
+	cut      bool            // Ctrl-C ended the run of this strategy
+	ran      bool            // the spenders ran
+
+	before   wallet.CommandStats // INFO commandstats before the spenders; nil if unknown
+	tally    wallet.Tally        // what the spenders reported
+	released []error             // releases that failed after a spend
 }
+
+// printCheck prints the strategy's check line and, when some spends had an
+// unknown outcome, how many of them the balance says landed.
+func printCheck(w io.Writer, r result) {
+	fmt.Fprintf(w, "%-12s %s\n", r.Strategy+":", r.Verdict)
+	if r.Unknown > 0 && r.Landed >= 0 {
+		fmt.Fprintf(w, "%-12s %d of the %d spends with an unknown outcome landed\n", "", r.Landed, r.Unknown)
+	}
+}
+
+// oneLine folds an error's message onto one line: each report is one line.
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // perSpend divides by the accepted spends; NaN when there were none.
 func (r result) perSpend(total float64) float64 {
@@ -74,12 +92,21 @@ func (r result) percentile(p float64) time.Duration {
 	return w[max(i, 0)]
 }
 
-// errorKind names why a spend failed. The order matters: redislock joins
+// errWatchdog marks a spend that the watchdog cancelled: a refresh found
+// the lease gone, or failed.
+var errWatchdog = errors.New("cancelled by the watchdog: lease lost")
+
+// errorKind names why a spend failed. The order matters: a write whose
+// reply never came is an unknown outcome whatever cut it short; a spend
+// the watchdog cancelled also matches context errors; redislock joins
 // ErrNotObtained with ctx.Err() when the wait ran out, so the context is
-// tested before ErrNotObtained; and a spend cancelled by the watchdog
-// matches context.Canceled as well as ErrNotHeld.
+// tested before ErrNotObtained. "interrupted" is Ctrl-C.
 func errorKind(err error) string {
 	switch {
+	case errors.Is(err, wallet.ErrUnknownOutcome):
+		return "unknown outcome"
+	case errors.Is(err, errWatchdog):
+		return "cancelled by the watchdog (lease lost)"
 	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, redislock.ErrLockNotHeld):
 		return "lease lost"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -105,8 +132,8 @@ func reportErrors(stderr io.Writer, r result) {
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		why = append(why, fmt.Sprintf("%d %s", kinds[k], k))
 	}
-	fmt.Fprintf(stderr, "step4-redislock: %s: %d errors (%s), first: %v\n",
-		r.Strategy, len(r.errs), strings.Join(why, ", "), r.errs[0])
+	fmt.Fprintf(stderr, "step4-redislock: %s: %d errors (%s), first: %s\n",
+		r.Strategy, len(r.errs), strings.Join(why, ", "), oneLine(r.errs[0]))
 }
 
 const commandsNote = "Redis commands come from INFO commandstats, script internals included; they are server-wide, so other clients of this Redis inflate them."
@@ -155,19 +182,28 @@ type jsonResult struct {
 	CommandsPerSpend *float64       `json:"commands_per_spend"`
 	Failed           int            `json:"failed_spends"`
 	Errors           map[string]int `json:"errors"`
+	Unknown          int            `json:"unknown"` // spends whose outcome is unknown
+	Landed           int            `json:"landed"`  // how many of them the balance says landed; -1 if none fits
+	Cut              bool           `json:"interrupted"`
 }
 
-func writeJSON(w io.Writer, c config, results []result) error {
+// writeJSON prints the strategies that ran. One that Ctrl-C cut short is
+// among them, marked interrupted, but not among the phases the lesson
+// judges: its lesson result is interrupted_phase.
+func writeJSON(w io.Writer, c config, results []result, cut *result, interrupted bool) error {
 	out := struct {
-		N          int             `json:"n"`
-		Work       string          `json:"work"`
-		TTL        string          `json:"ttl"`
-		Wait       string          `json:"wait"`
-		Note       string          `json:"note"`
-		Strategies []jsonResult    `json:"strategies"`
-		Phases     []lesson.Result `json:"phases"`
-	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, nil}
-	for _, r := range results {
+		N           int             `json:"n"`
+		Work        string          `json:"work"`
+		TTL         string          `json:"ttl"`
+		Wait        string          `json:"wait"`
+		Note        string          `json:"note"`
+		Strategies  []jsonResult    `json:"strategies"`
+		Phases      []lesson.Result `json:"phases"`
+		Prefix      string          `json:"prefix"`
+		Interrupted bool            `json:"interrupted"`
+		CutShort    *lesson.Result  `json:"interrupted_phase,omitempty"`
+	}{c.n, c.work.String(), c.ttl.String(), c.wait.String(), commandsNote, []jsonResult{}, []lesson.Result{}, c.prefix, interrupted, nil}
+	for _, r := range appendCut(results, cut) {
 		j := jsonResult{
 			Strategy: r.Strategy, Retry: r.Retry, Check: r.Verdict.String(), OK: r.OK,
 			Accepted: r.Accepted, Balance: r.Balance, Expected: r.Expected,
@@ -176,12 +212,18 @@ func writeJSON(w io.Writer, c config, results []result) error {
 			WaitP50MS:        msf(r.percentile(0.50)), WaitP99MS: msf(r.percentile(0.99)),
 			Commands: r.commands, CommandsPerSpend: orNull(r.perSpend(float64(r.commands))),
 			Failed: r.failed, Errors: map[string]int{},
+			Unknown: r.Unknown, Landed: r.Landed, Cut: r.cut,
 		}
 		for _, err := range r.errs {
 			j.Errors[errorKind(err)]++
 		}
 		out.Strategies = append(out.Strategies, j)
-		out.Phases = append(out.Phases, lesson.NewResult("step4-redislock", r.Strategy, j.Check, r.OK))
+		p := lesson.NewResult(step, r.Strategy, j.Check, r.OK)
+		if r.cut {
+			out.CutShort = &p
+			continue
+		}
+		out.Phases = append(out.Phases, p)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -24,23 +27,36 @@ type config struct {
 	prefix           string
 }
 
+// maxN bounds -n below cli.MaxN: phase 3 hands the lease from spender to
+// spender, about 10 ms each, and must end within its hang guard.
+const maxN = 1000
+
 // validate checks the flags and returns the phases -phase chose.
 func (c config) validate(only string) ([]phase, error) {
+	var err error
 	switch {
 	case lock.CheckTTL(c.ttl) != nil:
-		return nil, fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
 	case c.pause <= c.ttl:
-		return nil, fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
+		err = fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
 	case c.work < 0:
-		return nil, fmt.Errorf("-work must be at least 0, got %v", c.work)
+		err = fmt.Errorf("-work must be at least 0, got %v", c.work)
 	case c.n < 1:
-		return nil, fmt.Errorf("-n must be at least 1, got %d", c.n)
+		err = fmt.Errorf("-n must be at least 1, got %d", c.n)
 	case c.stalls < 0 || c.stalls > c.n:
-		return nil, fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
+		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
 	case c.id < 1:
-		return nil, fmt.Errorf("-wallet-id must be at least 1, got %d", c.id)
-	case c.prefix == "":
-		return nil, errors.New("-prefix must not be empty: every key this program writes needs one")
+		err = fmt.Errorf("-wallet-id must be at least 1, got %d", c.id)
+	}
+	// The bounds keep phaseLimit, a minute + n x work + stalls x pause, far
+	// from overflowing.
+	for _, err := range []error{err, cli.CheckPrefix(c.prefix), cli.CheckMax("-n", c.n, maxN),
+		cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-pause", c.pause), cli.CheckDuration("-work", c.work)} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	switch {
 	case only == "all":
 		return phases, nil
 	}
@@ -50,6 +66,26 @@ func (c config) validate(only string) ([]phase, error) {
 		}
 	}
 	return nil, fmt.Errorf("-phase %q: want 1, 2, 3, 4 or all", only)
+}
+
+// phaseLimit is how long a phase may run before it is stopped as hung: a
+// minute, plus the work and the stalls the flags ask for.
+func (c config) phaseLimit() time.Duration {
+	return time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause
+}
+
+// walletFor is the wallet a run on prefix uses when -wallet-id is not
+// given: the article's 42 under the default prefix, and under any other a
+// number derived from the prefix, so that runs on different prefixes use
+// different rows. (Ids from 10,000 to 999,999: below step 6's default
+// range, far below the tests'.)
+func walletFor(prefix string) int64 {
+	if prefix == defaultPrefix {
+		return wallet.DemoWallet
+	}
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	return 10_000 + int64(h.Sum64()%990_000)
 }
 
 func needsRedis(chosen []phase) bool {
@@ -64,7 +100,7 @@ func needsRedis(chosen []phase) bool {
 // env is what every phase works with. rdb is nil when only phase 4 runs.
 type env struct {
 	config
-	store *wallet.Store
+	store *wallet.Store // owned by the prefix: it resets and deletes only this run's row
 	rdb   *redis.Client
 }
 
@@ -81,32 +117,24 @@ func (e *env) fresh(ctx context.Context, balance int64) error {
 	return e.store.Reset(ctx, e.id, balance)
 }
 
-// cleanup deletes the wallet row and the keys of this run, even after an
-// interrupt.
-func (e *env) cleanup() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.store.Delete(ctx, e.id)
-	if e.rdb != nil {
-		e.rdb.Del(ctx, e.lockKey(), lock.FenceKey(e.lockKey()))
-	}
-}
-
 // outcome is one phase in the output: the lesson's Result (its check line
 // and verdicts), the phase's own figures, and the lines the text prints.
 type outcome struct {
 	lesson.Result
 	Figures any `json:"figures"`
 	lines   []string
+	landed  int // unknown spends the balance says landed (see wallet.Verdict)
 }
 
 // report is the -json output.
 type report struct {
-	Step     string    `json:"step"`
-	Redis    string    `json:"redis_version,omitempty"` // empty when only phase 4 ran
-	Postgres string    `json:"postgres_version"`
-	Config   shown     `json:"config"`
-	Phases   []outcome `json:"phases"`
+	Step        string    `json:"step"`
+	Redis       string    `json:"redis_version,omitempty"` // empty when only phase 4 ran
+	Postgres    string    `json:"postgres_version"`
+	Config      shown     `json:"config"`
+	Phases      []outcome `json:"phases"`
+	Interrupted bool      `json:"interrupted"`                  // Ctrl-C: the phases are those that ran in full
+	During      string    `json:"interrupted_during,omitempty"` // the phase Ctrl-C cut short, not judged
 }
 
 type shown struct {
@@ -131,8 +159,9 @@ func (r report) header() string {
 	return "Redis " + r.Redis + ", PostgreSQL " + r.Postgres + "; lease TTL " + r.Config.TTL
 }
 
-// what is the lesson's one-line description of a phase.
-func what(name string) string {
+// what is the lesson's one-line description of a phase, with this run's
+// number of spenders where the lesson says the default's.
+func (c config) what(name string) string {
 	p, _ := lesson.Lookup(step, name)
-	return p.What
+	return strings.Replace(p.What, strconv.Itoa(defaultN)+" ", strconv.Itoa(c.n)+" ", 1)
 }

@@ -45,16 +45,22 @@
 //
 // It exits 0 when every phase gave the verdict the lesson promises
 // (lesson.Phases), 1 when one did not or a service failed, 2 on bad flags.
+//
+// One run at a time per -prefix (cli.Session), and the wallet row is
+// the prefix's (wallet.Store.Owned): without -wallet-id, a run on another
+// prefix uses a wallet of its own. Ctrl-C stops the phase, deletes the row
+// and the keys within cli.CleanupTimeout even when a service is frozen,
+// names what it could not delete with the command that does, and exits
+// 130.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"time"
 
 	"example.com/walletlock/internal/cli"
@@ -63,26 +69,33 @@ import (
 
 const step = "step5-fencing"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
+
+// Defaults that other code refers to.
+const (
+	defaultN      = 50
+	defaultPrefix = wallet.DefaultPrefix + "step5:"
+)
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	var c config
-	fs.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms")
-	fs.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl")
-	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write of a spend")
-	fs.IntVar(&c.n, "n", 50, "spenders in phases 3 and 4")
+	fs.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
+	fs.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
+	fs.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
+	fs.IntVar(&c.n, "n", defaultN, fmt.Sprintf("spenders in phases 3 and 4, at most %d", maxN))
 	fs.IntVar(&c.stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
-	fs.Int64Var(&c.id, "wallet-id", wallet.DemoWallet, "PostgreSQL wallet this run uses, and deletes at the end")
-	fs.StringVar(&c.prefix, "prefix", wallet.DefaultPrefix+"step5:", "prefix of the Redis keys this run writes")
+	fs.Int64Var(&c.id, "wallet-id", wallet.DemoWallet, "PostgreSQL wallet this run uses, and deletes at the end; when not given, 42 under the default -prefix and a number derived from any other")
+	fs.StringVar(&c.prefix, "prefix", defaultPrefix, "prefix of the Redis keys this run writes, and owner of its wallet row; one run at a time per prefix")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3, 4 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["wallet-id"] {
+		c.id = walletFor(c.prefix)
 	}
 	chosen, err := c.validate(*only)
 	if err != nil {
@@ -90,66 +103,72 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
-
-	// PostgreSQL first: every phase needs it, and a bad DATABASE_URL
-	// must be reported before anything runs.
-	pool, err := wallet.ConnectPostgres(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer pool.Close()
-	e := &env{config: c}
-	if e.store, err = wallet.OpenStore(ctx, pool); err != nil {
-		return fail(err)
-	}
 	out := report{Step: step, Config: c.show(), Phases: []outcome{}}
-	if out.Postgres, err = wallet.PostgresVersion(ctx, pool); err != nil {
-		return fail(err)
+	e, s, err := connect(ctx, c, chosen, &out)
+	if err != nil {
+		fmt.Fprintln(stderr, step+":", oneLine(err))
+		return 1
 	}
-	// Phase 4 needs no Redis: run alone, it works with Redis down.
-	if needsRedis(chosen) {
-		rdb, err := wallet.Connect(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		defer rdb.Close()
-		e.rdb = rdb
-		if out.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
-			return fail(err)
-		}
-	}
-	defer e.cleanup()
+	defer s.close()
 
 	if !*asJSON {
 		fmt.Fprintln(stdout, out.header())
 	}
+	var failure error
 	for _, p := range chosen {
-		// Nothing here should take more than a few seconds: a phase still
-		// running after a minute has gone wrong, and must not hang.
-		pctx, cancel := context.WithTimeout(ctx, time.Minute)
-		o, err := p.run(pctx, e)
-		cancel()
-		if err != nil {
-			return fail(fmt.Errorf("phase %s: %w", p.name, err))
+		if s.interrupted() {
+			break
+		}
+		// After Ctrl-C, a phase stuck on a frozen Redis is not waited for.
+		r, done := await(s, func() ran {
+			// A phase that runs far past what its flags ask for has gone
+			// wrong, and must not hang.
+			pctx, cancel := context.WithTimeout(s.ctx, c.phaseLimit())
+			defer cancel()
+			o, err := p.run(pctx, e)
+			return ran{o, err}
+		})
+		if s.interrupted() { // the phase is not judged
+			out.Interrupted, out.During = true, p.name
+			break
+		}
+		if !done || r.err != nil {
+			failure = fmt.Errorf("phase %s: %w", p.name, r.err)
+			if owned := (*wallet.OwnedError)(nil); errors.As(r.err, &owned) {
+				failure = owned // the one line says it all
+			}
+			if s.ctx.Err() != nil {
+				failure = fmt.Errorf("phase %s: %w", p.name, context.Cause(s.ctx)) // the run lease was lost
+			}
+			break
 		}
 		if !*asJSON {
-			fmt.Fprintf(stdout, "\nphase %s: %s\n", p.name, what(p.name))
-			for _, line := range o.lines {
+			fmt.Fprintf(stdout, "\nphase %s: %s\n", p.name, c.what(p.name))
+			for _, line := range r.o.lines {
 				fmt.Fprintln(stdout, "  "+line)
 			}
-			fmt.Fprintln(stdout, "  "+o.Check)
+			fmt.Fprintln(stdout, "  "+r.o.Check)
 		}
-		out.Phases = append(out.Phases, o)
+		out.Phases = append(out.Phases, r.o)
 	}
-	if *asJSON {
+	out.Interrupted = s.interrupted()
+	s.finish(stderr, e)
+
+	if *asJSON && (failure == nil || len(out.Phases) > 0) {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return fail(err)
+		if err := enc.Encode(out); err != nil && failure == nil {
+			failure = err
 		}
 	}
-
+	switch {
+	case s.interrupted():
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C%s\n", step, during(out.During))
+		return cli.ExitInterrupted
+	case failure != nil:
+		fmt.Fprintln(stderr, step+":", oneLine(failure))
+		return 1
+	}
 	code := 0
 	for _, o := range out.Phases {
 		if !o.Match() {
@@ -158,4 +177,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// ran is what a phase returns, for cli.Await.
+type ran struct {
+	o   outcome
+	err error
+}
+
+// during names the phase the run stopped in, if it stopped in one.
+func during(phase string) string {
+	if phase == "" {
+		return " between two phases"
+	}
+	return " during phase " + phase + ", which is not judged"
 }

@@ -49,9 +49,9 @@ func pausedNoFencing(ctx context.Context, e *env) (outcome, error) {
 		return outcome{}, err
 	}
 	if !t.AAccepted {
-		return outcome{}, fmt.Errorf("A's unguarded write failed: %w", t.aErr)
+		return outcome{}, fmt.Errorf("holder A's unguarded write failed: %w", t.aErr)
 	}
-	return e.outcome(ctx, "1", initial, 2, t,
+	return e.outcome(ctx, "1", initial, 2, 0, t,
 		fmt.Sprintf("A: takes the lease, reads %d, pauses", t.ReadA),
 		fmt.Sprintf("B: takes the lease once A's has expired (A paused %v, TTL %v), reads %d, writes %d", t.paused(), e.ttl, t.ReadB, t.ReadB-amount),
 		fmt.Sprintf("A: wakes, writes %d: accepted, and stale: A read %d before B's spend, so B's spend is lost", t.ReadA-amount, t.ReadA))
@@ -77,9 +77,9 @@ func pausedFenced(ctx context.Context, e *env) (outcome, error) {
 	case t.AAccepted:
 		accepted, verdict = 2, "accepted, and stale: A read before B's spend"
 	case !errors.As(t.aErr, &stale):
-		return outcome{}, fmt.Errorf("A's fenced write failed: %w", t.aErr)
+		return outcome{}, fmt.Errorf("holder A's fenced write failed: %w", t.aErr)
 	}
-	return e.outcome(ctx, "2", initial, accepted, t,
+	return e.outcome(ctx, "2", initial, accepted, 0, t,
 		fmt.Sprintf("A: takes the lease with fence %d, claims the row, reads %d, pauses", t.FenceA, t.ReadA),
 		fmt.Sprintf("B: takes the lease with fence %d once A's has expired (A paused %v), claims the row, reads %d, writes %d", t.FenceB, t.paused(), t.ReadB, t.ReadB-amount),
 		fmt.Sprintf("A: wakes, writes %d with fence %d: %s", t.ReadA-amount, t.FenceA, verdict))
@@ -148,19 +148,19 @@ func pausedHolder(ctx context.Context, e *env, m moves) (timeline, error) {
 
 	la, err := m.acquire(ctx)
 	if err != nil {
-		return t, fmt.Errorf("A: %w", err)
+		return t, fmt.Errorf("holder A: %w", err)
 	}
 	// A's release fails: its lease expired while it paused. That is the
 	// point of the phase, so the error is not reported.
 	defer la.Release(ctx)
 	t.FenceA = la.Fence
 	if t.ReadA, err = m.read(ctx, la.Fence); err != nil {
-		return t, fmt.Errorf("A: %w", err)
+		return t, fmt.Errorf("holder A: %w", err)
 	}
 	pausedAt := time.Now()
 	close(aRead)
 	if err := <-bDone; err != nil { // A's pause: until B has written
-		return t, fmt.Errorf("B: %w", err)
+		return t, fmt.Errorf("holder B: %w", err)
 	}
 	t.PausedMS = ms(time.Since(pausedAt))
 	t.aErr = m.write(ctx, la.Fence, t.ReadA-amount)
@@ -181,6 +181,9 @@ type crowd struct {
 	RefusedFences []int64 `json:"refused_fences"` // their fences
 	HighestFence  int64   `json:"highest_fence"`
 	ShortOfFunds  int     `json:"short_of_funds"`
+	Backwards     int     `json:"counter_reset_refused"` // refused with a fence handed out twice: Redis lost the counter
+	Unknown       int     `json:"unknown"`               // spends whose outcome is unknown
+	Landed        int     `json:"landed"`                // how many of them the balance says landed; -1 if none fits
 }
 
 // Phase 3. Every spender goes through fencing.Do; a few, chosen at random,
@@ -196,30 +199,42 @@ func fencedCrowd(ctx context.Context, e *env) (outcome, error) {
 	for _, i := range rand.Perm(e.n)[:e.stalls] {
 		stalls[i] = true
 	}
-	fences := make([]int64, e.n) // spender i's fence, to tell stalled ones apart
+	fences := make([]int64, e.n) // spender i's fence
+	errs := make([]error, e.n)   // and its error
 	tally := wallet.Hammer(e.n, func(i int) (bool, error) {
-		return fencing.Do(ctx, e.rdb, e.lockKey(), e.ttl, func(ctx context.Context, fence int64) (bool, error) {
+		ok, err := fencing.Do(ctx, e.rdb, e.lockKey(), e.ttl, func(ctx context.Context, fence int64) (bool, error) {
 			fences[i] = fence
 			if stalls[i] {
 				return e.stalledSpend(ctx, fence)
 			}
 			return e.store.SpendFenced(ctx, e.id, fence, amount, e.work)
 		})
+		errs[i] = err
+		return ok, err
 	})
-	stalledFence := map[int64]bool{}
-	for i, f := range fences {
-		stalledFence[f] = stalls[i]
+	// Fences grow with every lease, so a fence handed out twice means the
+	// counter went backwards: Redis lost it (a restart), and fencing.Do
+	// healed it from the highest fence PostgreSQL holds.
+	handedOut := map[int64]int{}
+	for _, f := range fences {
+		handedOut[f]++
 	}
-	c := crowd{Spenders: e.n, Initial: start, Stalled: e.stalls, RefusedFences: []int64{}, ShortOfFunds: tally.Refused}
-	for _, err := range tally.Errors {
+	c := crowd{Spenders: e.n, Initial: start, Stalled: e.stalls, RefusedFences: []int64{}, ShortOfFunds: tally.Refused, Unknown: tally.Unknown}
+	for i, err := range errs {
 		var stale *wallet.StaleFenceError
-		if !errors.As(err, &stale) {
-			return outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors), e.n, err)
+		switch {
+		case err == nil, errors.Is(err, wallet.ErrUnknownOutcome):
+			continue
+		case !errors.As(err, &stale):
+			return outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors)-tally.Unknown, e.n, err)
 		}
 		c.StaleRefused++
 		c.RefusedFences = append(c.RefusedFences, stale.Fence)
-		if stalledFence[stale.Fence] {
+		switch {
+		case stalls[i]:
 			c.StalledStale++
+		case handedOut[stale.Fence] > 1:
+			c.Backwards++
 		}
 	}
 	slices.Sort(c.RefusedFences)
@@ -234,10 +249,18 @@ func fencedCrowd(ctx context.Context, e *env) (outcome, error) {
 	if c.StalledStale < e.stalls {
 		lines = append(lines, fmt.Sprintf("stalled spenders that wrote anyway, safely (nobody claimed the row while they paused): %d", e.stalls-c.StalledStale))
 	}
-	if others := c.StaleRefused - c.StalledStale; others > 0 {
+	if c.Backwards > 0 {
+		lines = append(lines, fmt.Sprintf("spenders refused because the fence counter went backwards (Redis lost it, as a restart does, and handed out fences again); fencing.Do healed it from PostgreSQL's highest fence: %d", c.Backwards))
+	}
+	switch others := c.StaleRefused - c.StalledStale - c.Backwards; {
+	case others > 0 && c.Backwards > 0:
+		lines = append(lines, fmt.Sprintf("other spenders refused without a stall (their lease went with Redis's data, or a busy machine made them outlive it): %d", others))
+	case others > 0:
 		lines = append(lines, fmt.Sprintf("spenders refused without a stall (a busy machine, or -work near -ttl, made them outlive the lease): %d", others))
 	}
-	return e.outcome(ctx, "3", start, tally.Accepted, c, lines...)
+	o, err := e.outcome(ctx, "3", start, tally.Accepted, tally.Unknown, &c, lines...)
+	c.Landed = o.landed
+	return o, err
 }
 
 // stalledSpend is SpendFenced with a pause between the read and the write
@@ -261,6 +284,8 @@ func (e *env) stalledSpend(ctx context.Context, fence int64) (bool, error) {
 type versions struct {
 	Spenders  int   `json:"spenders"`
 	Conflicts int64 `json:"conflicts"` // writes that found the version changed, and read again
+	Unknown   int   `json:"unknown"`   // spends whose outcome is unknown
+	Landed    int   `json:"landed"`    // how many of them the balance says landed; -1 if none fits
 }
 
 // Phase 4. No lock and no Redis: each spender reads the balance and the
@@ -277,23 +302,32 @@ func versioned(ctx context.Context, e *env) (outcome, error) {
 		conflicts.Add(int64(n))
 		return ok, err
 	})
-	if len(tally.Errors) > 0 {
-		return outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors), e.n, tally.Errors[0])
+	for _, err := range tally.Errors {
+		if !errors.Is(err, wallet.ErrUnknownOutcome) {
+			return outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors)-tally.Unknown, e.n, err)
+		}
 	}
-	v := versions{Spenders: e.n, Conflicts: conflicts.Load()}
-	return e.outcome(ctx, "4", initial, tally.Accepted, v,
+	v := versions{Spenders: e.n, Conflicts: conflicts.Load(), Unknown: tally.Unknown}
+	o, err := e.outcome(ctx, "4", initial, tally.Accepted, tally.Unknown, &v,
 		fmt.Sprintf("%d spenders take %d each from %d, no lock: UPDATE ... WHERE version = the version read", e.n, amount, initial),
 		fmt.Sprintf("version conflicts: %d, each one a spend that read again and retried", v.Conflicts))
+	v.Landed = o.landed
+	return o, err
 }
 
-// outcome reads the balance and checks it against the accepted spends.
-func (e *env) outcome(ctx context.Context, name string, start int64, accepted int, figures any, lines ...string) (outcome, error) {
+// outcome reads the balance and checks it against the accepted spends and
+// those whose outcome is unknown (wallet.CheckUnknown), saying how many of
+// the unknown ones landed.
+func (e *env) outcome(ctx context.Context, name string, start int64, accepted, unknown int, figures any, lines ...string) (outcome, error) {
 	bal, err := e.store.Balance(ctx, e.id)
 	if err != nil {
 		return outcome{}, err
 	}
-	v := wallet.Check(start, amount, accepted, bal)
-	return outcome{Result: lesson.NewResult(step, name, v.String(), v.OK), Figures: figures, lines: lines}, nil
+	v := wallet.CheckUnknown(start, amount, accepted, unknown, bal)
+	if unknown > 0 && v.Landed >= 0 {
+		lines = append(lines, fmt.Sprintf("spends with an unknown outcome (sent, no reply): %d, of which the balance says %d landed", unknown, v.Landed))
+	}
+	return outcome{Result: lesson.NewResult(step, name, v.String(), v.OK), Figures: figures, lines: lines, landed: v.Landed}, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

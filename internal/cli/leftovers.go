@@ -2,10 +2,13 @@ package cli
 
 import (
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/wallet"
 )
 
 // RedisDel returns the command that deletes keys from the server opt
@@ -32,6 +35,30 @@ func RedisDelPrefix(opt *redis.Options, prefix string) string {
 	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(prefix) + "*"
 	cli := redisCLI(opt)
 	return cli + " --scan --pattern " + shellQuote(pattern) + " | xargs " + cli + " del"
+}
+
+// PostgresDelete returns the command that deletes the wallet rows of owner
+// (a run's prefix, see wallet.Store.Owned) whose ids are given:
+//
+//	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'
+//
+// It names the database by its variable, never by the URL, which may hold
+// a password; without DATABASE_URL, by the default URL without its
+// password, which psql then asks for.
+func PostgresDelete(owner string, ids ...int64) string {
+	target := `"$DATABASE_URL"`
+	if wallet.DatabaseURL() == wallet.DefaultDatabaseURL {
+		if u, err := url.Parse(wallet.DefaultDatabaseURL); err == nil {
+			u.User = url.User(u.User.Username())
+			target = shellQuote(u.String())
+		}
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatInt(id, 10)
+	}
+	sql := "DELETE FROM walletlock_wallets WHERE owner = '" + strings.ReplaceAll(owner, "'", "''") + "' AND id IN (" + strings.Join(list, ", ") + ")"
+	return "psql " + target + " -c " + shellQuote(sql)
 }
 
 func redisCLI(opt *redis.Options) string {

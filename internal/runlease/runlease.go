@@ -56,7 +56,7 @@ type Lease struct {
 func Take(ctx context.Context, rdb Client, prefix string) (*Lease, error) {
 	tctx, cancel := context.WithTimeout(ctx, takeTimeout)
 	defer cancel()
-	busy := fmt.Errorf("%w: prefix %q is in use by another run; wait for it to end (or %v after it died), or choose another with -prefix", ErrBusy, prefix, TTL)
+	busy := fmt.Errorf("%w: %q; wait for that run to end (or %v after it died), or choose another with -prefix", ErrBusy, prefix, TTL)
 	held, err := rdb.Exists(tctx, Key(prefix)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("runlease: take %s: %w", Key(prefix), err)

@@ -32,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -82,8 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		bad = fmt.Errorf("-ttl must be 100ms to 10s, got %v", c.TTL)
 	case c.Work < 0 || 2*c.Work >= c.TTL:
 		bad = fmt.Errorf("-work must be at least 0 and under half the -ttl (%v), got %v: a holder must finish well within its lease", c.TTL, c.Work)
-	case c.First < 1 || c.First > 1<<62:
-		bad = fmt.Errorf("-first-id must be 1 to 2^62, got %d", c.First)
+	case c.First < 1 || c.First > math.MaxInt64-int64(c.Wallets):
+		bad = fmt.Errorf("-first-id must be at least 1 and leave room for -wallets ids below 2^63, got %d", c.First)
 	}
 	if code, stop := cli.Refuse(fs, stderr, err1, err2, bad, cli.CheckPrefix(c.Prefix)); stop {
 		return code

@@ -66,7 +66,9 @@ func (ps *Procs) StartRedis(ctx context.Context, dir string, extra ...string) (*
 			return nil, fmt.Errorf("drill: find a free port: %w", err)
 		}
 		args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no"}, extra...)
+			"--save", "", "--appendonly", "no",
+			// A replica that reconnects gets its full copy at once, not after 5 s.
+			"--repl-diskless-sync-delay", "0"}, extra...)
 		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, args: args, dir: dir}
 		if err = ps.start(ctx, s); err == nil {
 			return s, nil

@@ -137,14 +137,14 @@ func TestDrill_interrupt(t *testing.T) {
 
 func TestDrill_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
-		{"unknown nemesis", []string{"-nemesis", "meteor"}, "-nemesis"},
-		{"unknown strategy", []string{"-strategy", "hope"}, "-strategy"},
-		{"too many seeds", []string{"-seeds", "1000"}, "-seeds"},
-		{"one process", []string{"-procs", "1"}, "-procs"},
-		{"short ttl", []string{"-ttl", "1ms"}, "-ttl"},
-		{"work as long as the ttl", []string{"-work", "1s"}, "-work"},
-		{"empty prefix", []string{"-prefix", ""}, "-prefix"},
-		{"stray argument", []string{"now"}, "unexpected argument"},
+		{Name: "unknown nemesis", Args: []string{"-nemesis", "meteor"}, Want: "-nemesis"},
+		{Name: "unknown strategy", Args: []string{"-strategy", "hope"}, Want: "-strategy"},
+		{Name: "too many seeds", Args: []string{"-seeds", "1000"}, Want: "-seeds"},
+		{Name: "one process", Args: []string{"-procs", "1"}, Want: "-procs"},
+		{Name: "short ttl", Args: []string{"-ttl", "1ms"}, Want: "-ttl"},
+		{Name: "work as long as the ttl", Args: []string{"-work", "1s"}, Want: "-work"},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix"},
+		{Name: "stray argument", Args: []string{"now"}, Want: "unexpected argument"},
 	})
 }
 

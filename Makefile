@@ -1,12 +1,14 @@
 # make demo: start Redis and PostgreSQL if needed, then run every step.
-# make test: start them if needed, lint, then run the tests with -race.
+# make test: start them if needed, lint, then run the tests with -race
+#   (cmd/drill's test runs a short drill: pause and restart, lock and fenced).
+# make drills: real processes, real faults (cmd/drill), short; SEEDS=20 for more.
 # Services come from scripts/services.sh: whatever already answers and lets
 # us log in, else docker compose, else local redis-server and PostgreSQL
 # binaries, installed first (apt-get or brew) when they are missing.
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo lint test workshop
+.PHONY: help up compose-up down compose-down status demo lint test workshop drills
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -45,3 +47,7 @@ test: up lint ## make lint, then go test -race against the real services
 
 workshop: up ## run every step briefly, compare with the tutorial (JSON=1: one JSON document)
 	@$(GO) run ./cmd/workshop $(if $(JSON),-json)
+
+SEEDS ?= 3
+drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)
+	@$(GO) run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds $(SEEDS)

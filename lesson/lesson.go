@@ -85,3 +85,60 @@ func NewResult(step, phase, check string, ok bool) Result {
 	}
 	return Result{Step: step, Phase: phase, Check: check, Verdict: v, Want: Want(step, phase)}
 }
+
+// The drill (cmd/drill) runs each strategy against real faults: real
+// processes paused and killed, a Redis restarted, a Sentinel failover. Its
+// table is kept apart from Phases: a drill row is one run of one nemesis
+// against one strategy with one seed.
+
+// DrillCell is what one strategy must give under one nemesis.
+type DrillCell struct {
+	Nemesis  string // none, pause, crash, restart or failover
+	Strategy string // lock, wait, fenced, version or fair
+	Want     string // OK or BROKEN
+	// Share is the least share of seeds that must give Want: 1 means
+	// every seed. The drill times each fault to land inside a critical
+	// section, so every cell is 1 today; a cell that cannot be made
+	// deterministic says so here. Never below 1 for fenced or version.
+	Share float64
+	What  string // one line: why
+}
+
+// Drills is the drill's table, row by row as TUTORIAL.md shows it.
+var Drills = []DrillCell{
+	{"none", "lock", OK, 1, "the control: no fault, the lease serialises the spends"},
+	{"none", "wait", OK, 1, "the control, waiting for the replica"},
+	{"none", "fenced", OK, 1, "the control, fenced"},
+	{"none", "version", OK, 1, "the control, PostgreSQL only"},
+	{"none", "fair", OK, 1, "the control, the fair hand-off"},
+	{"pause", "lock", Broken, 1, "a holder stopped past its TTL writes a balance another holder has spent from"},
+	{"pause", "wait", Broken, 1, "the replica had the lock; waiting for it does nothing for a stopped holder"},
+	{"pause", "fenced", OK, 1, "the next holder's claim moves the fence, and the stale write finds no row"},
+	{"pause", "version", OK, 1, "the version moved on while the spender was stopped: its write is refused and retried"},
+	{"pause", "fair", Broken, 1, "a fair queue hands the lock on at expiry just the same: no fence, lost update"},
+	{"crash", "lock", OK, 1, "the killed holder wrote nothing; its lease expires and the others go on"},
+	{"crash", "wait", OK, 1, "the same with a replica"},
+	{"crash", "fenced", OK, 1, "the same with a fence"},
+	{"crash", "version", OK, 1, "a killed spender leaves nothing half-written"},
+	{"crash", "fair", OK, 1, "the queue skips the dead holder once its lease expires"},
+	{"restart", "lock", Broken, 1, "Redis comes back empty and grants the held lock again: two holders, one lost update"},
+	{"restart", "wait", Broken, 1, "the replica resyncs from the empty primary: waiting bought nothing"},
+	{"restart", "fenced", OK, 1, "the fence counter restarts low, PostgreSQL refuses it, the holder raises it"},
+	{"restart", "version", OK, 1, "no Redis in the path"},
+	{"restart", "fair", Broken, 1, "the queue and the lock are gone: granted twice, as with lock"},
+	{"failover", "lock", Broken, 1, "the promoted replica never saw the lock and grants it again"},
+	{"failover", "wait", OK, 1, "a holder whose WAIT timed out gave up before it wrote"},
+	{"failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},
+	{"failover", "version", OK, 1, "no Redis in the path"},
+	{"failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
+}
+
+// DrillWant finds the cell of a nemesis and a strategy in Drills.
+func DrillWant(nemesis, strategy string) (DrillCell, bool) {
+	for _, c := range Drills {
+		if c.Nemesis == nemesis && c.Strategy == strategy {
+			return c, true
+		}
+	}
+	return DrillCell{}, false
+}

@@ -1,0 +1,183 @@
+// The drill: real processes, real faults.
+//
+// Steps 3 and 5 stage a stalled holder inside one process. Here the
+// spenders are OS processes (this binary started again in a spender role),
+// the Redis servers are redis-server processes the drill starts on free
+// loopback ports, the balances live in PostgreSQL, and the faults come
+// from outside the code: a spender stopped by SIGSTOP between its read and
+// its write (pause), a holder killed (crash), the Redis primary killed and
+// started again empty (restart), the replica cut off and the primary
+// killed so that Sentinel promotes a replica that never saw the lock
+// (failover). Each run prints the usual check line and the double grants:
+// how many times two critical sections on one wallet overlapped.
+//
+// Expect, on every run, the verdicts of lesson.Drills:
+//
+//	pause    lock     seed 1  accepted=... BROKEN  double grants 12 ...
+//	pause    fenced   seed 1  accepted=... OK  double grants 9 ...
+//
+// Run it with:
+//
+//	go run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds 3   # make drills
+//	go run ./cmd/drill -seeds 20                                               # everything
+//	go run ./cmd/drill -json                                                   # one JSON row per run
+//
+// It exits 0 when every cell gives the verdict the lesson table says, 1
+// when not or when something fails, 2 on bad flags, and 130 after Ctrl-C,
+// once it has killed every process it started and deleted its rows.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/wallet"
+)
+
+const prog = "drill"
+
+func main() {
+	if c, ok := drill.SpenderRole(); ok {
+		os.Exit(drill.RunSpender(c, os.Stdin, os.Stdout, os.Stderr))
+	}
+	cli.Main(run)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
+	nemeses := fs.String("nemesis", "all", "all, or some of "+strings.Join(drill.Nemeses, ",")+" (comma-separated)")
+	strategies := fs.String("strategy", "all", "all, or some of "+strings.Join(drill.Strategies, ",")+" (comma-separated)")
+	seeds := fs.Int("seeds", 1, "runs of each cell, seeds -seed, -seed+1, ...; at most 100")
+	seed := fs.Int64("seed", 1, "the first seed: it picks when each fault strikes and how long a pause lasts")
+	c := drill.Config{Procs: 3, Conc: 2, Wallets: 2, Initial: 1_000_000, Amount: 7, TTL: 500 * time.Millisecond, Work: 10 * time.Millisecond}
+	fs.IntVar(&c.Procs, "procs", c.Procs, "spender processes, 2 to 16")
+	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrent spends in each spender process, 1 to 16")
+	fs.IntVar(&c.Wallets, "wallets", c.Wallets, "wallets they all spend from, 1 to 100")
+	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease TTL, 100ms to 10s")
+	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
+	fs.Int64Var(&c.First, "first-id", 7_700_000, "first PostgreSQL wallet id this drill uses")
+	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
+	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
+	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+		return code
+	}
+	nems, err1 := pick("-nemesis", *nemeses, drill.Nemeses)
+	strats, err2 := pick("-strategy", *strategies, drill.Strategies)
+	var bad error
+	switch {
+	case *seeds < 1 || *seeds > 100:
+		bad = fmt.Errorf("-seeds must be 1 to 100, got %d", *seeds)
+	case c.Procs < 2 || c.Procs > 16 || c.Conc < 1 || c.Conc > 16:
+		bad = fmt.Errorf("-procs must be 2 to 16 and -conc 1 to 16, got %d and %d", c.Procs, c.Conc)
+	case c.Wallets < 1 || c.Wallets > 100:
+		bad = fmt.Errorf("-wallets must be 1 to 100, got %d", c.Wallets)
+	case c.TTL < 100*time.Millisecond || c.TTL > 10*time.Second:
+		bad = fmt.Errorf("-ttl must be 100ms to 10s, got %v", c.TTL)
+	case c.Work < 0 || 2*c.Work >= c.TTL:
+		bad = fmt.Errorf("-work must be at least 0 and under half the -ttl (%v), got %v: a holder must finish well within its lease", c.TTL, c.Work)
+	case c.First < 1 || c.First > math.MaxInt64-int64(c.Wallets):
+		bad = fmt.Errorf("-first-id must be at least 1 and leave room for -wallets ids below 2^63, got %d", c.First)
+	}
+	if code, stop := cli.Refuse(fs, stderr, err1, err2, bad, cli.CheckPrefix(c.Prefix)); stop {
+		return code
+	}
+	fail := func(err error) int { fmt.Fprintln(stderr, prog+":", err); return 1 }
+	if _, err := drill.RedisBinary(); err != nil {
+		return fail(err)
+	}
+	pool, err := wallet.ConnectPostgres(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer pool.Close()
+	store, err := wallet.OpenStore(ctx, pool)
+	if err != nil {
+		return fail(err)
+	}
+	c.Store = store.Owned(c.Prefix)
+	release, err := drill.TakePrefix(ctx, pool, c.Prefix)
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
+	if c.Exe, err = os.Executable(); err != nil {
+		return fail(err)
+	}
+	if c.Dir, err = os.MkdirTemp("", "walletlock-drill-"); err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(c.Dir)
+	procs := &drill.Procs{}
+	r := newReport(stdout, *asJSON)
+	r.header(ctx, pool, c)
+
+	var runErr error
+	for _, n := range nems {
+		for _, s := range strats {
+			for i := range *seeds {
+				c.Nemesis, c.Strategy, c.Seed = n, s, *seed+int64(i)
+				res, err := drill.Run(ctx, procs, c)
+				if err != nil {
+					runErr = fmt.Errorf("%s %s seed %d: %w", n, s, c.Seed, err)
+					break
+				}
+				r.add(res)
+			}
+			if runErr != nil {
+				break
+			}
+		}
+		if runErr != nil {
+			break
+		}
+	}
+
+	// Clean up even after Ctrl-C: every process this drill started, then
+	// its rows.
+	left := procs.KillAll(cli.CleanupTimeout)
+	done, cancel := cli.Cleanup(ctx)
+	defer cancel()
+	if err := c.Store.DeleteRange(done, c.First, c.Wallets); err != nil {
+		fmt.Fprintf(stderr, "%s: could not delete its rows (%v); delete them with: psql \"$DATABASE_URL\" -c \"DELETE FROM walletlock_wallets WHERE owner = '%s'\"\n", prog, err, c.Prefix)
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(stderr, "%s: these processes did not die: %s\n", prog, strings.Join(left, ", "))
+	}
+	if ctx.Err() != nil {
+		r.table()
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C; the table counts the runs that finished\n", prog)
+		return cli.ExitInterrupted
+	}
+	if runErr != nil {
+		r.table()
+		return fail(runErr)
+	}
+	return r.verdict(stderr)
+}
+
+// pick parses a comma-separated list of names out of all ("all" is every one).
+func pick(flag, list string, all []string) ([]string, error) {
+	if list == "all" {
+		return all, nil
+	}
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		found := false
+		for _, a := range all {
+			found = found || a == name
+		}
+		if !found {
+			return nil, fmt.Errorf("%s: no %q, choose from %s", flag, name, strings.Join(all, ","))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+// The printing side of the drill: a line per run, the table nemesis x
+// strategy, or one JSON object per run; and the verdict against the
+// lesson table.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os/exec"
+	"regexp"
+	"text/tabwriter"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/wallet"
+)
+
+type report struct {
+	w      io.Writer
+	asJSON bool
+	rows   []drill.Result
+}
+
+func newReport(w io.Writer, asJSON bool) *report { return &report{w: w, asJSON: asJSON} }
+
+var redisVersion = regexp.MustCompile(`v=([0-9.]+)`)
+
+func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config) {
+	if r.asJSON {
+		return
+	}
+	out, _ := exec.Command("redis-server", "--version").Output()
+	rv := "?"
+	if m := redisVersion.FindSubmatch(out); m != nil {
+		rv = string(m[1])
+	}
+	pv, _ := wallet.PostgresVersion(ctx, pool)
+	fmt.Fprintf(r.w, "drill: redis-server %s of its own on loopback ports, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
+		rv, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
+}
+
+// row is a JSON row: the keys of drill.Result plus the lesson's verdict.
+type row struct {
+	drill.Result
+	Verdict string `json:"verdict"`
+	Want    string `json:"want"`
+}
+
+func (r *report) add(res drill.Result) {
+	r.rows = append(r.rows, res)
+	cell, _ := lesson.DrillWant(res.Nemesis, res.Strategy)
+	if r.asJSON {
+		v := lesson.Broken
+		if res.OK {
+			v = lesson.OK
+		}
+		json.NewEncoder(r.w).Encode(row{res, v, cell.Want})
+		return
+	}
+	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
+		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
+}
+
+// cell gathers the runs of one nemesis and strategy.
+type cell struct {
+	nemesis, strategy                  string
+	seeds, broken, unknown, faults, dg int
+	off                                int64
+	want                               lesson.DrillCell
+}
+
+func (c cell) match() bool {
+	got := c.seeds - c.broken // runs that gave OK
+	if c.want.Want == lesson.Broken {
+		got = c.broken
+	}
+	return float64(got) >= math.Ceil(c.want.Share*float64(c.seeds))
+}
+
+func (r *report) cells() []cell {
+	var out []cell
+	index := map[[2]string]int{}
+	for _, res := range r.rows {
+		k := [2]string{res.Nemesis, res.Strategy}
+		i, ok := index[k]
+		if !ok {
+			want, _ := lesson.DrillWant(res.Nemesis, res.Strategy)
+			i = len(out)
+			index[k] = i
+			out = append(out, cell{nemesis: res.Nemesis, strategy: res.Strategy, want: want})
+		}
+		c := &out[i]
+		c.seeds++
+		if !res.OK {
+			c.broken++
+		}
+		c.off += res.MoneyOff
+		c.dg += res.DoubleGrants
+		c.unknown += res.Unknown
+		c.faults += res.Faults
+	}
+	return out
+}
+
+func (r *report) table() {
+	if r.asJSON || len(r.rows) == 0 {
+		return
+	}
+	fmt.Fprintln(r.w)
+	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "nemesis\tstrategy\tseeds\tBROKEN\tmoney off\tdouble grants\tunknown\tfaults\tlesson")
+	for _, c := range r.cells() {
+		verdict := "as the lesson says"
+		if !c.match() {
+			verdict = "NOT as the lesson says"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s, %s\n", c.nemesis, c.strategy, c.seeds, c.broken,
+			c.off, c.dg, c.unknown, c.faults, c.want.Want, verdict)
+	}
+	tw.Flush()
+}
+
+// verdict prints the table and returns 0 when every cell gives what the
+// lesson table says, 1 otherwise.
+func (r *report) verdict(stderr io.Writer) int {
+	r.table()
+	code := 0
+	for _, c := range r.cells() {
+		if !c.match() {
+			fmt.Fprintf(stderr, "%s: %s under %s: %d of %d seeds BROKEN, the lesson says %s (%s)\n",
+				prog, c.strategy, c.nemesis, c.broken, c.seeds, c.want.Want, c.want.What)
+			code = 1
+		}
+	}
+	return code
+}

@@ -6,7 +6,7 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo lint test workshop
+.PHONY: help up compose-up down compose-down status demo lint test workshop compare
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -43,5 +43,11 @@ lint: ## go vet and staticcheck (a tool dependency in go.mod)
 test: up lint ## make lint, then go test -race against the real services
 	$(GO) test -race ./...
 
-workshop: up ## run every step briefly, compare with the tutorial (JSON=1: one JSON document)
-	@$(GO) run ./cmd/workshop $(if $(JSON),-json)
+workshop: up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
+	@$(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
+
+# The facilitator's page: every collected workshop-*.json side by side.
+FILES ?= $(wildcard workshop-*.json)
+ROOM ?= room.html
+compare: ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
+	@$(GO) run ./cmd/workshop -compare -html '$(ROOM)' $(FILES)

@@ -8,7 +8,7 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo lint test workshop drills
+.PHONY: help up compose-up down compose-down status demo lint test workshop compare drills
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -45,8 +45,14 @@ lint: ## go vet and staticcheck (a tool dependency in go.mod)
 test: up lint ## make lint, then go test -race against the real services
 	$(GO) test -race ./...
 
-workshop: up ## run every step briefly, compare with the tutorial (JSON=1: one JSON document)
-	@$(GO) run ./cmd/workshop $(if $(JSON),-json)
+workshop: up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
+	@$(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
+
+# The facilitator's page: every collected workshop-*.json side by side.
+FILES ?= $(wildcard workshop-*.json)
+ROOM ?= room.html
+compare: ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
+	@$(GO) run ./cmd/workshop -compare -html '$(ROOM)' $(FILES)
 
 SEEDS ?= 3
 drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)

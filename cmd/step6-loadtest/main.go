@@ -47,6 +47,7 @@ import (
 
 	"golang.org/x/term"
 
+	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/loadtest"
 )
@@ -71,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "prefix of the Redis keys this run writes, and owner of its PostgreSQL rows")
 	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
+	htmlFile := fs.String("html", "", "also write the report, with charts, as one HTML page to this file")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
@@ -114,6 +116,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "step6-loadtest:", err)
 		code = 1
+	}
+	if rep != nil && *htmlFile != "" {
+		if err := charts.SaveLoad(*htmlFile, rep); err != nil {
+			fmt.Fprintln(stderr, "step6-loadtest:", err)
+			code = 1
+		}
 	}
 	if rep != nil {
 		if failed := rep.Failed(); len(failed) > 0 {

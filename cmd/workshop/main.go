@@ -4,12 +4,16 @@
 // whether they match. It exits 1 when any phase differs or a step fails.
 //
 //	make workshop            # the table
-//	make workshop JSON=1     # one JSON document for the facilitator
+//	make workshop JSON=1     # the table, and workshop-<host>.json for the facilitator
 //	go run ./cmd/workshop -json > my-laptop.json
 //
 // The JSON holds every phase's figures as each step reported them, plus
-// the machine's Go, Redis and PostgreSQL versions, so a room's results can
-// be collected and compared.
+// the machine's host label (-host, the hostname by default) and its Go,
+// Redis and PostgreSQL versions, so a room's results can be collected and
+// compared. The facilitator puts the files side by side with -compare,
+// which runs nothing (see compare.go):
+//
+//	go run ./cmd/workshop -compare -html room.html workshop-*.json
 //
 // Ctrl-C is passed on to the step that is running, which stops, cleans up
 // and reports what it measured; the workshop then prints the phases run so
@@ -30,8 +34,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/lesson"
@@ -59,8 +65,15 @@ var plan = []struct {
 	}},
 }
 
+// formatVersion is the layout of the JSON document. It only changes when
+// a key changes meaning; adding keys keeps it, and -compare refuses a file
+// of a newer one. Files written before the key existed are version 1.
+const formatVersion = 1
+
 // report is the JSON document; Steps keeps each step's own output whole.
 type report struct {
+	Format   int                        `json:"format"`
+	Host     string                     `json:"host"` // the -host label
 	Go       string                     `json:"go"`
 	OS       string                     `json:"os"`
 	CPUs     int                        `json:"cpus"`
@@ -82,14 +95,60 @@ type row struct {
 
 func main() { cli.Main(run) }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+type options struct {
+	json, save, compare bool
+	host, html          string
+}
+
+func flags() (*flag.FlagSet, *options) {
+	var o options
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
+	fs.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
+	fs.StringVar(&o.host, "host", hostname(), "this machine's label in the JSON and in the name of the file -save writes")
+	fs.BoolVar(&o.save, "save", false, "print the table, and write the JSON to workshop-<host>.json for the facilitator")
+	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
+	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
+	return fs, &o
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, opt := flags()
+	// The files -compare reads follow the flags. cli.Parse refuses
+	// arguments, so it gets the flags alone: a second flag set, which
+	// stops at the first file, tells where they end.
+	probe, _ := flags()
+	probe.SetOutput(io.Discard)
+	var files []string
+	if probe.Parse(args) == nil {
+		files = probe.Args()
+		args = args[:len(args)-len(files)]
+	}
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
+	var bad error
+	switch {
+	case !opt.compare && len(files) > 0:
+		bad = fmt.Errorf("unexpected argument %q (files go with -compare)", files[0])
+	case opt.compare && len(files) == 0:
+		bad = errors.New("-compare needs the workshop JSON files to read, e.g. -compare workshop-*.json")
+	case !opt.compare && opt.html != "":
+		bad = errors.New("-html goes with -compare: it writes the page of the files compared")
+	case opt.compare && (opt.json || opt.save):
+		bad = errors.New("-compare runs nothing, so it takes neither -json nor -save")
+	case strings.TrimSpace(opt.host) == "":
+		bad = errors.New("-host must not be empty: it names this machine on the facilitator's page")
+	}
+	if code, stop := cli.Refuse(fs, stderr, bad); stop {
+		return code
+	}
+	if opt.compare {
+		return compare(files, opt.html, stdout, stderr)
+	}
 
 	rep := report{
+		Format:  formatVersion,
+		Host:    strings.TrimSpace(opt.host),
 		Go:      runtime.Version(),
 		OS:      runtime.GOOS + "/" + runtime.GOARCH,
 		CPUs:    runtime.NumCPU(),
@@ -128,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tag := fmt.Sprintf("%08x", rand.Uint32())
 	ids := 2_000_000_000 + rand.Int64N(1_000_000_000)
 	for _, p := range plan {
-		if !*asJSON {
+		if !opt.json {
 			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
 		}
 		var args []string
@@ -168,14 +227,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, r := range rep.Phases {
 		ok = ok && r.Match
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+	if opt.json {
+		writeJSON(stdout, rep)
 	} else {
 		printTable(stdout, rep)
 	}
+	var saveErr error
+	if opt.save {
+		saveErr = saveJSON(rep, stderr)
+	}
 	switch {
+	case saveErr != nil:
+		fmt.Fprintln(stderr, "workshop:", saveErr)
+		return 1
 	case rep.Interrupted != "":
 		fmt.Fprintf(stderr, "workshop: interrupted by Ctrl-C during %s; the table shows the %d phases that ran in full\n", rep.Interrupted, len(rep.Phases))
 		return cli.ExitInterrupted
@@ -229,6 +293,57 @@ func runStep(ctx context.Context, path, prefix string, args []string, stderr io.
 		return nil, err
 	}
 	return json.RawMessage(bytes.TrimSpace(out.Bytes())), err
+}
+
+func writeJSON(w io.Writer, rep report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// saveJSON writes the JSON document to workshop-<host>.json in the current
+// directory, so that a facilitator collects one file per machine without
+// renaming any.
+func saveJSON(rep report, stderr io.Writer) error {
+	name := "workshop-" + fileSafe(rep.Host) + ".json"
+	var b bytes.Buffer
+	writeJSON(&b, rep)
+	if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	fmt.Fprintf(stderr, "workshop: wrote %s; send it to the facilitator\n", name)
+	return nil
+}
+
+// fileSafe turns a host label into part of a file name: letters, digits,
+// dots, dashes and underscores, every other run of characters one dash.
+func fileSafe(label string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range label {
+		switch {
+		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r)):
+			b.WriteRune(r)
+			dash = false
+		case !dash:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	if s := strings.Trim(b.String(), "-."); s != "" {
+		return s
+	}
+	return "host"
+}
+
+// hostname is the default -host: the machine's name, its first label.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "unknown"
+	}
+	h, _, _ = strings.Cut(h, ".")
+	return h
 }
 
 func versions(ctx context.Context, rep *report) error {

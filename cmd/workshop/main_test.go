@@ -56,6 +56,10 @@ func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
 		{Name: "a stray argument", Args: []string{"step1-race"}, Want: `unexpected argument "step1-race"`},
+		{Name: "-compare without files", Args: []string{"-compare", "-html", "room.html"}, Want: "-compare needs the workshop JSON files"},
+		{Name: "-html without -compare", Args: []string{"-html", "room.html"}, Want: "-html goes with -compare"},
+		{Name: "-compare with -save", Args: []string{"-compare", "-save", "a.json"}, Want: "neither -json nor -save"},
+		{Name: "an empty -host", Args: []string{"-host", " "}, Want: "-host must not be empty"},
 	})
 }
 

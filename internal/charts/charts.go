@@ -1,0 +1,35 @@
+// Package charts writes the pictures of a run as HTML pages that open
+// offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
+// machines side by side (WriteRoom).
+//
+// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
+// drawn by gonum.org/v1/plot and put inline, its style sits in the page,
+// and its text uses the reader's local fonts. There is no script. Both
+// pages are read from the JSON the programs write, never from their Go
+// types, so that a page reads files written by older and newer runs: that
+// JSON only ever gains keys.
+package charts
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+)
+
+//go:embed page.tmpl
+var files embed.FS
+
+var pages = template.Must(template.ParseFS(files, "page.tmpl"))
+
+// render executes a page into a buffer first, so that a failure writes
+// nothing to w.
+func render(w io.Writer, name string, data any) error {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return fmt.Errorf("charts: write the %s page: %w", name, err)
+	}
+	_, err := b.WriteTo(w)
+	return err
+}

@@ -1,0 +1,400 @@
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"example.com/walletlock/lesson"
+	"example.com/walletlock/loadtest"
+)
+
+// load is the part of step 6's JSON report (loadtest.Report) the page
+// reads. It is decoded from the JSON, not taken from the Go types, so that
+// the page reads any run's file: keys are only ever added to that form.
+type load struct {
+	Started string `json:"started"`
+	Params  struct {
+		Workers  json.RawMessage `json:"workers"`
+		Wallets  int             `json:"wallets"`
+		Duration string          `json:"duration"`
+		Work     string          `json:"work"`
+		Hot      bool            `json:"hot"`
+	} `json:"params"`
+	System struct {
+		Redis    string `json:"redis_version"`
+		Postgres string `json:"postgres_version"`
+		Go       string `json:"go_version"`
+		OS       string `json:"os"`
+		CPUs     int    `json:"cpus"`
+	} `json:"system"`
+	Rows        []loadRow `json:"strategies"`
+	Interrupted bool      `json:"interrupted"`
+	NotRun      []string  `json:"not_run"`
+}
+
+// loadRow is one strategy's figures at one level of contention. Workers,
+// FIFOBound and VsNone come with a contention sweep and newer runs; a
+// pointer is nil when the run did not give the key.
+type loadRow struct {
+	Strategy      string   `json:"strategy"`
+	Workers       int      `json:"workers"`
+	PerSecond     float64  `json:"accepted_per_second"`
+	Attempts      int64    `json:"attempts"`
+	Errors        int64    `json:"errors"`
+	Unknown       int64    `json:"unknown"`
+	LockWait      *latency `json:"lock_wait"`
+	Latency       latency  `json:"spend_latency"`
+	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend"`
+	Ceiling       float64  `json:"ceiling_per_second"`
+	Efficiency    float64  `json:"efficiency"`
+	FIFOBound     *float64 `json:"fifo_bound_ms"`
+	VsNone        *float64 `json:"vs_none"`
+	Check         string   `json:"check"`
+	OK            bool     `json:"ok"`
+	Measured      bool     `json:"measured"`
+	Note          string   `json:"note"`
+	Interrupted   bool     `json:"interrupted"`
+	WalletsOff    int      `json:"wallets_off"`
+	MoneyOff      int64    `json:"money_off"`
+}
+
+type latency struct {
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+}
+
+// verdict is the row's verdict as step 6's table gives it (OK, BROKEN or
+// NO DATA), and whether that is what the lesson promises.
+func (r loadRow) verdict() (string, bool) {
+	want := lesson.OK
+	if p, ok := lesson.Lookup("step6-loadtest", r.Strategy); ok {
+		want = p.Want
+	}
+	switch {
+	case r.Check != "" && !r.OK:
+		return fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), thousands(r.MoneyOff)), want == lesson.Broken
+	case !r.Measured:
+		return "NO DATA: " + r.Note, false
+	}
+	return lesson.OK, want == lesson.OK
+}
+
+// decodeLoad reads step 6's JSON report.
+func decodeLoad(data []byte) (load, error) {
+	var l load
+	if err := json.Unmarshal(data, &l); err != nil {
+		return l, fmt.Errorf("charts: read step 6's report: %w", err)
+	}
+	if len(l.Params.Workers) > 0 {
+		var n int
+		if json.Unmarshal(l.Params.Workers, &n) == nil {
+			for i := range l.Rows {
+				if l.Rows[i].Workers == 0 {
+					l.Rows[i].Workers = n
+				}
+			}
+		}
+	}
+	return l, nil
+}
+
+// strategies lists the strategies of the rows in the order they ran.
+func (l load) strategies() []string {
+	var out []string
+	for _, r := range l.Rows {
+		if !slices.Contains(out, r.Strategy) {
+			out = append(out, r.Strategy)
+		}
+	}
+	return out
+}
+
+// levels lists the levels of contention (workers) the rows ran at.
+func (l load) levels() []int {
+	var out []int
+	for _, r := range l.Rows {
+		if !slices.Contains(out, r.Workers) {
+			out = append(out, r.Workers)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// row finds a strategy's row at a level.
+func (l load) row(strategy string, workers int) (loadRow, bool) {
+	for _, r := range l.Rows {
+		if r.Strategy == strategy && r.Workers == workers {
+			return r, true
+		}
+	}
+	return loadRow{}, false
+}
+
+// SaveLoad writes step 6's report to path as one HTML page (see WriteLoad).
+func SaveLoad(path string, rep *loadtest.Report) error {
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("charts: write %s: %w", path, err)
+	}
+	var b bytes.Buffer
+	if err := WriteLoad(&b, data); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("charts: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteLoad writes step 6's report, given in its JSON form
+// (loadtest.Report.WriteJSON), as one HTML page: the table, accepted
+// spends per second and p99 lock wait per strategy, and for a sweep over
+// several -workers, efficiency and p99 wait against contention with the
+// fair-queue bound. The page fetches nothing: the charts are inline SVG.
+func WriteLoad(w io.Writer, reportJSON []byte) error {
+	l, err := decodeLoad(reportJSON)
+	if err != nil {
+		return err
+	}
+	page := loadPage{Title: "walletlock step 6: every strategy under load", load: l}
+	page.Setup = setupLine(l)
+	if page.Charts, err = loadCharts(l); err != nil {
+		return err
+	}
+	for _, r := range l.Rows {
+		v, match := r.verdict()
+		if r.Interrupted {
+			v += " (interrupted)"
+		}
+		tr := tableRow{Strategy: r.Strategy, Workers: r.Workers, Verdict: v, Match: match,
+			PerSecond: fmt.Sprintf("%.0f", r.PerSecond), Attempts: r.Attempts, Errors: r.Errors, Unknown: r.Unknown,
+			WaitP50: "n/a", WaitP99: "n/a", SpendP50: ms(r.Latency.P50), SpendP99: ms(r.Latency.P99),
+			RedisPerSpend: "n/a", Efficiency: percent(r.Efficiency, r.Ceiling > 0), VsNone: "n/a"}
+		if r.LockWait != nil {
+			tr.WaitP50, tr.WaitP99 = ms(r.LockWait.P50), ms(r.LockWait.P99)
+		}
+		if r.RedisPerSpend != nil {
+			tr.RedisPerSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
+		}
+		if r.FIFOBound != nil {
+			tr.Bound = ms(*r.FIFOBound)
+		}
+		if r.VsNone != nil {
+			tr.VsNone = percent(*r.VsNone, true)
+		}
+		page.Rows = append(page.Rows, tr)
+	}
+	return render(w, "load", page)
+}
+
+type loadPage struct {
+	load
+	Title  string
+	Setup  string
+	Rows   []tableRow
+	Charts []template.HTML
+}
+
+// Sweep reports whether the run measured several levels of contention.
+func (p loadPage) Sweep() bool { return len(p.levels()) > 1 }
+
+// HasBound and HasVsNone report whether any row gives the fair-queue
+// bound, or the rate against none's: runs before the sweep do not.
+func (p loadPage) HasBound() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.FIFOBound != nil })
+}
+
+func (p loadPage) HasVsNone() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.VsNone != nil })
+}
+
+type tableRow struct {
+	Strategy                                    string
+	Workers                                     int
+	PerSecond                                   string
+	Attempts, Errors, Unknown                   int64
+	WaitP50, WaitP99, Bound, SpendP50, SpendP99 string
+	RedisPerSpend, Efficiency, VsNone, Verdict  string
+	Match                                       bool
+}
+
+// setupLine says what the run did, as the text table's first line does.
+func setupLine(l load) string {
+	p := l.Params
+	workers := strings.Trim(string(p.Workers), "[]")
+	if lv := l.levels(); len(lv) > 1 {
+		var each []string
+		for _, n := range lv {
+			each = append(each, strconv.Itoa(n))
+		}
+		workers = strings.Join(each, ", ")
+	}
+	hot := ""
+	if p.Hot {
+		hot = ", every spend on one wallet (-hot)"
+	}
+	return fmt.Sprintf("%s workers spending from %d %s%s, %s of work, %s per strategy.", workers, p.Wallets, plural(p.Wallets, "wallet"), hot, p.Work, p.Duration)
+}
+
+// loadCharts draws the run: per strategy, then against contention.
+func loadCharts(l load) ([]template.HTML, error) {
+	names := l.strategies()
+	levels := l.levels()
+	// One series per level: a single run draws one bar per strategy.
+	var rate, wait []series
+	var waiting []string // strategies that wait for a lock
+	for _, s := range names {
+		for _, n := range levels {
+			if r, ok := l.row(s, n); ok && r.LockWait != nil && !slices.Contains(waiting, s) {
+				waiting = append(waiting, s)
+			}
+		}
+	}
+	for _, n := range levels {
+		name := fmt.Sprintf("%d workers", n)
+		rs := series{name: name}
+		ws := series{name: name}
+		for _, s := range names {
+			r, ok := l.row(s, n)
+			rs.values = append(rs.values, value(ok, r.PerSecond))
+			if slices.Contains(waiting, s) {
+				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
+			}
+		}
+		rate, wait = append(rate, rs), append(wait, ws)
+	}
+	var out []template.HTML
+	c, err := bars("Accepted spends per second", "spends/s", names, rate)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, c)
+	if len(waiting) > 0 {
+		if c, err = bars("p99 lock wait", "ms", waiting, wait); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(levels) < 2 {
+		return out, nil
+	}
+
+	// The sweep: one line per strategy across the levels.
+	xs := make([]float64, len(levels))
+	for i, n := range levels {
+		xs[i] = float64(n)
+	}
+	var eff, p99 []series
+	for i, s := range names {
+		e, w := series{name: s, colour: i}, series{name: s, colour: i}
+		for _, n := range levels {
+			r, ok := l.row(s, n)
+			e.values = append(e.values, value(ok && r.Ceiling > 0, 100*r.Efficiency))
+			w.values = append(w.values, value(ok && r.LockWait != nil, waitP99(r)))
+		}
+		if s != "none" { // the control: past 100%, its lost updates counted as work
+			eff = append(eff, e)
+		}
+		if slices.Contains(waiting, s) {
+			p99 = append(p99, w)
+		}
+	}
+	if c, err = lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, eff, false, series{}); err != nil {
+		return nil, err
+	}
+	out = append(out, c)
+	if len(p99) > 0 {
+		if c, err = lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, p99, true, fifoBound(l, levels)); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// fifoBound is the fair-queue bound at each level: what a queue that
+// serves waiters in turn would make the last of them wait. The strategies'
+// bounds differ only by their round trips; the line is the fair lock's
+// where it ran, else the smallest.
+func fifoBound(l load, levels []int) series {
+	b := series{name: "fair-queue bound"}
+	found := false
+	for _, n := range levels {
+		v := math.NaN()
+		if r, ok := l.row("fair", n); ok && r.FIFOBound != nil {
+			v = *r.FIFOBound
+		} else {
+			for _, r := range l.Rows {
+				if r.Workers == n && r.FIFOBound != nil && r.LockWait != nil && (math.IsNaN(v) || *r.FIFOBound < v) {
+					v = *r.FIFOBound
+				}
+			}
+		}
+		found = found || !math.IsNaN(v)
+		b.values = append(b.values, v)
+	}
+	if !found {
+		return series{}
+	}
+	return b
+}
+
+func waitP99(r loadRow) float64 {
+	if r.LockWait == nil {
+		return math.NaN()
+	}
+	return r.LockWait.P99
+}
+
+// value is v if the figure exists, else NaN: no bar, no point.
+func value(ok bool, v float64) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return v
+}
+
+// ms writes milliseconds as step 6's table does: 0.123ms, 4.56ms, 78.9ms, 1.23s.
+func ms(v float64) string {
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.3fms", v)
+	case v < 10:
+		return fmt.Sprintf("%.2fms", v)
+	case v < 1000:
+		return fmt.Sprintf("%.1fms", v)
+	}
+	return fmt.Sprintf("%.2fs", v/1000)
+}
+
+func percent(v float64, known bool) string {
+	if !known {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// thousands writes n as step 6's table does: 1,230.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,191 @@
+package charts
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// The size every chart is drawn at; the page scales it to its column.
+const (
+	chartWidth  = 480 * vg.Millimeter / 3
+	chartHeight = 270 * vg.Millimeter / 3
+)
+
+// palette colours the series, one colour each (Tableau 10: readable on
+// white and told apart by most colour-blind readers).
+var palette = []color.RGBA{
+	{78, 121, 167, 255}, {242, 142, 43, 255}, {225, 87, 89, 255}, {118, 183, 178, 255},
+	{89, 161, 79, 255}, {237, 201, 72, 255}, {176, 122, 161, 255}, {255, 157, 167, 255},
+	{156, 117, 95, 255}, {186, 176, 172, 255},
+}
+
+func colour(i int) color.Color { return palette[i%len(palette)] }
+
+// series is one set of bars or one line: a strategy, a level or a machine.
+// A NaN value is a figure the source did not give: no bar, no point. Bars
+// are coloured in the order of their series; a line by its colour, so that
+// a strategy keeps one colour in every chart of a page.
+type series struct {
+	name   string
+	values []float64
+	colour int
+}
+
+// newPlot is a plot with a title and axis labels, in a sans-serif face.
+// The SVG names the face and does not embed it: the browser draws the
+// text with a local font, so the page stays small and fetches nothing.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	p.Title.Text = title
+	p.Title.TextStyle.Font = font.From(sans, 13)
+	p.Title.Padding = vg.Points(6)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(sans, 11)
+		a.Tick.Label.Font = font.From(sans, 10)
+	}
+	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.Legend.TextStyle.Font = font.From(sans, 10)
+	p.Legend.Top = true
+	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks
+	return p
+}
+
+// plainTicks are plot's default ticks, written 2500 rather than 2500.00.
+var plainTicks = plot.TickerFunc(func(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = strconv.FormatFloat(t.Value, 'f', -1, 64)
+		}
+	}
+	return ticks
+})
+
+// bars draws one group of bars per category, one bar per series.
+func bars(title, yLabel string, categories []string, ss []series) (template.HTML, error) {
+	p := newPlot(title, "", yLabel)
+	p.NominalX(categories...)
+	p.Add(plotter.NewGrid())
+	// Each category is one unit wide, and its group of bars takes 75% of
+	// it (the data area is about 85% of the chart), a bar at most 40pt.
+	group := 0.85 * chartWidth / vg.Length(len(categories)) * 0.75
+	width := min(group/vg.Length(len(ss)), vg.Points(40))
+	for i, s := range ss {
+		vals := make(plotter.Values, len(s.values))
+		for j, v := range s.values {
+			if !math.IsNaN(v) {
+				vals[j] = v
+			}
+		}
+		b, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return "", fmt.Errorf("charts: draw %q: %w", title, err)
+		}
+		b.Color = colour(i)
+		b.LineStyle.Width = 0
+		b.Offset = (vg.Length(i) - vg.Length(len(ss)-1)/2) * width
+		p.Add(b)
+		if len(ss) > 1 {
+			p.Legend.Add(s.name, b)
+		}
+	}
+	p.X.Min, p.X.Max, p.X.Padding = -0.5, float64(len(categories))-0.5, 0
+	p.Y.Max *= 1.25 // room above the bars for the legend
+	return svg(p)
+}
+
+// lines draws y against x, one line with points per series, on a log x
+// axis with a tick at every x. logY puts y on a log axis too, for figures
+// that grow tenfold from the first x to the last. A dashed black line,
+// if bound has a name, is a limit the other lines are read against.
+func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, bound series) (template.HTML, error) {
+	p := newPlot(title, xLabel, yLabel)
+	p.Add(plotter.NewGrid())
+	p.X.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
+	for _, x := range xs {
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+	}
+	p.X.Tick.Marker = ticks
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min = math.Inf(1) // from the data, not 0
+	}
+	add := func(s series, dashed bool) error {
+		var pts plotter.XYs
+		for j, v := range s.values {
+			if !math.IsNaN(v) && (!logY || v > 0) {
+				pts = append(pts, plotter.XY{X: xs[j], Y: v})
+			}
+		}
+		if len(pts) == 0 {
+			return nil
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("charts: draw %q: %w", title, err)
+		}
+		l.Color, sc.Color = colour(s.colour), colour(s.colour)
+		sc.Shape = draw.CircleGlyph{}
+		l.Width = vg.Points(1.5)
+		if dashed {
+			l.Color, sc.Color = color.Black, color.Black
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
+		p.Add(l, sc)
+		p.Legend.Add(s.name, l, sc)
+		return nil
+	}
+	for _, s := range ss {
+		if err := add(s, false); err != nil {
+			return "", err
+		}
+	}
+	if bound.name != "" {
+		if err := add(bound, true); err != nil {
+			return "", err
+		}
+	}
+	// Room above the lines for the legend, top left where contention
+	// is low.
+	p.Legend.Left = true
+	switch {
+	case math.IsInf(p.Y.Min, 1):
+		p.Y.Min, p.Y.Max = 0.1, 1 // nothing was drawn
+	case logY:
+		p.Y.Max *= 4
+	default:
+		p.Y.Max *= 1.3
+	}
+	return svg(p)
+}
+
+// svg renders p as an SVG element to put inline in a page: the XML
+// declaration, which only a standalone file may carry, is dropped.
+func svg(p *plot.Plot) (template.HTML, error) {
+	c := vgsvg.New(chartWidth, chartHeight)
+	p.Draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("charts: draw %q: %w", p.Title.Text, err)
+	}
+	out := b.Bytes()
+	if i := bytes.Index(out, []byte("<svg")); i >= 0 {
+		out = out[i:]
+	}
+	return template.HTML(out), nil
+}

@@ -13,11 +13,13 @@
 // Run it with:
 //
 //	go run ./cmd/step1-race
-//	go run -race ./cmd/step1-race   # still BROKEN, and no race report
-//	go run ./cmd/step1-race -runs 5 # five runs, one line each; -json for a machine
+//	go run -race ./cmd/step1-race    # still BROKEN, and no race report
+//	go run ./cmd/step1-race -runs 5  # five runs, one line each; -json for a machine
+//	go run ./cmd/step1-race -procs 4 # the spenders in 4 processes: still BROKEN
 //
 // The race detector stays silent because the shared state lives in Redis,
-// not in this process's memory. Ctrl-C stops the runs: the lines measured
+// not in this process's memory; with -procs the spenders do not even share
+// a process, and nothing changes. Ctrl-C stops the runs: the lines measured
 // so far stay, the key is deleted, and the program exits 130.
 package main
 
@@ -31,6 +33,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
@@ -46,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	initial := fs.Int64("initial", 100, "starting balance")
 	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write, at most 1h")
 	runs := fs.Int("runs", 1, "how many times to repeat, one line each")
+	nprocs := fs.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", procs.Max))
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step1:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
@@ -56,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		bad = errors.New("-n, -amount and -runs must be at least 1; -initial and -work at least 0")
 	}
 	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(*prefix), cli.CheckMax("-n", *n, cli.MaxN),
-		cli.CheckDuration("-work", *work), cli.CheckSpends(*initial, *amount, *n)); stop {
+		cli.CheckDuration("-work", *work), cli.CheckSpends(*initial, *amount, *n), procs.Check(*nprocs, *n)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
@@ -66,12 +70,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
+	key := wallet.BalanceKey(*prefix, wallet.DemoWallet)
+	spenders := procs.Spenders{N: *n, Procs: *nprocs, Args: args, Stderr: stderr,
+		// No lock: every spender reads, works and writes whenever it likes.
+		Spend: func(ctx context.Context, _ int) (bool, error) { return wallet.Spend(ctx, rdb, key, *amount, *work) }}
+	if procs.Child() { // one of the -procs copies: it spends, the parent does the rest
+		return spenders.Serve(ctx, stdout, stderr)
+	}
 	// The run owns its prefix: a second run on it is refused, not mixed in.
 	s, err := cli.Start(ctx, rdb, step, *prefix)
 	if err != nil {
 		return fail(err)
 	}
-	key := wallet.BalanceKey(*prefix, wallet.DemoWallet)
 	defer s.Close(stderr, key)
 	ctx = s.Context() // ends at Ctrl-C
 
@@ -88,12 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return fail(err)
 		}
-		// No lock: every spender reads, works and writes whenever it likes.
-		tally, ok := cli.Await(s, func() wallet.Tally {
-			return wallet.Hammer(*n, func(int) (bool, error) {
-				return wallet.Spend(ctx, rdb, key, *amount, *work)
-			})
-		})
+		tally, ok := cli.Await(s, func() wallet.Tally { return spenders.Run(ctx) })
 		if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 			partial = "; its spenders got no answer from Redis in time"
 			break
@@ -133,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(context.Cause(ctx))
 	}
 	if *asJSON {
-		out := map[string]any{"step": step, "phases": results, "interrupted": s.Interrupted()}
+		out := map[string]any{"step": step, "procs": *nprocs, "phases": results, "interrupted": s.Interrupted()}
 		if cutShort != nil {
 			out["interrupted_phase"] = cutShort
 		}

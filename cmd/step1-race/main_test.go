@@ -5,16 +5,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
+
+// With -procs the program starts copies of its own binary as spenders;
+// under go test that binary is this test binary, which must then be a
+// spender and nothing else.
+func TestMain(m *testing.M) {
+	if procs.Child() {
+		cli.Main(run)
+	}
+	os.Exit(m.Run())
+}
 
 // Without a lock the race is not a matter of luck: every one of ten runs
 // must lose updates.
@@ -57,6 +69,37 @@ func TestRun_brokenEveryRun(t *testing.T) {
 	}
 }
 
+// The spenders as four processes instead of fifty goroutines of one: they
+// shared nothing but the Redis key before, and still do, so every run
+// loses updates as before. JSON says how many processes ran.
+func TestRun_procsBrokenEveryRun(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-procs", "4", "-runs", "5", "-json", "-prefix", prefix}, &stdout, &stderr)
+	if code != 0 || stderr.Len() > 0 {
+		t.Fatalf("run = %d, want 0 and nothing on stderr; stderr:\n%s", code, stderr.String())
+	}
+	var got struct {
+		Procs  int             `json:"procs"`
+		Phases []lesson.Result `json:"phases"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	}
+	if got.Procs != 4 || len(got.Phases) != 5 {
+		t.Fatalf("procs = %d and %d phases, want 4 and 5:\n%s", got.Procs, len(got.Phases), stdout.String())
+	}
+	for i, p := range got.Phases {
+		if !checkLine.MatchString(p.Check) || p.Verdict != "BROKEN" || !p.Match() {
+			t.Errorf("run %d: %+v, want a BROKEN check line: step 1 has no lock, in one process or four", i+1, p)
+		}
+	}
+	if n := rdb.Exists(context.Background(), wallet.BalanceKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
+		t.Error("the balance key is still there after run returned")
+	}
+}
+
 func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
@@ -69,6 +112,9 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
 		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
 		{Name: "work beyond the bound", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
+		{Name: "no processes", Args: []string{"-procs", "0"}, Want: "-procs must be between 1 and 64"},
+		{Name: "too many processes", Args: []string{"-procs", "65"}, Want: "-procs must be between 1 and 64"},
+		{Name: "more processes than spenders", Args: []string{"-procs", "5", "-n", "4"}, Want: "at most -n (4), got 5"},
 		// 5 x 2^62 does not fit an int64: it wrapped to 0, and the check
 		// line said OK.
 		{Name: "spends that overflow", Args: []string{"-amount", "4611686018427387904", "-initial", "4611686018427387904", "-n", "5", "-work", "20ms"}, Want: "-amount 4611686018427387904 times -n 5 overflows an int64"},
@@ -125,6 +171,35 @@ func TestRun_ctrlC(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With -procs, Ctrl-C reaches the spender processes through the program
+// alone: it stops them, cleans up and exits 130, and signals no one else.
+func TestRun_ctrlCWithProcs(t *testing.T) {
+	balance := wallet.BalanceKey("", wallet.DemoWallet)
+	t.Run("between runs or during one", func(t *testing.T) {
+		stdout, stderr := testenv.InterruptProcs(t, run, testenv.CtrlC{
+			Args: []string{"-procs", "4", "-runs", "1000", "-work", "20ms"}, Key: balance, After: 300 * time.Millisecond,
+		})
+		for _, line := range strings.Split(strings.TrimSuffix(stdout, "\n"), "\n") {
+			if !checkLine.MatchString(line) {
+				t.Fatalf("stdout line %q is not a check line:\n%s", line, stdout)
+			}
+		}
+		if strings.Count(stderr, "\n") != 1 {
+			t.Errorf("stderr = %q, want the one line that says what Ctrl-C interrupted", stderr)
+		}
+	})
+	// The processes hear the interrupt and answer with their tallies: none
+	// is killed, which would make each of its spends an unknown outcome.
+	t.Run("mid-spend", func(t *testing.T) {
+		stdout, _ := testenv.InterruptProcs(t, run, testenv.CtrlC{
+			Args: []string{"-procs", "4", "-work", "30s"}, Key: balance, After: 1500 * time.Millisecond,
+		})
+		if want := "accepted=0 balance=100 expected=100 OK\n"; stdout != want {
+			t.Errorf("stdout = %q, want %q: the spends cut short by Ctrl-C, none of unknown outcome", stdout, want)
+		}
+	})
 }
 
 func TestRun_jsonSaysInterrupted(t *testing.T) {

@@ -19,6 +19,7 @@
 //	go run ./cmd/step2-lock
 //	go run ./cmd/step2-lock -release delex  # needs Redis 8.4 or later
 //	go run ./cmd/step2-lock -ttl 0          # refused: lock: TTL must be at least 1ms
+//	go run ./cmd/step2-lock -procs 4        # the spenders in 4 processes: still OK
 //
 // It exits 0 when the check line says OK and no lock is left behind, 1 when
 // not or when Redis fails, 2 on bad flags, and 130 after Ctrl-C, once it
@@ -31,10 +32,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
 	wait := fs.Duration("wait", 5*time.Second, "how long each spender waits for the lock, at most 1h")
 	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write, at most 1h")
+	nprocs := fs.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", procs.Max))
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step2:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
 	}
 	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", *n, cli.MaxN),
-		cli.CheckDuration("-ttl", *ttl), cli.CheckDuration("-wait", *wait), cli.CheckDuration("-work", *work)); stop {
+		cli.CheckDuration("-ttl", *ttl), cli.CheckDuration("-wait", *wait), cli.CheckDuration("-work", *work), procs.Check(*nprocs, *n)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
@@ -79,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
-	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua, n: *n}
+	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua, n: *n, Procs: *nprocs}
 	if r.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
 		return fail(err)
 	}
@@ -96,22 +98,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.Release = lock.ReleaseDelex
 	}
 
-	// The run owns its prefix: a second run on it is refused, not mixed in.
-	s, err := cli.Start(ctx, rdb, step, *prefix)
-	if err != nil {
-		return fail(err)
-	}
 	balanceKey := wallet.BalanceKey(*prefix, wallet.DemoWallet)
-	defer s.Close(stderr, balanceKey, r.lockKey)
-	ctx = s.Context()       // ends at Ctrl-C
-	rdb.Del(ctx, r.lockKey) // a lease left by an interrupted run
-	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
-		return failed(stderr, s, err)
-	}
-	var mu sync.Mutex
-	var releaseErrs []error
-	tally, ok := cli.Await(s, func() wallet.Tally {
-		return wallet.Hammer(*n, func(int) (bool, error) {
+	var releaseErrs procs.Errors
+	spenders := procs.Spenders{N: *n, Procs: *nprocs, Args: args, Stderr: stderr, Also: &releaseErrs,
+		Spend: func(ctx context.Context, _ int) (bool, error) {
 			actx, cancel := context.WithTimeout(ctx, *wait)
 			l, err := lock.Acquire(actx, rdb, r.lockKey, *ttl)
 			cancel()
@@ -122,17 +112,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// Release runs even after Ctrl-C: a lease left behind would
 			// block everyone for the rest of its TTL.
 			if rerr := l.ReleaseWith(ctx, method); rerr != nil {
-				mu.Lock()
-				releaseErrs = append(releaseErrs, rerr)
-				mu.Unlock()
+				releaseErrs.Add(rerr)
 			}
 			return ok, err
-		})
-	})
+		}}
+	if procs.Child() { // one of the -procs copies: it spends, the parent does the rest
+		return spenders.Serve(ctx, stdout, stderr)
+	}
+
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, *prefix)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close(stderr, balanceKey, r.lockKey)
+	ctx = s.Context()       // ends at Ctrl-C
+	rdb.Del(ctx, r.lockKey) // a lease left by an interrupted run
+	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
+		return failed(stderr, s, err)
+	}
+	tally, ok := cli.Await(s, func() wallet.Tally { return spenders.Run(ctx) })
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 		return failed(stderr, s, errors.New("the spenders got no answer from Redis in time"))
 	}
-	r.releaseErrs = releaseErrs
+	r.releaseErrs = releaseErrs.List()
 	// What was measured is read back even after Ctrl-C.
 	done, cancel := s.Cleanup()
 	defer cancel()

@@ -4,17 +4,29 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
+
+// With -procs the program starts copies of its own binary as spenders;
+// under go test that binary is this test binary, which must then be a
+// spender and nothing else.
+func TestMain(m *testing.M) {
+	if procs.Child() {
+		cli.Main(run)
+	}
+	os.Exit(m.Run())
+}
 
 // runStep runs the program and returns its exit code and output.
 func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -60,6 +72,55 @@ func TestRun_okEveryRun(t *testing.T) {
 	}
 }
 
+// The spenders as four processes instead of fifty goroutines of one: the
+// lock lives in Redis, so it queues them across processes as it did
+// within one, and the lines are the same. JSON says how many processes ran.
+func TestRun_procsOK(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	version, err := wallet.RedisVersion(t.Context(), rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runStep(t, "-prefix", prefix, "-procs", "4", "-release", "lua")
+	want := "accepted=10 balance=0 expected=0 OK\n" +
+		fmt.Sprintf("lock key left behind: no (released with lua, Redis %s)\n", version)
+	if code != 0 || stderr != "" || stdout != want {
+		t.Fatalf("run = %d, want 0; stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, stdout, want, stderr)
+	}
+	code, stdout, stderr = runStep(t, "-prefix", prefix, "-procs", "4", "-json")
+	var got struct {
+		Procs          int             `json:"procs"`
+		FailedReleases int             `json:"failed_releases"`
+		Phases         []lesson.Result `json:"phases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+		t.Fatalf("run -json = %d (%v); stdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
+	}
+	if got.Procs != 4 || got.FailedReleases != 0 || len(got.Phases) != 1 || got.Phases[0].Check != "accepted=10 balance=0 expected=0 OK" {
+		t.Errorf("got %+v, want procs 4, no failed release and the OK check line", got)
+	}
+	if n := rdb.Exists(t.Context(), wallet.BalanceKey(prefix, wallet.DemoWallet), wallet.LockKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
+		t.Fatalf("%d keys left behind", n)
+	}
+}
+
+// A spender process whose lock expired before it released it reports the
+// failed release, as a goroutine would.
+func TestRun_procsReportFailedReleases(t *testing.T) {
+	rdb := testenv.Redis(t)
+	code, stdout, stderr := runStep(t, "-prefix", testenv.Prefix(t, rdb), "-procs", "2", "-n", "2", "-ttl", "50ms", "-work", "200ms", "-json")
+	var got struct {
+		FailedReleases int `json:"failed_releases"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if code != 1 || got.FailedReleases == 0 || !strings.Contains(stderr, "releases failed, first: lock: not held") {
+		t.Errorf("run = %d, failed_releases %d, stderr %q; want 1, some, and a line naming the first", code, got.FailedReleases, stderr)
+	}
+}
+
 func TestRun_json(t *testing.T) {
 	rdb := testenv.Redis(t)
 	code, stdout, stderr := runStep(t, "-prefix", testenv.Prefix(t, rdb), "-json", "-n", "20")
@@ -69,6 +130,7 @@ func TestRun_json(t *testing.T) {
 	var got struct {
 		Redis          string          `json:"redis_version"`
 		Release        string          `json:"release"`
+		Procs          int             `json:"procs"`
 		LockLeft       bool            `json:"lock_left"`
 		FailedSpends   int             `json:"failed_spends"`
 		FailedReleases int             `json:"failed_releases"`
@@ -81,8 +143,8 @@ func TestRun_json(t *testing.T) {
 	if len(got.Phases) != 1 || got.Phases[0] != want {
 		t.Errorf("phases = %+v, want [%+v]", got.Phases, want)
 	}
-	if got.Redis == "" || got.Release == "" || got.LockLeft || got.FailedSpends != 0 || got.FailedReleases != 0 {
-		t.Errorf("got %+v, want a version, a release method, no lock left, no failures", got)
+	if got.Redis == "" || got.Release == "" || got.Procs != 1 || got.LockLeft || got.FailedSpends != 0 || got.FailedReleases != 0 {
+		t.Errorf("got %+v, want a version, a release method, one process, no lock left, no failures", got)
 	}
 }
 
@@ -137,6 +199,9 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "TTL beyond the bound", Args: []string{"-ttl", "2h"}, Want: "-ttl must be at most 1h"},
 		{Name: "wait beyond the bound", Args: []string{"-wait", "1000000h"}, Want: "-wait must be at most 1h"},
 		{Name: "work beyond the bound", Args: []string{"-work", "2h"}, Want: "-work must be at most 1h"},
+		{Name: "no processes", Args: []string{"-procs", "0"}, Want: "-procs must be between 1 and 64"},
+		{Name: "too many processes", Args: []string{"-procs", "65"}, Want: "-procs must be between 1 and 64"},
+		{Name: "more processes than spenders", Args: []string{"-procs", "21", "-n", "20"}, Want: "at most -n (20), got 21"},
 	})
 }
 
@@ -165,6 +230,17 @@ func TestRun_ctrlC(t *testing.T) {
 	})
 	t.Run("at the bound of -n", func(t *testing.T) {
 		testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-n", "10000", "-work", "10ms"}, Key: balance, After: 300 * time.Millisecond, Swamped: true})
+	})
+	// The spender processes hear the interrupt through the program: they
+	// stop and send their tallies, none is killed (its spends would show
+	// as unknown outcomes), no one else is signalled, and the lock that
+	// one of them held is deleted.
+	t.Run("-procs 4, holding the lock", func(t *testing.T) {
+		stdout, _ := testenv.InterruptProcs(t, run, testenv.CtrlC{Args: []string{"-procs", "4", "-work", "10s"},
+			Key: wallet.LockKey("", wallet.DemoWallet), After: 200 * time.Millisecond})
+		if !checkThenLock.MatchString(stdout) {
+			t.Errorf("stdout = %q, want the check line, with no unknown outcome, and the lock line", stdout)
+		}
 	})
 	t.Run("json", func(t *testing.T) {
 		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-json", "-work", "100ms"}, Key: balance, After: 300 * time.Millisecond})

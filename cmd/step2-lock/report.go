@@ -18,6 +18,7 @@ import (
 type report struct {
 	Redis       string             `json:"redis_version"`
 	Release     lock.ReleaseMethod `json:"release"` // what releases used: lua or delex
+	Procs       int                `json:"procs"`   // the spenders ran in this many processes
 	LockLeft    bool               `json:"lock_left"`
 	Interrupted bool               `json:"interrupted"` // Ctrl-C: the check counts the spends made before it
 

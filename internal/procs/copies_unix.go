@@ -1,0 +1,190 @@
+//go:build unix
+
+package procs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/wallet"
+)
+
+var errNoCopies error // this system has process groups
+
+// child is one copy of the program that Run started.
+type child struct {
+	name  string // "spender process 2 of 4"
+	share int    // how many spenders it runs
+	cmd   *exec.Cmd
+	proc  *drill.Proc
+	stdin io.WriteCloser
+	out   chan report // what it writes on stdout; closed at its end
+}
+
+// runCopies is Run for Procs above 1.
+func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
+	exe, err := os.Executable()
+	if err != nil {
+		return failed(sp.N, fmt.Errorf("procs: find this program's binary: %w", err))
+	}
+	// drill.Procs starts each copy in a process group of its own, so that a
+	// Ctrl-C at the terminal reaches it only through Run, and kills it
+	// when this process dies (on Linux, even by SIGKILL). KillAll at the
+	// end stops any copy still there, and nothing else.
+	var ps drill.Procs
+	defer ps.KillAll(time.Second)
+	stderr := &lockedWriter{w: sp.Stderr}
+	copies := make([]*child, sp.Procs)
+	for i := range copies {
+		share := sp.N / sp.Procs
+		if i < sp.N%sp.Procs {
+			share++
+		}
+		name := fmt.Sprintf("spender process %d of %d", i+1, sp.Procs)
+		if copies[i], err = start(&ps, name, share, exe, sp.Args, stderr); err != nil {
+			return failed(sp.N, err)
+		}
+	}
+
+	// Every copy connects first; then they all start at once.
+	timeout := time.After(readyTimeout)
+	for _, c := range copies {
+		select {
+		case r, ok := <-c.out:
+			if !ok || !r.Ready {
+				return failed(sp.N, c.ended("before it could start"))
+			}
+		case <-ctx.Done(): // nothing spent yet: KillAll stops them, silently
+			return failed(sp.N, context.Cause(ctx))
+		case <-timeout:
+			return failed(sp.N, fmt.Errorf("procs: %s was not ready within %v", c.name, readyTimeout))
+		}
+	}
+	if ctx.Err() != nil {
+		return failed(sp.N, context.Cause(ctx))
+	}
+	for _, c := range copies {
+		io.WriteString(c.stdin, "go\n") // a copy that is gone says so by sending no tally
+		c.stdin.Close()
+	}
+
+	// From now on, when ctx ends each copy gets one interrupt, as from
+	// Ctrl-C, and KillAfter to send its tally.
+	giveUp := make(chan struct{})
+	defer context.AfterFunc(ctx, func() {
+		for _, c := range copies {
+			c.proc.Signal(syscall.SIGINT)
+		}
+		time.AfterFunc(KillAfter, func() { close(giveUp) })
+	})()
+
+	var t wallet.Tally
+	for _, c := range copies {
+		r, err := c.tally(giveUp)
+		if err == nil {
+			r.add(&t, sp.Also)
+			continue
+		}
+		// Its spenders may have written or not: each spend's outcome is
+		// unknown.
+		t.Unknown += c.share
+		for range c.share {
+			t.Errors = append(t.Errors, fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err))
+		}
+	}
+	return t
+}
+
+// tally waits for the copy's tally until giveUp is closed, then kills it;
+// a tally written before its end still counts.
+func (c *child) tally(giveUp <-chan struct{}) (report, error) {
+	select {
+	case r, ok := <-c.out:
+		if !ok {
+			return r, c.ended("without its tally")
+		}
+		return r, nil
+	case <-giveUp:
+	}
+	c.proc.Kill(time.Second)
+	select {
+	case r, ok := <-c.out: // closed once the copy is dead
+		if ok {
+			return r, nil
+		}
+	case <-time.After(time.Second):
+	}
+	return report{}, fmt.Errorf("procs: %s sent no tally within %v of the interrupt and was killed", c.name, KillAfter)
+}
+
+// start starts one copy, with share spenders, and reads its stdout.
+func start(ps *drill.Procs, name string, share int, exe string, args []string, stderr io.Writer) (*child, error) {
+	c := &child{name: name, share: share, out: make(chan report, 2)}
+	c.cmd = exec.Command(exe, args...)
+	c.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", Env, share))
+	c.cmd.Stderr = stderr
+	var err error
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("procs: start %s: %w", name, err)
+	}
+	// A pipe of our own rather than StdoutPipe: drill.Procs waits for the
+	// process at once, and Wait would close StdoutPipe's end, perhaps
+	// before the tally was read.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("procs: start %s: %w", name, err)
+	}
+	c.cmd.Stdout = w
+	c.proc, err = ps.Start(name, c.cmd)
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("procs: %w", err)
+	}
+	go func() {
+		defer r.Close()
+		defer close(c.out)
+		dec := json.NewDecoder(r)
+		for {
+			var rep report
+			if dec.Decode(&rep) != nil {
+				return
+			}
+			c.out <- rep
+		}
+	}()
+	return c, nil
+}
+
+// ended is the error of a copy that closed its stdout before it should
+// have: it waits a moment for the copy's end and names how it ended. What
+// the copy said about it went to stderr.
+func (c *child) ended(when string) error {
+	state := "still running"
+	select {
+	case <-c.proc.Exited():
+		state = c.cmd.ProcessState.String() // set before Exited is closed
+	case <-time.After(time.Second):
+	}
+	return fmt.Errorf("procs: %s ended %s (%s)", c.name, when, state)
+}
+
+// lockedWriter lets the copies share one stderr.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

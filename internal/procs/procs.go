@@ -1,0 +1,229 @@
+// Package procs runs a program's spenders as operating-system processes
+// instead of goroutines of one process, for the -procs flag of steps 1
+// and 2: the spenders then share nothing but the servers, as the servers
+// of a real application would.
+//
+// A program describes its spenders once (Spenders) and calls Run where it
+// would call wallet.Hammer. With Procs 1 that is all Run does. With more,
+// Run starts the program's own binary (os.Executable) Procs times, with the
+// same flags and the environment variable Env set to the number of
+// spenders that copy runs. A copy must notice (Child) and call Serve
+// instead of doing a run of its own: the parent alone takes the run lease,
+// resets the balance and judges the tally.
+//
+// Between the two, on the copy's stdin and stdout:
+//
+//	copy:   {"ready":true}                   connected, waiting for the start
+//	parent: go                               sent to every copy at once
+//	copy:   {"accepted":3,"refused":9,...}   its tally, as one JSON line
+//
+// Under go test the binary is the test binary, so the package's TestMain
+// must send a copy to the program's run function:
+//
+//	func TestMain(m *testing.M) {
+//		if procs.Child() {
+//			cli.Main(run)
+//		}
+//		os.Exit(m.Run())
+//	}
+package procs
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/wallet"
+)
+
+// Env marks a process as one of Run's copies; it holds how many spenders
+// the copy runs.
+const Env = "WALLETLOCK_SPENDERS"
+
+// Max bounds Procs: many times a laptop's cores, and few enough that they
+// all start within a second or so.
+const Max = 64
+
+// KillAfter is how long a copy has, after the interrupt that Run forwards
+// when its ctx ends, to send its tally before it is killed. It is well
+// inside cli.CleanupTimeout, so that the program still has time to read
+// back the balance and delete its keys.
+const KillAfter = time.Second
+
+// readyTimeout bounds how long Run waits for its copies to connect; each
+// gives up on its own after wallet.ConnectTimeout.
+const readyTimeout = 30 * time.Second
+
+// Check refuses a -procs flag outside 1..Max or above n, the spenders to
+// share out; on a system without process groups, anything above 1.
+func Check(procs, n int) error {
+	if procs < 1 || procs > Max || procs > n {
+		return fmt.Errorf("-procs must be between 1 and %d and at most -n (%d), got %d", Max, n, procs)
+	}
+	if procs > 1 && errNoCopies != nil {
+		return errNoCopies
+	}
+	return nil
+}
+
+// Spenders says how a program runs its spenders.
+type Spenders struct {
+	N      int       // how many spenders
+	Procs  int       // in how many processes: 1 (or less) runs them as goroutines of this one
+	Args   []string  // the program's flags, given to every copy
+	Stderr io.Writer // where the copies' stderr goes: a panic, a race report
+
+	// Spend is one spender, as the goroutines of wallet.Hammer run it.
+	Spend func(ctx context.Context, i int) (bool, error)
+
+	// Also, if not nil, collects errors beside the spends' own (step 2's
+	// failed releases). A copy sends its own to Run with its tally.
+	Also *Errors
+}
+
+// Run runs the spenders and returns their tally, as wallet.Hammer does.
+//
+// With Procs above 1, a copy that fails before the start counts every
+// spend as failed (no copy starts then); a copy that ends without its
+// tally counts each of its spends as an unknown outcome, since it may have
+// written. When ctx ends, Run forwards an interrupt to each copy, as
+// Ctrl-C would, takes the tallies that come within KillAfter and kills the
+// rest. It signals no process but its copies, each in a process group of
+// its own.
+func (sp Spenders) Run(ctx context.Context) wallet.Tally {
+	if sp.Procs <= 1 {
+		return wallet.Hammer(sp.N, func(i int) (bool, error) { return sp.Spend(ctx, i) })
+	}
+	if ctx.Err() != nil {
+		return failed(sp.N, context.Cause(ctx))
+	}
+	return sp.runCopies(ctx)
+}
+
+// Child reports whether this process is one of Run's copies.
+func Child() bool {
+	_, ok := os.LookupEnv(Env)
+	return ok
+}
+
+// Serve is what a copy does instead of the program's own run: it says it
+// is ready, waits for the start line on stdin, runs its share of the
+// spenders as goroutines and writes their tally to stdout. It returns the
+// exit code. ctx is the program's: its end (the interrupt that Run
+// forwards) ends the spends.
+func (sp Spenders) Serve(ctx context.Context, stdout, stderr io.Writer) int {
+	return sp.serve(ctx, os.Stdin, stdout, stderr, os.Getenv(Env))
+}
+
+func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, share string) int {
+	n, err := strconv.Atoi(share)
+	if err != nil || n < 1 || n > cli.MaxN {
+		fmt.Fprintf(stderr, "procs: %s=%q is not a number of spenders; this process is meant to be started by a program's -procs\n", Env, share)
+		return 2
+	}
+	enc := json.NewEncoder(stdout)
+	if err := enc.Encode(struct {
+		Ready bool `json:"ready"`
+	}{true}); err != nil {
+		return 1
+	}
+	start := make(chan bool, 1)
+	go func() {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		start <- err == nil && line == "go\n"
+	}()
+	select {
+	case ok := <-start:
+		if !ok { // the parent gave up before the start: nothing was spent
+			return 1
+		}
+	case <-ctx.Done():
+		return cli.ExitInterrupted
+	}
+	t := wallet.Hammer(n, func(i int) (bool, error) { return sp.Spend(ctx, i) })
+	r := report{Accepted: t.Accepted, Refused: t.Refused, Unknown: t.Unknown, Errors: messages(t.Errors)}
+	if sp.Also != nil {
+		r.Also = messages(sp.Also.List())
+	}
+	if err := enc.Encode(r); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// report is one line a copy writes on stdout: first {"ready":true}, then
+// its tally. Errors are the messages of every spend's error, unknown
+// outcomes included, as in wallet.Tally.
+type report struct {
+	Ready    bool     `json:"ready,omitempty"`
+	Accepted int      `json:"accepted"`
+	Refused  int      `json:"refused"`
+	Unknown  int      `json:"unknown"`
+	Errors   []string `json:"errors,omitempty"`
+	Also     []string `json:"also,omitempty"`
+}
+
+// add counts a copy's tally into t, and its other errors into also.
+func (r report) add(t *wallet.Tally, also *Errors) {
+	t.Accepted += r.Accepted
+	t.Refused += r.Refused
+	t.Unknown += r.Unknown
+	for _, msg := range r.Errors {
+		t.Errors = append(t.Errors, errors.New(msg))
+	}
+	for _, msg := range r.Also {
+		also.Add(errors.New(msg))
+	}
+}
+
+// failed is the tally of n spends that never started, all for err.
+func failed(n int, err error) wallet.Tally {
+	t := wallet.Tally{Errors: make([]error, n)}
+	for i := range t.Errors {
+		t.Errors[i] = err
+	}
+	return t
+}
+
+func messages(errs []error) []string {
+	out := make([]string, len(errs))
+	for i, err := range errs {
+		out[i] = err.Error()
+	}
+	return out
+}
+
+// Errors collects errors from concurrent goroutines. The zero value is
+// ready to use; a nil *Errors ignores what it is given.
+type Errors struct {
+	mu   sync.Mutex
+	list []error
+}
+
+// Add records err.
+func (e *Errors) Add(err error) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.list = append(e.list, err)
+}
+
+// List returns the errors recorded so far.
+func (e *Errors) List() []error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.list...)
+}

@@ -253,12 +253,19 @@ func (r *runner) startSpender(n int) error {
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own, not cmd.StdoutPipe: Procs reaps the process as
+	// soon as it exits, and Wait closes a StdoutPipe then, losing the last
+	// reports still in it. This read end stays open until read hits EOF.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
+	cmd.Stdout = w
 	sp.stdin = stdin
-	if sp.proc, err = r.procs.Start(fmt.Sprintf("spender %d", n), cmd); err != nil {
+	sp.proc, err = r.procs.Start(fmt.Sprintf("spender %d", n), cmd)
+	w.Close() // the child has its copy; EOF comes when it exits
+	if err != nil {
+		stdout.Close()
 		return err
 	}
 	r.mu.Lock()
@@ -269,8 +276,9 @@ func (r *runner) startSpender(n int) error {
 }
 
 // read takes in one spender's reports.
-func (r *runner) read(sp *spenderProc, stdout io.Reader) {
+func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 	defer close(sp.ended)
+	defer stdout.Close()
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		var e Event

@@ -419,6 +419,7 @@ func (rep *Report) footer() string {
 	}
 	if rep.RedisRTT != nil {
 		s += "redis/spend counts every command Redis ran (INFO commandstats), other clients' too.\n"
+		s += "calls/spend counts the commands this run sent to Redis: a script is one, however many it runs.\n"
 	}
 	return s
 }

@@ -2,27 +2,23 @@
 //
 // 64 workers spend from 16 wallets for 4 s per strategy: no lock (the
 // control), the hand-built lock, bsm/redislock, go-redsync, the fair lock
-// (waiters queue, a release hands off), a lease with fencing checked by
-// PostgreSQL, no lock but one Lua script that checks and takes (atomic), a
-// version column, and SELECT ... FOR UPDATE. Each runs on freshly set up
-// wallets and gets one row: accepted spends per second, attempts,
-// refusals, errors, unknown outcomes (writes sent and never answered,
-// which the verdict allows for), lock-wait and spend latencies, Redis
-// commands per spend, and the verdict, checked wallet by wallet. Under the
-// table, the ceiling: the best rate this workload allows on this machine,
-// from the round trips measured at the start, how close each strategy
-// came, its rate against none's, and its p99 lock wait against a queue
-// served in turn. Expect none to be BROKEN and every other row OK; the
-// counts and rates depend on the machine. The run takes about 40 s and
+// (waiters queue, a release hands off), a fenced lease checked by
+// PostgreSQL, one Lua script that checks and takes (atomic, no lock), a
+// version column, and SELECT ... FOR UPDATE. Each gets fresh wallets and
+// one row: spends per second, attempts, refusals, errors, unknown outcomes
+// (writes never answered, which the verdict allows for), lock-wait and
+// spend latencies, Redis commands per spend, and the verdict, wallet by
+// wallet. Then the ceiling (the best rate this machine allows, from round
+// trips measured at the start), each rate against none's, and each p99
+// lock wait against a queue served in turn. Expect none BROKEN and every
+// other row OK; the rates depend on the machine. It takes about 40 s and
 // ends with a check line per strategy, summed over the wallets, such as:
 //
-//	none:       accepted=55766 balance=15999851720 expected=15999442340 BROKEN
-//	fair:       accepted=15430 balance=15999845700 expected=15999845700 OK
+//	none:       accepted=88583 balance=15999779470 expected=15999114170 BROKEN
+//	fair:       accepted=20676 balance=15999793240 expected=15999793240 OK
 //
-// -workers 2,8,50 is the contention sweep: every strategy at 2, then at 8,
-// then at 50 workers, one row each.
-//
-// Run it with:
+// Run it with (-workers 2,8,50 is a contention sweep: every strategy at 2,
+// then 8, then 50 workers):
 //
 //	go run ./cmd/step6-loadtest
 //	go run ./cmd/step6-loadtest -strategy lock,forupdate -hot

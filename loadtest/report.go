@@ -382,11 +382,12 @@ func (rep *Report) ceilingNotes() string {
 		b.WriteString("atomic holds nothing while it works: it works first, then checks and takes in one\nscript, so no spend waits for another's work and no serial ceiling applies.\n")
 	}
 	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FIFOBound > 0 }) {
-		who := "the workers on the one wallet"
-		if !rep.Params.Hot && rep.Params.Wallets > 1 {
-			who = "the workers per wallet, rounded up; wallets are picked at random,\nso some queues are longer at times and the bound is only a yardstick"
+		b.WriteString("fair-queue bound: the longest wait in a queue served in turn, contenders x (work +\n")
+		if rep.Params.Hot || rep.Params.Wallets == 1 {
+			b.WriteString("round trips), where the contenders are all the workers, on the one wallet.\n")
+		} else {
+			b.WriteString("round trips), with the workers per wallet, rounded up, as contenders: wallets are\npicked at random, so some queues are longer at times, and the bound is a yardstick.\n")
 		}
-		fmt.Fprintf(&b, "fair-queue bound: the longest wait in a queue served in turn, contenders x (work +\nround trips), where contenders are %s.\n", who)
 	}
 	return b.String()
 }

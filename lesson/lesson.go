@@ -38,7 +38,10 @@ var Phases = []Phase{
 	{"step6-loadtest", "none", Broken, "the control: no lock under load"},
 	{"step6-loadtest", "lock", OK, "the hand-built lease under load"},
 	{"step6-loadtest", "redislock", OK, "bsm/redislock under load"},
+	{"step6-loadtest", "redsync", OK, "go-redsync's mutex on one Redis under load"},
+	{"step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load"},
 	{"step6-loadtest", "fenced", OK, "lease plus fencing checked by PostgreSQL under load"},
+	{"step6-loadtest", "atomic", OK, "no lock: one Lua script checks and takes, under load"},
 	{"step6-loadtest", "version", OK, "PostgreSQL only: version column under load"},
 	{"step6-loadtest", "forupdate", OK, "PostgreSQL only: SELECT ... FOR UPDATE under load"},
 }

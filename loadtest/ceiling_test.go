@@ -88,3 +88,26 @@ func TestEfficiency_achievedOverCeiling(t *testing.T) {
 		})
 	}
 }
+
+func TestContenders_workersOnOneWallet(t *testing.T) {
+	tests := []struct {
+		name             string
+		wallets, workers int
+		hot              bool
+		want             int
+	}{
+		{"a hot wallet: every worker", 16, 50, true, 50},
+		{"one wallet: every worker", 1, 8, false, 8},
+		{"spread: workers per wallet", 16, 64, false, 4},
+		{"spread, rounded up", 16, 65, false, 5},
+		{"more wallets than workers: one", 10000, 1000, false, 1},
+		{"no workers", 16, 0, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := loadtest.Contenders(tt.wallets, tt.workers, tt.hot); got != tt.want {
+				t.Errorf("Contenders(%d, %d, %v) = %d, want %d", tt.wallets, tt.workers, tt.hot, got, tt.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +28,13 @@ var ErrBadConfig = errors.New("loadtest: bad configuration")
 type Config struct {
 	Strategies []string // names from Strategies(), run in this order
 
-	Wallets  int           // wallets the workers spend from
-	Workers  int           // goroutines that spend concurrently
+	Wallets int // wallets the workers spend from
+	Workers int // goroutines that spend concurrently
+	// Sweep, when set, replaces Workers with a contention sweep: every
+	// strategy runs once at each of these worker counts, in this order.
+	// ParseWorkers reads it from -workers.
+	Sweep []int
+
 	Duration time.Duration // per strategy
 	Ops      int64         // per strategy: stop after this many spends (0: no limit; Duration still applies)
 	Work     time.Duration // time between the read and the write of each spend
@@ -54,14 +60,14 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults are the settings of `go run ./cmd/step6-loadtest`: six strategies
-// of 5 s each, so that the whole run stays within about 40 s.
+// Defaults are the settings of `go run ./cmd/step6-loadtest`: nine
+// strategies of 4 s each, so that the whole run stays within about 40 s.
 func Defaults() Config {
 	return Config{
 		Strategies: Strategies(),
 		Wallets:    16,
 		Workers:    64,
-		Duration:   5 * time.Second,
+		Duration:   4 * time.Second,
 		Work:       time.Millisecond,
 		Amount:     10,
 		// Far more than any run can spend (a million spends take 10
@@ -81,6 +87,7 @@ func Defaults() Config {
 const (
 	MaxWorkers = cli.MaxN
 	MaxWallets = 1_000_000
+	MaxLevels  = 10 // worker counts in one sweep: each runs every strategy
 )
 
 // FirstIDFor is the first wallet id of a run on prefix: one of nine million
@@ -115,6 +122,38 @@ func ParseStrategies(s string) ([]string, error) {
 	return names, nil
 }
 
+// ParseWorkers reads a -workers flag: one count ("64"), or a list of counts
+// separated by commas ("2,8,50") for a contention sweep. A count given
+// twice runs once. The counts are checked by Config.Validate; here, only
+// that each is a whole number.
+func ParseWorkers(s string) ([]int, error) {
+	var counts []int
+	for field := range strings.SplitSeq(s, ",") {
+		field = strings.TrimSpace(field)
+		n, err := strconv.Atoi(field)
+		if err != nil {
+			return nil, fmt.Errorf("%w: -workers wants a count or a list of counts such as 2,8,50, got %q", ErrBadConfig, s)
+		}
+		if !slices.Contains(counts, n) {
+			counts = append(counts, n)
+		}
+	}
+	return counts, nil
+}
+
+// Levels returns the worker counts the run goes through, in order: Sweep
+// when it is set, Workers alone otherwise.
+func (c Config) Levels() []int {
+	if len(c.Sweep) > 0 {
+		return c.Sweep
+	}
+	return []int{c.Workers}
+}
+
+// maxWorkers is the largest worker count of the run: the pools are sized
+// to it.
+func (c Config) maxWorkers() int { return slices.Max(c.Levels()) }
+
 // Validate says what is wrong with c, in one line that names the flag.
 func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
@@ -127,10 +166,8 @@ func (c Config) Validate() error {
 		return bad("-wallets must be at least 1, got %d", c.Wallets)
 	case c.Wallets > MaxWallets:
 		return bad("-wallets must be at most %d, got %d", MaxWallets, c.Wallets)
-	case c.Workers < 1:
-		return bad("-workers must be at least 1, got %d", c.Workers)
-	case c.Workers > MaxWorkers:
-		return bad("-workers must be at most %d, got %d", MaxWorkers, c.Workers)
+	case len(c.Sweep) > MaxLevels:
+		return bad("-workers lists %d counts, at most %d: each runs every strategy", len(c.Sweep), MaxLevels)
 	case c.Duration <= 0:
 		return bad("-duration must be above 0, got %v", c.Duration)
 	case c.Ops < 0:
@@ -159,6 +196,14 @@ func (c Config) Validate() error {
 	case c.Prefix == "":
 		return bad("-prefix must not be empty: every key this program writes needs one")
 	}
+	for _, n := range c.Levels() {
+		switch {
+		case n < 1:
+			return bad("-workers must be at least 1, got %d", n)
+		case n > MaxWorkers:
+			return bad("-workers must be at most %d, got %d", MaxWorkers, n)
+		}
+	}
 	for _, name := range c.Strategies {
 		if _, ok := strategyByName(name); !ok {
 			return bad("unknown strategy %q (want all or some of %s)", name, strings.Join(Strategies(), ", "))
@@ -174,7 +219,7 @@ func (c Config) Validate() error {
 func (c Config) needs() (redis, postgres bool) {
 	for _, name := range c.Strategies {
 		s, _ := strategyByName(name)
-		redis = redis || s.trips.Redis > 0
+		redis = redis || s.trips.Redis > 0 || !s.inPostgres
 		postgres = postgres || s.trips.Postgres > 0
 	}
 	return redis, postgres

@@ -43,6 +43,9 @@ func TestValidate_namesTheBadFlag(t *testing.T) {
 		{"ids past the end", func(c *loadtest.Config) { c.FirstID = math.MaxInt64 - 3 }, "-first-id"},
 		{"no prefix", func(c *loadtest.Config) { c.Prefix = "" }, "-prefix"},
 		{"no strategy", func(c *loadtest.Config) { c.Strategies = nil }, "strategy"},
+		{"a sweep with no workers at one level", func(c *loadtest.Config) { c.Sweep = []int{2, 0, 8} }, "-workers must be at least 1, got 0"},
+		{"a sweep past the bound", func(c *loadtest.Config) { c.Sweep = []int{2, loadtest.MaxWorkers + 1} }, "-workers must be at most 10000"},
+		{"a sweep of too many levels", func(c *loadtest.Config) { c.Sweep = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} }, "-workers lists 11 counts, at most 10"},
 		{"unknown strategy", func(c *loadtest.Config) { c.Strategies = []string{"mutex"} }, `"mutex"`},
 	}
 	for _, tt := range tests {
@@ -88,8 +91,53 @@ func TestParseStrategies_allOneOrSeveral(t *testing.T) {
 	}
 }
 
+func TestParseWorkers_oneCountOrAList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"64", []int{64}, false},
+		{"2,8,50", []int{2, 8, 50}, false},
+		{" 2, 8 ", []int{2, 8}, false},
+		{"8,2,8", []int{8, 2}, false}, // a count given twice runs once
+		{"0", []int{0}, false},        // a number: Validate refuses it
+		{"", nil, true},
+		{"2,,8", nil, true},
+		{"2,8,", nil, true},
+		{"many", nil, true},
+		{"2;8", nil, true},
+		{"1.5", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := loadtest.ParseWorkers(tt.in)
+			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+				t.Errorf("ParseWorkers(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+			if err != nil && (!errors.Is(err, loadtest.ErrBadConfig) || !strings.Contains(err.Error(), "-workers")) {
+				t.Errorf("ParseWorkers(%q) error %v does not match ErrBadConfig or name -workers", tt.in, err)
+			}
+		})
+	}
+}
+
+func TestConfig_levels(t *testing.T) {
+	c := loadtest.Defaults()
+	if got := c.Levels(); !slices.Equal(got, []int{c.Workers}) {
+		t.Errorf("Levels() without a sweep = %v, want [%d]", got, c.Workers)
+	}
+	c.Sweep = []int{2, 8, 50}
+	if got := c.Levels(); !slices.Equal(got, c.Sweep) {
+		t.Errorf("Levels() of a sweep = %v, want %v", got, c.Sweep)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate() of a sweep: %v", err)
+	}
+}
+
 func TestStrategies_inTheOrderOfTheLesson(t *testing.T) {
-	want := []string{"none", "lock", "redislock", "fenced", "version", "forupdate"}
+	want := []string{"none", "lock", "redislock", "redsync", "fair", "fenced", "atomic", "version", "forupdate"}
 	if got := loadtest.Strategies(); !slices.Equal(got, want) {
 		t.Errorf("Strategies() = %v, want %v", got, want)
 	}

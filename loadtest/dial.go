@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,10 +43,42 @@ const commandTimeout = time.Second
 type Env struct {
 	Redis    *redis.Client
 	Postgres *pgxpool.Pool
+
+	calls *callCounter // the commands sent to Redis; nil when Dial did not make Redis
+}
+
+// callCounter is a go-redis hook that counts the commands a client sends,
+// each command of a pipeline included. A subscription's commands do not
+// go through it.
+type callCounter struct{ n atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// sent returns how many commands went out so far, -1 when not counted.
+func (c *callCounter) sent() int64 {
+	if c == nil {
+		return -1
+	}
+	return c.n.Load()
 }
 
 // Dial connects to the services the strategies of cfg need, and to Redis
-// in any case (for the run lease), with pools sized for cfg.Workers, and
+// in any case (for the run lease), with pools sized for the most workers
+// of cfg, and
 // opens every connection of the pools up front,
 // so that the first strategy does not pay for dialling them. Its errors are
 // wallet.Connect's and wallet.ConnectPostgres's: one line that names the
@@ -66,7 +99,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	opt.PoolSize = 2 // the lease alone
 	if needRedis {
-		opt.PoolSize = min(max(cfg.Workers, 1), MaxRedisConns)
+		opt.PoolSize = min(max(cfg.maxWorkers(), 1), MaxRedisConns)
 	}
 	opt.PoolTimeout = cfg.Timeout
 	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
@@ -74,6 +107,8 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	// unknown outcome, and must not send it a second time.
 	opt.MaxRetries = -1
 	env.Redis = redis.NewClient(opt)
+	env.calls = &callCounter{}
+	env.Redis.AddHook(env.calls)
 	if needPostgres {
 		probe, err := wallet.ConnectPostgres(ctx)
 		if err != nil {
@@ -82,7 +117,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		}
 		pcfg := probe.Config()
 		probe.Close()
-		pcfg.MaxConns = int32(min(max(cfg.Workers, 1), MaxPostgresConns))
+		pcfg.MaxConns = int32(min(max(cfg.maxWorkers(), 1), MaxPostgresConns))
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			env.Close()

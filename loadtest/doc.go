@@ -8,15 +8,24 @@
 //	none       Redis GET, work, SET, no lock: the control, BROKEN under contention
 //	lock       the hand-built lease of step 2, waiters retry after 5 to 15 ms
 //	redislock  bsm/redislock with step 4's jittered retries
+//	redsync    go-redsync's mutex on the one Redis, with the same retries
+//	fair       lock.Fair: waiters queue in Redis, a release hands off to the first
 //	fenced     a lease with a fencing token, checked by PostgreSQL (step 5)
+//	atomic     no lock: the work, then one Lua script that checks and takes
 //	version    PostgreSQL only: a version column and a conditional UPDATE
 //	forupdate  PostgreSQL only: SELECT ... FOR UPDATE in a transaction
 //
 // For each it reports the rate of accepted spends, the attempts and
 // refusals, lock-wait and spend latencies (HDR histograms), the Redis
-// commands each accepted spend cost, and how close it came to the ceiling:
-// the best rate the workload allows on this machine, from the round-trip
-// times measured at the start (see Ceiling).
+// commands each accepted spend cost (as Redis counts them, and as the run
+// sent them), and how close it came to the ceiling: the best rate the
+// workload allows on this machine, from the round-trip times measured at
+// the start (see Ceiling). Beside the ceiling, each rate is set against
+// none's in the same run, and each p99 lock wait against the wait of a
+// queue served in turn (Row.FIFOBound).
+//
+// Config.Sweep runs every strategy at several worker counts, one after
+// another: the contention sweep, one row per strategy and count.
 //
 // A spend whose write was sent but never answered (a timeout, a frozen
 // server) may have landed or not: it is counted apart as unknown, and each

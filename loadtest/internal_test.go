@@ -86,7 +86,7 @@ func TestFormatMoney_groupsThousands(t *testing.T) {
 // strategy has a phase in package lesson (lesson.Want panics otherwise).
 func TestStrategies_matchTheLesson(t *testing.T) {
 	for _, s := range strategies {
-		if s.trips.Redis+s.trips.Postgres == 0 {
+		if s.trips.Redis+s.trips.Postgres == 0 && !s.workOutside {
 			t.Errorf("%s: no round trips counted", s.name)
 		}
 		if s.locks && s.trips.Redis == 0 {
@@ -94,7 +94,7 @@ func TestStrategies_matchTheLesson(t *testing.T) {
 		}
 		_ = lesson.Want(Step, s.name)
 	}
-	if d := Defaults(); time.Duration(len(d.Strategies))*d.Duration > 35*time.Second {
+	if d := Defaults(); time.Duration(len(d.Strategies))*d.Duration > 36*time.Second {
 		t.Errorf("the default run takes %v of spending alone; it must stay within about 40 s", time.Duration(len(d.Strategies))*d.Duration)
 	}
 }

@@ -31,7 +31,7 @@ func startProgress(cfg Config) *progress {
 	if cfg.Progress == nil {
 		return nil
 	}
-	p := &progress{per: cfg.Duration, count: len(cfg.Strategies), since: time.Now(), label: "start", stop: make(chan struct{})}
+	p := &progress{per: cfg.Duration, count: len(cfg.plan()), since: time.Now(), label: "start", stop: make(chan struct{})}
 	p.bar = progressbar.NewOptions64(int64(p.count)*p.per.Milliseconds(),
 		progressbar.OptionSetWriter(cfg.Progress),
 		progressbar.OptionSetWidth(30),
@@ -60,7 +60,8 @@ func startProgress(cfg Config) *progress {
 	return p
 }
 
-// phase says that phase i (from 0), name, starts now: first its set-up.
+// phase says that phase i (from 0), name ("fair", or "fair at 8
+// workers"), starts now: first its set-up.
 func (p *progress) phase(i int, name string) {
 	if p == nil {
 		return

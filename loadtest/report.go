@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -22,11 +23,12 @@ type Report struct {
 	Pools        Pools           `json:"pools"`
 	RedisRTT     *RTT            `json:"redis_round_trip,omitempty"` // nil: Redis not used
 	PostgresRTT  *RTT            `json:"postgres_round_trip,omitempty"`
-	Parallel     int             `json:"parallel"` // critical sections that can run at once
-	Rows         []Row           `json:"strategies"`
+	WorkTime     *RTT            `json:"work_time,omitempty"` // how long -work really took here; nil: not timed (see measureWork)
+	Parallel     int             `json:"parallel"`            // critical sections that can run at once, at the most workers
+	Rows         []Row           `json:"strategies"`          // one per strategy and worker count
 	Phases       []lesson.Result `json:"phases"`
 	Interrupted  bool            `json:"interrupted"`         // ctx ended (Ctrl-C): the last row is partial
-	NotRun       []string        `json:"not_run,omitempty"`   // strategies an interruption or error left out
+	NotRun       []string        `json:"not_run,omitempty"`   // strategies (in a sweep "fair at 50 workers") an interruption or error left out
 	PeakRSSBytes int64           `json:"peak_rss_bytes"`      // max resident set size of the process so far; 0 if unknown
 	Leftovers    *Leftovers      `json:"leftovers,omitempty"` // what the run could not delete; nil: nothing
 }
@@ -35,7 +37,8 @@ type Report struct {
 type Params struct {
 	Strategies []string `json:"strategies"`
 	Wallets    int      `json:"wallets"`
-	Workers    int      `json:"workers"`
+	Workers    int      `json:"workers"`       // the most workers of any level: the pools are sized to it
+	Sweep      []int    `json:"workers_sweep"` // the worker counts each strategy ran at, in order
 	Duration   string   `json:"duration"`
 	Ops        int64    `json:"ops"`
 	Work       string   `json:"work"`
@@ -73,9 +76,10 @@ type Latency struct {
 	N   int64   `json:"n"`
 }
 
-// Row is one strategy's figures.
+// Row is one strategy's figures at one worker count.
 type Row struct {
 	Strategy     string  `json:"strategy"`
+	Workers      int     `json:"workers"` // goroutines that spent concurrently
 	Interrupted  bool    `json:"interrupted"`
 	SetupSeconds float64 `json:"setup_seconds"` // setting up its fresh wallets
 	Seconds      float64 `json:"seconds"`       // from the first spend to the end of the last
@@ -103,10 +107,24 @@ type Row struct {
 
 	RedisCommands *int64   `json:"redis_commands,omitempty"` // INFO commandstats after minus before; nil: unknown
 	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend,omitempty"`
+	// RedisCalls counts the commands this run sent to Redis during the
+	// phase: round trips, where RedisCommands also counts what scripts
+	// ran inside Redis (and other clients' commands). A subscription's
+	// SUBSCRIBEs are not counted. nil: unknown.
+	RedisCalls         *int64   `json:"redis_calls,omitempty"`
+	RedisCallsPerSpend *float64 `json:"redis_calls_per_accepted_spend,omitempty"`
 
 	RoundTrips RoundTrips `json:"critical_section_round_trips"`
 	Ceiling    float64    `json:"ceiling_per_second"` // 0: unknown
 	Efficiency float64    `json:"efficiency"`         // accepted_per_second / ceiling_per_second
+	// VsNone is accepted_per_second over none's at the same worker count
+	// in this run: what coordinating cost on this machine. 0: unknown (none
+	// not run, or it measured nothing).
+	VsNone float64 `json:"vs_none"`
+	// FIFOBound is the longest a waiter would wait in a fair queue: the
+	// contenders for one wallet (see Contenders) times one critical
+	// section. Compare lock_wait's p99 with it. 0: unknown.
+	FIFOBound float64 `json:"fifo_bound_ms"`
 
 	Check      string `json:"check"` // wallet.Check's line, summed over the wallets; "": balances not read back
 	OK         bool   `json:"ok"`
@@ -139,14 +157,15 @@ func (r Row) Verdict() string {
 	return v
 }
 
-// Failed returns the strategies that must be OK (every one that takes a
-// lock, or a version, or a row lock) and are BROKEN. The control, none, is
+// Failed returns the strategies that must be OK (every one but none: a
+// lock, a script, a version or a row lock) and are BROKEN, in a sweep with
+// their worker count ("fair at 50 workers"). The control, none, is
 // expected to be BROKEN: its verdict is reported but never fails a run.
 func (rep *Report) Failed() []string {
 	var failed []string
-	for _, p := range rep.Phases {
-		if p.Want == lesson.OK && p.Verdict != lesson.OK {
-			failed = append(failed, p.Phase)
+	for _, r := range rep.Rows {
+		if r.Check != "" && !r.OK && lesson.Want(Step, r.Strategy) == lesson.OK {
+			failed = append(failed, rep.label(r))
 		}
 	}
 	return failed
@@ -158,10 +177,34 @@ func (rep *Report) Unmeasured() []string {
 	var out []string
 	for _, r := range rep.Rows {
 		if !r.Measured {
-			out = append(out, fmt.Sprintf("%s (%s)", r.Strategy, r.Note))
+			out = append(out, fmt.Sprintf("%s (%s)", rep.label(r), r.Note))
 		}
 	}
 	return out
+}
+
+// sweep reports whether the run went through more than one worker count.
+func (rep *Report) sweep() bool { return len(rep.Params.Sweep) > 1 }
+
+// label names a row: its strategy, and in a sweep its workers too.
+func (rep *Report) label(r Row) string {
+	return step{r.Strategy, r.Workers}.label(Config{Sweep: rep.Params.Sweep})
+}
+
+// compare fills in each row's VsNone from the none row of its worker
+// count.
+func (rep *Report) compare() {
+	none := map[int]float64{}
+	for _, r := range rep.Rows {
+		if r.Strategy == "none" && r.Measured {
+			none[r.Workers] = r.PerSecond
+		}
+	}
+	for i, r := range rep.Rows {
+		if n := none[r.Workers]; n > 0 {
+			rep.Rows[i].VsNone = r.PerSecond / n
+		}
+	}
 }
 
 // WriteJSON writes the report as one indented JSON object.
@@ -172,66 +215,81 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 }
 
 // WriteTable writes the report for a reader: the parameters, one row per
-// strategy, the ceiling, the check lines and what the run ran on.
+// strategy (and worker count, in a sweep), the ceiling and the fair-queue
+// bound, the check lines and what the run ran on.
 func (rep *Report) WriteTable(w io.Writer) error {
-	p := rep.Params
 	var b strings.Builder
-	target := p.Duration + " per strategy"
-	if p.Ops > 0 {
-		target = fmt.Sprintf("%d spends or %s per strategy, whichever comes first", p.Ops, p.Duration)
+	b.WriteString(rep.intro() + "\n\n")
+
+	// In a sweep every table starts with the worker count.
+	workers := func(r Row) string { return "" }
+	workersHead := ""
+	if rep.sweep() {
+		workers = func(r Row) string { return fmt.Sprintf("%d\t", r.Workers) }
+		workersHead = "workers\t"
 	}
-	hot := ""
-	if p.Hot {
-		hot = ", every spend on one wallet (-hot)"
-	}
-	fmt.Fprintf(&b, "%d workers spending %d from %d wallets%s, %s of work, %s\n\n",
-		p.Workers, p.Amount, p.Wallets, hot, p.Work, target)
 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\tunknown\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\t  verdict\n", "strategy")
+	fmt.Fprintf(tw, "%s%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\tunknown\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\tcalls/spend\t  verdict\n", workersHead, "strategy")
 	for _, r := range rep.Rows {
 		wait50, wait99 := "n/a", "n/a"
 		if r.LockWait != nil {
 			wait50, wait99 = fmtMs(r.LockWait.P50), fmtMs(r.LockWait.P99)
 		}
-		perSpend := "n/a"
-		if r.RedisPerSpend != nil {
-			perSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
-		}
-		fmt.Fprintf(tw, "%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
-			r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors, r.Unknown,
-			wait50, wait99, fmtMs(r.Latency.P50), fmtMs(r.Latency.P99), fmtMs(r.Latency.Max), perSpend, r.Verdict())
+		fmt.Fprintf(tw, "%s%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
+			workers(r), r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors, r.Unknown,
+			wait50, wait99, fmtMs(r.Latency.P50), fmtMs(r.Latency.P99), fmtMs(r.Latency.Max),
+			fmtPer(r.RedisPerSpend), fmtPer(r.RedisCallsPerSpend), r.Verdict())
 	}
 	tw.Flush()
 
 	b.WriteString("\n" + rep.ceilingIntro())
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-9s\t%-22s\tceiling/s\tachieved/s\tefficiency\t\n", "strategy", "round trips")
+	fmt.Fprintf(tw, "%s%-9s\t%-22s\tceiling/s\tachieved/s\tefficiency\tvs none\twait p99\tfair-queue bound\twait/bound\t\n", workersHead, "strategy", "round trips")
 	for _, r := range rep.Rows {
-		eff := "n/a"
+		eff, vsNone, wait99, bound, ratio := "n/a", "n/a", "n/a", "n/a", "n/a"
 		if r.Ceiling > 0 {
 			eff = fmt.Sprintf("%.0f%%", 100*r.Efficiency)
 		}
-		fmt.Fprintf(tw, "%-9s\t%-22s\t%.0f\t%.0f\t%s\t\n", r.Strategy, r.RoundTrips, r.Ceiling, r.PerSecond, eff)
+		if r.VsNone > 0 {
+			vsNone = fmt.Sprintf("%.2fx", r.VsNone)
+		}
+		if r.LockWait != nil {
+			wait99 = fmtMs(r.LockWait.P99)
+		}
+		if r.FIFOBound > 0 {
+			bound = fmtMs(r.FIFOBound)
+			if r.LockWait != nil {
+				ratio = fmt.Sprintf("%.1fx", r.LockWait.P99/r.FIFOBound)
+			}
+		}
+		fmt.Fprintf(tw, "%s%-9s\t%-22s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
+			workers(r), r.Strategy, r.RoundTrips, r.Ceiling, r.PerSecond, eff, vsNone, wait99, bound, ratio)
 	}
 	tw.Flush()
-	for _, r := range rep.Rows {
-		if r.Strategy == "none" {
-			b.WriteString("none holds no lock: it is measured against the same serial ceiling, but its\nspends of one wallet overlap (past 100% if enough do), each losing another's update.\n")
-		}
-	}
+	b.WriteString(rep.ceilingNotes())
 
 	b.WriteString("\n")
+	level := -1
 	for _, r := range rep.Rows {
+		indent := ""
+		if rep.sweep() {
+			if r.Workers != level {
+				level = r.Workers
+				fmt.Fprintf(&b, "%d workers:\n", level)
+			}
+			indent = "  "
+		}
 		check := r.Check
 		if check == "" {
 			check = r.Note
 		}
-		fmt.Fprintf(&b, "%-11s %s\n", r.Strategy+":", check)
+		fmt.Fprintf(&b, "%s%-11s %s\n", indent, r.Strategy+":", check)
 	}
 	for _, r := range rep.Rows {
+		label := rep.label(r)
 		if r.Errors > 0 {
-			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", r.Strategy, r.Errors, plural(int(r.Errors), "error"), r.FirstError)
+			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", label, r.Errors, plural(int(r.Errors), "error"), r.FirstError)
 		}
 		if r.Unknown > 0 {
 			landed := fmt.Sprintf("%d of them landed", r.UnknownLanded)
@@ -242,10 +300,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				landed = "the balances fit no count of them"
 			}
 			fmt.Fprintf(&b, "%s: %d %s sent and never answered (unknown outcome), %s; the first: %s\n",
-				r.Strategy, r.Unknown, plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
+				label, r.Unknown, plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
 		}
 		if r.Strategy == "none" && r.OK {
-			b.WriteString("none: no update was lost this time; with more contention (try -hot) it is BROKEN\n")
+			fmt.Fprintf(&b, "%s: no update was lost this time; with more contention (try -hot) it is BROKEN\n", label)
 		}
 	}
 	if rep.Interrupted && len(rep.Rows) == 0 {
@@ -263,6 +321,30 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	return err
 }
 
+// intro is the first line: the workload.
+func (rep *Report) intro() string {
+	p := rep.Params
+	per := " per strategy"
+	who := fmt.Sprintf("%d workers", p.Workers)
+	if rep.sweep() {
+		per = " per strategy and worker count"
+		counts := make([]string, len(p.Sweep))
+		for i, n := range p.Sweep {
+			counts[i] = fmt.Sprint(n)
+		}
+		who = fmt.Sprintf("%s and %s workers in turn", strings.Join(counts[:len(counts)-1], ", "), counts[len(counts)-1])
+	}
+	target := p.Duration + per
+	if p.Ops > 0 {
+		target = fmt.Sprintf("%d spends or %s%s, whichever comes first", p.Ops, p.Duration, per)
+	}
+	hot := ""
+	if p.Hot {
+		hot = ", every spend on one wallet (-hot)"
+	}
+	return fmt.Sprintf("%s spending %d from %d wallets%s, %s of work, %s", who, p.Amount, p.Wallets, hot, p.Work, target)
+}
+
 // ceilingIntro explains the ceiling table with this run's numbers.
 func (rep *Report) ceilingIntro() string {
 	var rtts []string
@@ -272,8 +354,50 @@ func (rep *Report) ceilingIntro() string {
 	if rep.PostgresRTT != nil {
 		rtts = append(rtts, fmt.Sprintf("PostgreSQL %s", fmtMs(rep.PostgresRTT.P50)))
 	}
-	return fmt.Sprintf("Ceiling: %d %s at once, each %s of work plus its round trips (%s, median of %d).\n",
-		rep.Parallel, plural(rep.Parallel, "critical section"), rep.Params.Work, strings.Join(rtts, ", "), pings)
+	at := fmt.Sprintf("%d %s at once", rep.Parallel, plural(rep.Parallel, "critical section"))
+	for _, n := range rep.Params.Sweep {
+		if Parallel(rep.Params.Wallets, n, rep.Params.Hot) != rep.Parallel {
+			at = "one critical section at once per wallet that has a worker"
+		}
+	}
+	timed := ""
+	if rep.WorkTime != nil {
+		timed = fmt.Sprintf(" (%s as timed here: timers fire late)", fmtMs(rep.WorkTime.P50))
+	}
+	return fmt.Sprintf("Ceiling: %s, each %s of work%s plus its round trips (%s, median of %d).\n",
+		at, rep.Params.Work, timed, strings.Join(rtts, ", "), pings)
+}
+
+// ceilingNotes explains what the ceiling table cannot show by itself.
+func (rep *Report) ceilingNotes() string {
+	var b strings.Builder
+	has := func(name string) bool {
+		return slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Strategy == name })
+	}
+	if has("none") {
+		b.WriteString("none holds no lock: it is measured against the same serial ceiling, but its\nspends of one wallet overlap (past 100% if enough do), each losing another's update.\n")
+		b.WriteString("vs none is each rate over none's with as many workers in this run: none coordinates\nnothing, so it is the most this machine gave these workers, ceiling or not.\n")
+	}
+	if has("atomic") {
+		b.WriteString("atomic holds nothing while it works: it works first, then checks and takes in one\nscript, so no spend waits for another's work and no serial ceiling applies.\n")
+	}
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FIFOBound > 0 }) {
+		b.WriteString("fair-queue bound: the longest wait in a queue served in turn, contenders x (work +\n")
+		if rep.Params.Hot || rep.Params.Wallets == 1 {
+			b.WriteString("round trips), where the contenders are all the workers, on the one wallet.\n")
+		} else {
+			b.WriteString("round trips), with the workers per wallet, rounded up, as contenders: wallets are\npicked at random, so some queues are longer at times, and the bound is a yardstick.\n")
+		}
+	}
+	return b.String()
+}
+
+// fmtPer writes a count per spend, n/a when unknown.
+func fmtPer(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", *v)
 }
 
 // footer says what the run ran on.
@@ -296,6 +420,7 @@ func (rep *Report) footer() string {
 	}
 	if rep.RedisRTT != nil {
 		s += "redis/spend counts every command Redis ran (INFO commandstats), other clients' too.\n"
+		s += "calls/spend counts the commands this run sent to Redis: a script is one, however many it runs.\n"
 	}
 	return s
 }

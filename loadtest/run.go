@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/lesson"
+	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
@@ -35,8 +39,10 @@ var settleTimeout = 10 * time.Second
 var stopBudget = cli.CleanupTimeout
 
 // Run runs every strategy of cfg, one after another, each on freshly set up
-// wallets, and returns the report. Without the service a strategy needs in
-// env it fails before anything runs.
+// wallets, and returns the report. In a contention sweep (cfg.Sweep) it
+// runs them all at the first worker count, then all at the next, and so
+// on: one row per strategy and count. Without the service a strategy
+// needs in env it fails before anything runs.
 //
 // Run first takes a lease on cfg.Prefix (see internal/runlease) and marks
 // the PostgreSQL rows it uses as the prefix's (wallet.Store.Owned): a
@@ -70,9 +76,16 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
 	if err == nil {
-		r := &runner{cfg: cfg, lease: lease, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
+		r := &runner{cfg: cfg, lease: lease, calls: env.calls, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
 		if needRedis {
 			r.rdb = env.Redis
+		}
+		if slices.Contains(cfg.Strategies, "fair") {
+			// One for the whole run: its waiters share one subscription.
+			r.fair = lock.NewFair(env.Redis)
+		}
+		if slices.Contains(cfg.Strategies, "redsync") {
+			r.redsync = redsync.New(goredis.NewPool(env.Redis))
 		}
 		var stop context.CancelFunc
 		r.spends, stop = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
@@ -86,6 +99,8 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		if err == nil {
 			err = r.phases(ctx, rep)
 		}
+		r.fair.Close() // its waiters are gone: every spend has returned
+		rep.compare()
 		r.bar.finish() // before any line about leftovers
 		r.finish(ctx, rep, env)
 		if rep.Leftovers != nil && err != nil && len(rep.Rows) == 0 {
@@ -97,7 +112,10 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		// Cut short while setting up or reading back: not a failure.
 		err = nil
 		if len(rep.Rows) == 0 {
-			rep.NotRun = cfg.Strategies
+			rep.NotRun = nil
+			for _, p := range cfg.plan() {
+				rep.NotRun = append(rep.NotRun, p.label(cfg))
+			}
 		}
 	}
 	rep.Seconds = time.Since(started).Seconds()
@@ -108,28 +126,60 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	return rep, err
 }
 
+// step is one phase of a run: a strategy at a number of workers.
+type step struct {
+	name    string
+	workers int
+}
+
+// plan lists the phases of a run in the order they run: every strategy at
+// the first worker count, then every one at the next.
+func (c Config) plan() []step {
+	var steps []step
+	for _, n := range c.Levels() {
+		for _, name := range c.Strategies {
+			steps = append(steps, step{name, n})
+		}
+	}
+	return steps
+}
+
+// label names a phase: the strategy, and in a sweep its workers too.
+func (p step) label(c Config) string {
+	if len(c.Levels()) > 1 {
+		return fmt.Sprintf("%s at %d workers", p.name, p.workers)
+	}
+	return p.name
+}
+
 // phases runs the strategies one after another, until one fails, ctx ends
 // or the lease is lost, and adds their rows to rep.
 func (r *runner) phases(ctx context.Context, rep *Report) error {
-	for i, name := range r.cfg.Strategies {
+	plan := r.cfg.plan()
+	notRun := func(from int) {
+		for _, p := range plan[from:] {
+			rep.NotRun = append(rep.NotRun, p.label(r.cfg))
+		}
+	}
+	for i, p := range plan {
 		if ctx.Err() != nil || r.lease.Context().Err() != nil {
-			rep.NotRun = append(rep.NotRun, r.cfg.Strategies[i:]...)
+			notRun(i)
 			break
 		}
-		s, _ := strategyByName(name)
-		r.bar.phase(i, name)
-		row, err := r.phase(ctx, s, rep)
+		s, _ := strategyByName(p.name)
+		r.bar.phase(i, p.label(r.cfg))
+		row, err := r.phase(ctx, s, p.workers, rep)
 		if row != nil {
 			rep.Rows = append(rep.Rows, *row)
 			if row.Check != "" {
-				rep.Phases = append(rep.Phases, lesson.NewResult(Step, name, row.Check, row.OK))
+				rep.Phases = append(rep.Phases, lesson.NewResult(Step, p.name, row.Check, row.OK))
 			}
 		}
 		if err != nil {
 			if row == nil {
 				i-- // not even set up
 			}
-			rep.NotRun = append(rep.NotRun, r.cfg.Strategies[i+1:]...)
+			notRun(i + 1)
 			return err
 		}
 	}
@@ -189,12 +239,15 @@ func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context
 
 // runner carries what every spend of a run needs.
 type runner struct {
-	cfg   Config
-	rdb   *redis.Client // nil when no strategy spends through Redis
-	store *wallet.Store // owned by the prefix; nil when no strategy uses PostgreSQL
-	w     *wallets
-	lease *runlease.Lease
-	bar   *progress
+	cfg     Config
+	rdb     *redis.Client    // nil when no strategy spends through Redis
+	store   *wallet.Store    // owned by the prefix; nil when no strategy uses PostgreSQL
+	fair    *lock.Fair       // nil when the run has no fair strategy
+	redsync *redsync.Redsync // nil when the run has no redsync strategy
+	calls   *callCounter     // commands sent to Redis; nil: not counted
+	w       *wallets
+	lease   *runlease.Lease
+	bar     *progress
 
 	// spends ends a moment after ctx (see stopBudget), never before.
 	spends  context.Context
@@ -211,6 +264,11 @@ func (r *runner) settle() time.Duration { return max(settleTimeout, 2*r.slowest)
 // which marks them as the prefix's: ids that another run holds are refused
 // here, before any strategy runs.
 func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
+	work, err := measureWork(ctx, r.cfg.Work)
+	if err != nil {
+		return err
+	}
+	rep.WorkTime = work
 	if r.rdb != nil {
 		v, err := wallet.RedisVersion(ctx, r.rdb)
 		if err != nil {
@@ -333,13 +391,13 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 	}
 }
 
-// phase runs one strategy for cfg.Duration (or cfg.Ops spends) on fresh
-// wallets and measures it. It returns no row when the wallets could not be
-// set up, and a row with a Note but no Check when the balances could not
-// be read back after the spends.
-func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, error) {
+// phase runs one strategy with workers spenders for cfg.Duration (or
+// cfg.Ops spends) on fresh wallets and measures it. It returns no row when
+// the wallets could not be set up, and a row with a Note but no Check when
+// the balances could not be read back after the spends.
+func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report) (*Row, error) {
 	cfg := r.cfg
-	row := &Row{Strategy: s.name, RoundTrips: s.trips}
+	row := &Row{Strategy: s.name, Workers: workers, RoundTrips: s.trips}
 
 	setup := time.Now()
 	var err error
@@ -364,6 +422,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 			return nil, err
 		}
 	}
+	sentBefore := r.calls.sent()
 
 	t := newTally(cfg.Wallets)
 	run, stop := context.WithTimeout(ctx, cfg.Duration)
@@ -371,7 +430,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 	var issued atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
-	for w := range cfg.Workers {
+	for w := range workers {
 		wg.Go(func() {
 			// Each worker draws its wallets from its own stream, so a
 			// -seed gives every worker the same sequence on every run.
@@ -392,6 +451,7 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	sent := r.calls.sent() - sentBefore
 	row.Interrupted = ctx.Err() != nil
 	r.count(row, t, elapsed, rep)
 
@@ -420,15 +480,23 @@ func (r *runner) phase(ctx context.Context, s strategy, rep *Report) (*Row, erro
 	if r.rdb != nil {
 		if now, err := wallet.ReadCommandStats(after, r.rdb); err == nil {
 			if n := now.Since(before); n >= 0 {
-				row.RedisCommands = &n
-				if v.Accepted > 0 {
-					per := float64(n) / float64(v.Accepted)
-					row.RedisPerSpend = &per
-				}
+				row.RedisCommands, row.RedisPerSpend = perSpend(n, v.Accepted)
 			}
+		}
+		if sentBefore >= 0 {
+			row.RedisCalls, row.RedisCallsPerSpend = perSpend(sent, v.Accepted)
 		}
 	}
 	return row, nil
+}
+
+// perSpend returns n, and n per accepted spend (nil when none was).
+func perSpend(n int64, accepted int) (*int64, *float64) {
+	if accepted == 0 {
+		return &n, nil
+	}
+	per := float64(n) / float64(accepted)
+	return &n, &per
 }
 
 // count fills in the figures of a phase that need no read-back.
@@ -453,8 +521,34 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 		l := latencyOf(t.wait)
 		row.LockWait = &l
 	}
-	row.Ceiling = Ceiling(rep.Parallel, r.cfg.Work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
+	s, _ := strategyByName(row.Strategy)
+	work := r.cfg.Work
+	if rep.WorkTime != nil {
+		work = rep.WorkTime.duration()
+	}
+	if s.workOutside {
+		work = 0
+	}
+	parallel := Parallel(r.cfg.Wallets, row.Workers, r.cfg.Hot)
+	row.Ceiling = Ceiling(parallel, work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
 	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
+	if row.Ceiling > 0 {
+		// A fair queue of c contenders serves each of them within c
+		// critical sections; one section is parallel/ceiling.
+		section := float64(parallel) / row.Ceiling * 1000
+		row.FIFOBound = float64(Contenders(r.cfg.Wallets, row.Workers, r.cfg.Hot)) * section
+	}
+}
+
+// Contenders is how many workers want one wallet at a time: all of them
+// on a hot wallet, otherwise the workers per wallet rounded up. Spread
+// wallets are picked at random, so some queues are longer at times: there
+// the fair-queue bound built from it is a yardstick, not a promise.
+func Contenders(wallets, workers int, hot bool) int {
+	if hot || wallets <= 1 {
+		return max(workers, 0)
+	}
+	return max((workers+wallets-1)/wallets, 1)
 }
 
 // maxFailedShare is the share of a phase's spends that may end in an error
@@ -530,7 +624,8 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		Params: Params{
 			Strategies: cfg.Strategies,
 			Wallets:    cfg.Wallets,
-			Workers:    cfg.Workers,
+			Workers:    cfg.maxWorkers(),
+			Sweep:      cfg.Levels(),
 			Duration:   cfg.Duration.String(),
 			Ops:        cfg.Ops,
 			Work:       cfg.Work.String(),
@@ -548,7 +643,7 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 			OS:   runtime.GOOS + "/" + runtime.GOARCH,
 			CPUs: runtime.NumCPU(),
 		},
-		Parallel: Parallel(cfg.Wallets, cfg.Workers, cfg.Hot),
+		Parallel: Parallel(cfg.Wallets, cfg.maxWorkers(), cfg.Hot),
 		Rows:     []Row{},
 		Phases:   []lesson.Result{},
 	}
@@ -558,6 +653,6 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 	if env != nil && env.Postgres != nil {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)
 	}
-	rep.Pools.Note = fmt.Sprintf("sized to the %d workers, at most %d for Redis and %d for PostgreSQL", cfg.Workers, MaxRedisConns, MaxPostgresConns)
+	rep.Pools.Note = fmt.Sprintf("sized to the %d workers, at most %d for Redis and %d for PostgreSQL", cfg.maxWorkers(), MaxRedisConns, MaxPostgresConns)
 	return rep
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -104,11 +105,19 @@ func TestRun_everyLockingStrategyIsOK(t *testing.T) {
 		if r.Attempts < r.Spends {
 			t.Errorf("%s: %d attempts for %d spends", r.Strategy, r.Attempts, r.Spends)
 		}
-		if (r.LockWait != nil) != slices.Contains([]string{"lock", "redislock", "fenced"}, r.Strategy) {
+		if (r.LockWait != nil) != slices.Contains([]string{"lock", "redislock", "redsync", "fair", "fenced"}, r.Strategy) {
 			t.Errorf("%s: lock wait %+v, want one only for the strategies that take a lock", r.Strategy, r.LockWait)
 		}
-		if r.Ceiling <= 0 || r.Efficiency <= 0 {
-			t.Errorf("%s: ceiling %v, efficiency %v; want both above 0", r.Strategy, r.Ceiling, r.Efficiency)
+		// atomic works outside any critical section: no serial ceiling.
+		if hasCeiling := r.Strategy != "atomic"; (r.Ceiling > 0 && r.Efficiency > 0 && r.FIFOBound > 0) != hasCeiling {
+			t.Errorf("%s: ceiling %v, efficiency %v, fair-queue bound %v; want all above 0: %v",
+				r.Strategy, r.Ceiling, r.Efficiency, r.FIFOBound, hasCeiling)
+		}
+		if r.Workers != c.Workers || r.VsNone <= 0 {
+			t.Errorf("%s: workers %d, vs none %v; want %d and a rate against none's", r.Strategy, r.Workers, r.VsNone, c.Workers)
+		}
+		if r.RedisCalls == nil || (r.RedisCallsPerSpend == nil) != (r.Accepted == 0) {
+			t.Errorf("%s: Redis calls %v, per spend %v; want them counted", r.Strategy, r.RedisCalls, r.RedisCallsPerSpend)
 		}
 	}
 	if failed := rep.Failed(); len(failed) > 0 {
@@ -158,6 +167,9 @@ func TestRun_noneIsBrokenOnAHotWallet(t *testing.T) {
 	c.Hot, c.Workers, c.Duration = true, 16, 300*time.Millisecond
 	rep := run(t, context.Background(), env, c)
 	r := rep.Rows[0]
+	if r.VsNone != 1 {
+		t.Errorf("none against itself: %v, want 1", r.VsNone)
+	}
 	if r.OK || r.WalletsOff != 1 || r.MoneyOff <= 0 {
 		t.Errorf("none on a hot wallet: %s (%d wallets off by %d), want BROKEN on the one wallet", r.Check, r.WalletsOff, r.MoneyOff)
 	}
@@ -194,6 +206,9 @@ func TestRun_cancelledMidwayKeepsWhatWasMeasured(t *testing.T) {
 	}{
 		{"lock", false}, // many waiters on one lock when the cancel comes
 		{"redislock", false},
+		{"redsync", false},
+		{"fair", false}, // waiters queued in Redis: they leave the queue
+		{"atomic", false},
 		{"fenced", true},
 		{"version", true},
 		{"forupdate", true}, // waiters queued on the row inside PostgreSQL
@@ -224,6 +239,79 @@ func TestRun_cancelledMidwayKeepsWhatWasMeasured(t *testing.T) {
 			assertCleanedUp(t, env, c)
 		})
 	}
+}
+
+// The strategies that need no lock, or wait in turn, on the hardest load:
+// every spend on one wallet. Each is OK; the fair lock takes most spends
+// at its first try or by a hand-off, and its waits are recorded.
+func TestRun_fairAtomicAndRedsyncOnAHotWallet(t *testing.T) {
+	c, env := setup(t, "fair", "atomic", "redsync")
+	c.Hot, c.Workers, c.Duration = true, 16, 500*time.Millisecond
+	rep := run(t, context.Background(), env, c)
+	if got := rowNames(rep); !slices.Equal(got, c.Strategies) {
+		t.Fatalf("rows %v, want %v", got, c.Strategies)
+	}
+	for _, r := range rep.Rows {
+		if !r.OK || !r.Measured || r.Errors > 0 || r.Unknown > 0 {
+			t.Errorf("%s: %s, %d errors (first %q), %d unknown; want OK", r.Strategy, r.Verdict(), r.Errors, r.FirstError, r.Unknown)
+		}
+	}
+	for _, p := range rep.Phases {
+		if p.Want != lesson.OK || !p.Match() {
+			t.Errorf("phase %s: %s, want %s; the lesson must want OK", p.Phase, p.Verdict, p.Want)
+		}
+	}
+	fair := rep.Rows[0]
+	if fair.LockWait == nil || fair.LockWait.N != fair.Spends {
+		t.Errorf("fair: lock wait %+v for %d spends, want one wait per spend", fair.LockWait, fair.Spends)
+	}
+	// A waiter tries once, is handed the lock, and renews its place only
+	// when its wait outlasts a third of a queue lease (100 ms): with 16
+	// waiters and sections of about 1 ms, rarely.
+	if fair.Attempts > 2*fair.Spends {
+		t.Errorf("fair: %d attempts for %d spends; a queued waiter should not poll", fair.Attempts, fair.Spends)
+	}
+	assertCleanedUp(t, env, c)
+}
+
+// A sweep runs every strategy at each worker count, in order, one row
+// each, and names the count wherever it names a row.
+func TestRun_sweepGivesARowPerStrategyAndCount(t *testing.T) {
+	c, env := setup(t, "none", "fair")
+	c.Sweep, c.Hot, c.Duration = []int{2, 5}, true, 300*time.Millisecond
+	rep := run(t, context.Background(), env, c)
+	type key struct {
+		name    string
+		workers int
+	}
+	var got []key
+	for _, r := range rep.Rows {
+		got = append(got, key{r.Strategy, r.Workers})
+		if r.Strategy == "fair" && (!r.OK || r.VsNone <= 0 || r.FIFOBound <= 0) {
+			t.Errorf("fair at %d: %s, vs none %v, bound %v", r.Workers, r.Verdict(), r.VsNone, r.FIFOBound)
+		}
+	}
+	want := []key{{"none", 2}, {"fair", 2}, {"none", 5}, {"fair", 5}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if len(rep.Phases) != 4 || !slices.Equal(rep.Params.Sweep, c.Sweep) || rep.Params.Workers != 5 {
+		t.Errorf("%d phases, sweep %v, workers %d; want 4, %v, 5", len(rep.Phases), rep.Params.Sweep, rep.Params.Workers, c.Sweep)
+	}
+	// With 5 contenders on one wallet, the fair-queue bound is 5 sections.
+	if b2, b5 := rep.Rows[1].FIFOBound, rep.Rows[3].FIFOBound; math.Abs(b5/b2-2.5) > 0.01 {
+		t.Errorf("fair-queue bounds %v at 2 and %v at 5 workers; want them in the ratio 2:5", b2, b5)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2 and 5 workers in turn", "\n2 workers:\n  none:", "\n5 workers:\n  none:", "wait/bound"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the table does not say %q:\n%s", want, out.String())
+		}
+	}
+	assertCleanedUp(t, env, c)
 }
 
 // Cancelled before anything ran, Run reports that and no error.

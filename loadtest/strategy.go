@@ -3,9 +3,12 @@ package loadtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
 
 	"example.com/walletlock/fencing"
 	"example.com/walletlock/lock"
@@ -30,10 +33,14 @@ type strategy struct {
 	// half a round trip each: one together. What happens before the grant
 	// (BEGIN, the wait) or after the end (the release's reply) overlaps
 	// with the next holder and is not counted.
-	trips      RoundTrips
-	locks      bool // takes a Redis lock: lock-wait and attempts come from it
-	inPostgres bool // balances live in PostgreSQL, not Redis
-	spend      func(r *runner, c call) outcome
+	trips RoundTrips
+	// workOutside is set when the work runs before the spend touches the
+	// wallet, not inside a critical section: the section is then only
+	// its round trips, and with none it has no serial ceiling.
+	workOutside bool
+	locks       bool // takes a Redis lock: lock-wait and attempts come from it
+	inPostgres  bool // balances live in PostgreSQL, not Redis
+	spend       func(r *runner, c call) outcome
 }
 
 // strategies is the table of the report, in the order `-strategy all` runs
@@ -51,10 +58,24 @@ var strategies = []strategy{
 	// The same calls, made by redislock: its obtain script's reply and its
 	// release script's request (1), GET (1), SET (1).
 	{name: "redislock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedislock},
+	// The same again, made by go-redsync: SET NX's reply and its release
+	// script's request (1), GET (1), SET (1).
+	{name: "redsync", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedsync},
+	// The fair lock (lock.Fair): the release script makes the first
+	// waiter the holder inside Redis, and its message reaches the waiter
+	// half a round trip later; with the release's request, that is 1.
+	// Then GET (1), SET (1). Waiters queue in Redis and are told, so no
+	// one sleeps while the wallet is free.
+	{name: "fair", trips: RoundTrips{Redis: 3}, locks: true, spend: spendFair},
 	// The acquire script's reply and the release's request on Redis (1);
 	// the claim, an UPDATE ... RETURNING that reads and stamps the row,
 	// and the fenced write on PostgreSQL (2).
 	{name: "fenced", trips: RoundTrips{Redis: 1, Postgres: 2}, locks: true, inPostgres: true, spend: spendFenced},
+	// No lock: the work first, then one script that checks the balance
+	// and takes the amount (atomic_spend.lua). Redis runs one script at a
+	// time, so the check and the write cannot be split; nothing waits
+	// while another spend works, and there is no serial ceiling.
+	{name: "atomic", workOutside: true, spend: spendAtomic},
 	// No lock, but two spends of one wallet that both succeed cannot
 	// overlap: the second must read after the first wrote. From the read's
 	// reply to the conditional UPDATE's request: 1. Attempts that lose the
@@ -141,8 +162,22 @@ func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Cont
 }
 
 func spendLock(r *runner, c call) outcome {
+	return spendLease(r, c, func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
+		return lock.Acquire(ctx, r.rdb, key, ttl)
+	})
+}
+
+// spendFair differs from spendLock in one call: the run's lock.Fair
+// queues the waiter instead of letting it poll.
+func spendFair(r *runner, c call) outcome {
+	return spendLease(r, c, r.fair.Acquire)
+}
+
+// spendLease takes a lease with acquire, spends under its watchdog and
+// releases it (a fair lease passes to the next waiter on release).
+func spendLease(r *runner, c call, acquire func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)) outcome {
 	start := time.Now()
-	l, err := lock.Acquire(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	l, err := acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}
@@ -175,6 +210,55 @@ func spendRedislock(r *runner, c call) outcome {
 			return nil
 		})
 	return outcome{ok: ok, err: err, attempts: retry.Busy() + 1, waited: waited}
+}
+
+// spendRedsync takes go-redsync's mutex on the one Redis of the run (a
+// quorum of one), with step 4's jittered retries in place of redsync's
+// default 50 to 250 ms, and tries until the wait ends, as the other locks
+// do. redsync asks for a retry delay before each attempt after the
+// first, which counts them. Its Extend serves the watchdog.
+func spendRedsync(r *runner, c call) outcome {
+	attempts := 1
+	m := r.redsync.NewMutex(wallet.LockKey(r.cfg.Prefix, c.id),
+		redsync.WithExpiry(r.cfg.TTL),
+		redsync.WithTries(math.MaxInt32),
+		redsync.WithRetryDelayFunc(func(tries int) time.Duration {
+			attempts = tries + 1
+			return retryWait.NextBackoff()
+		}))
+	start := time.Now()
+	if err := m.LockContext(c.wait); err != nil {
+		return waitFailed(c, fmt.Errorf("redsync: lock %s: %w", m.Name(), err))
+	}
+	waited := time.Since(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, func(ctx context.Context) error {
+				ok, err := m.ExtendContext(ctx)
+				return redsyncFailed("extend", m.Name(), ok, err)
+			})
+		},
+		func(ctx context.Context) error {
+			ok, err := m.UnlockContext(ctx)
+			return redsyncFailed("release", m.Name(), ok, err)
+		})
+	return outcome{ok: ok, err: err, attempts: attempts, waited: waited}
+}
+
+// redsyncFailed turns what redsync's Extend and Unlock return into an
+// error, nil when ok: a Redis error as it is, anything else (the key is
+// gone, or holds another token) as lock.ErrNotHeld, as Watch and Release
+// say it.
+func redsyncFailed(op, key string, ok bool, err error) error {
+	var redisErr *redsync.RedisError
+	switch {
+	case ok:
+		return nil
+	case errors.As(err, &redisErr):
+		return fmt.Errorf("redsync: %s %s: %w", op, key, redisErr.Err)
+	default:
+		return fmt.Errorf("redsync: %s %s: %w", op, key, lock.ErrNotHeld)
+	}
 }
 
 // spendFenced is fencing.Spend written out: that function takes one context

@@ -16,9 +16,9 @@ import (
 
 // wallets are the n wallets of a run, in bulk: setting up and reading back
 // 10,000 of them must take a few round trips, not 10,000. In Redis they are
-// the keys wallet.BalanceKey(prefix, id) (and the lock and fence keys next
-// to them); in PostgreSQL the rows first .. first+n-1 of wallet.Store's
-// table.
+// the keys wallet.BalanceKey(prefix, id) (and the lock keys next to them,
+// see lockKeys); in PostgreSQL the rows first .. first+n-1 of
+// wallet.Store's table.
 type wallets struct {
 	prefix  string
 	first   int64
@@ -69,7 +69,8 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 		// Counted before it is sent: a pipeline cut short may have
 		// written some of its keys.
 		w.touched = max(w.touched, int(id-w.first)+1)
-		p.Del(ctx, wallet.LockKey(w.prefix, id))
+		lockKey := wallet.LockKey(w.prefix, id)
+		p.Del(ctx, lockKeys(lockKey)[:3]...) // not the fence counter
 		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
 	}, func(i int, _ redis.Cmder) error {
 		if (i+1)%batch == 0 || i+1 == w.n {
@@ -81,6 +82,13 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 		return fmt.Errorf("loadtest: set up %d wallets in Redis: %w", w.n, err)
 	}
 	return nil
+}
+
+// lockKeys are the keys a wallet's locks may leave: the lock itself, the
+// fair lock's queue and its leases (named as lock.NewFair names them, next
+// to a lock key that has a hash tag), and the fence counter, last.
+func lockKeys(lockKey string) []string {
+	return []string{lockKey, lockKey + ":queue", lockKey + ":queue:leases", lock.FenceKey(lockKey)}
 }
 
 // balancesRedis reads every wallet's balance from Redis.
@@ -109,8 +117,8 @@ func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, er
 	if w.touched > 0 {
 		err := retry(ctx, func() error {
 			return w.pipelined(ctx, w.touched, func(p redis.Pipeliner, id int64) redis.Cmder {
-				lockKey := wallet.LockKey(w.prefix, id)
-				return p.Del(ctx, wallet.BalanceKey(w.prefix, id), lockKey, lock.FenceKey(lockKey))
+				keys := append(lockKeys(wallet.LockKey(w.prefix, id)), wallet.BalanceKey(w.prefix, id))
+				return p.Del(ctx, keys...)
 			}, func(int, redis.Cmder) error { return nil })
 		})
 		if redisLeft = err != nil; redisLeft {

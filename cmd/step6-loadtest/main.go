@@ -1,29 +1,28 @@
 // Step 6: every strategy side by side, under load.
 //
-// 64 workers spend from 16 wallets for 5 s per strategy: no lock (the
-// control), the hand-built lock, bsm/redislock, a lease with fencing checked
-// by PostgreSQL, a version column, and SELECT ... FOR UPDATE. Each runs on
-// freshly set up wallets and gets one row: accepted spends per second,
-// attempts, refusals, errors, unknown outcomes (writes sent and never
-// answered, which the verdict allows for), lock-wait and spend latencies,
-// Redis commands per spend, and the verdict, checked wallet by wallet. Under the table,
-// the ceiling: the best rate this workload allows on this machine, from
-// the round trips measured at the start, and how close each strategy came.
-// Expect none to be BROKEN and every other row OK; the counts and rates
-// depend on the machine. The run takes about 30 s and ends with a check
-// line per strategy, summed over the wallets, such as:
+// 64 workers spend from 16 wallets for 4 s per strategy: no lock (the
+// control), the hand-built lock, bsm/redislock, go-redsync, the fair lock
+// (waiters queue, a release hands off), a fenced lease checked by
+// PostgreSQL, one Lua script that checks and takes (atomic, no lock), a
+// version column, and SELECT ... FOR UPDATE. Each gets fresh wallets and
+// one row: spends per second, attempts, refusals, errors, unknown outcomes
+// (writes never answered, which the verdict allows for), lock-wait and
+// spend latencies, Redis commands per spend, and the verdict, wallet by
+// wallet. Then the ceiling (the best rate this machine allows, from round
+// trips measured at the start), each rate against none's, and each p99
+// lock wait against a queue served in turn. Expect none BROKEN and every
+// other row OK; the rates depend on the machine. It takes about 40 s and
+// ends with a check line per strategy, summed over the wallets, such as:
 //
-//	none:       accepted=55766 balance=15999851720 expected=15999442340 BROKEN
-//	lock:       accepted=15430 balance=15999845700 expected=15999845700 OK
-//	redislock:  accepted=12354 balance=15999876460 expected=15999876460 OK
-//	fenced:     accepted=7612 balance=15999923880 expected=15999923880 OK
-//	version:    accepted=8057 balance=15999919430 expected=15999919430 OK
-//	forupdate:  accepted=10755 balance=15999892450 expected=15999892450 OK
+//	none:       accepted=88583 balance=15999779470 expected=15999114170 BROKEN
+//	fair:       accepted=20676 balance=15999793240 expected=15999793240 OK
 //
-// Run it with:
+// Run it with (-workers 2,8,50 is a contention sweep: every strategy at 2,
+// then 8, then 50 workers):
 //
 //	go run ./cmd/step6-loadtest
 //	go run ./cmd/step6-loadtest -strategy lock,forupdate -hot
+//	go run ./cmd/step6-loadtest -strategy lock,fair -hot -work 2ms -workers 2,8,50
 //	go run ./cmd/step6-loadtest -workers 1000 -wallets 10000 -json
 //
 // A run holds a lease on its -prefix, and its wallets in PostgreSQL are
@@ -59,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("step6-loadtest", flag.ContinueOnError)
 	which := fs.String("strategy", "all", "all, or one or more of "+strings.Join(loadtest.Strategies(), ",")+" (comma-separated)")
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets to spend from, at most %d", loadtest.MaxWallets))
-	fs.IntVar(&c.Workers, "workers", c.Workers, fmt.Sprintf("concurrent spenders, at most %d", loadtest.MaxWorkers))
+	workers := fs.String("workers", fmt.Sprint(c.Workers), fmt.Sprintf("concurrent spenders, at most %d; a `list` such as 2,8,50 runs every strategy at each count\n(at most %d counts): the contention sweep", loadtest.MaxWorkers, loadtest.MaxLevels))
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long each strategy runs")
 	fs.Int64Var(&c.Ops, "ops", c.Ops, "stop each strategy after this many spends (0: run for -duration)")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write of a spend")
@@ -79,8 +78,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.FirstID == 0 {
 		c.FirstID = loadtest.FirstIDFor(c.Prefix)
 	}
-	var err error
-	if c.Strategies, err = loadtest.ParseStrategies(*which); err == nil {
+	counts, err := loadtest.ParseWorkers(*workers)
+	if err == nil && len(counts) > 1 {
+		c.Sweep = counts
+	} else if err == nil {
+		c.Workers = counts[0]
+	}
+	if err == nil {
+		c.Strategies, err = loadtest.ParseStrategies(*which)
+	}
+	if err == nil {
 		err = c.Validate()
 	}
 	if err == nil && fs.NArg() > 0 {

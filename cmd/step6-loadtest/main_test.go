@@ -59,6 +59,14 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "too many workers", Args: []string{"-workers", "20000"}, Want: "-workers must be at most 10000"},
 		{Name: "balances past int64", Args: []string{"-initial", "9223372036854775807", "-wallets", "2"}, Want: "-initial"},
 		{Name: "an empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty"},
+		// -workers takes a list too: the contention sweep.
+		{Name: "an empty workers list", Args: []string{"-workers", ""}, Want: "-workers"},
+		{Name: "a hole in the list", Args: []string{"-workers", "2,,8"}, Want: `-workers wants a count or a list of counts such as 2,8,50, got "2,,8"`},
+		{Name: "a word in the list", Args: []string{"-workers", "2,eight"}, Want: "-workers"},
+		{Name: "a list ending in a comma", Args: []string{"-workers", "2,8,"}, Want: "-workers"},
+		{Name: "no workers at one level", Args: []string{"-workers", "2,0,8"}, Want: "-workers must be at least 1, got 0"},
+		{Name: "a level past the bound", Args: []string{"-workers", "2,20000"}, Want: "-workers must be at most 10000"},
+		{Name: "too many levels", Args: []string{"-workers", "1,2,3,4,5,6,7,8,9,10,11"}, Want: "-workers lists 11 counts, at most 10"},
 	})
 }
 
@@ -103,6 +111,58 @@ func TestRun_jsonReport(t *testing.T) {
 	}
 	if rep.Params.Workers != 6 || rep.Params.Wallets != 3 || rep.System.Redis == "" || rep.System.Postgres == "" || rep.PeakRSSBytes <= 0 {
 		t.Errorf("params %+v, system %+v, peak RSS %d", rep.Params, rep.System, rep.PeakRSSBytes)
+	}
+	for _, r := range rep.Rows {
+		if r.Workers != 6 {
+			t.Errorf("%s: workers %d, want 6", r.Strategy, r.Workers)
+		}
+	}
+}
+
+// -workers 2,4 is a sweep: one JSON row per strategy and worker count,
+// in that order, each with the keys of a single run's rows plus workers,
+// fifo_bound_ms and vs_none; the verdicts are one phase per row.
+func TestRun_sweepJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args, _ := ownArgs(t, "-duration", "300ms", "-strategy", "none,fair,atomic", "-workers", "2,4", "-hot", "-json")
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	var rep struct {
+		Params struct {
+			Workers int   `json:"workers"`
+			Sweep   []int `json:"workers_sweep"`
+		} `json:"params"`
+		Rows   []map[string]any `json:"strategies"`
+		Phases []struct{ Phase, Verdict, Want string }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not a report: %v\n%s", err, stdout.String())
+	}
+	if rep.Params.Workers != 4 || fmt.Sprint(rep.Params.Sweep) != "[2 4]" {
+		t.Errorf("params: workers %d, sweep %v; want 4 (the most) and [2 4]", rep.Params.Workers, rep.Params.Sweep)
+	}
+	want := []string{"none 2", "fair 2", "atomic 2", "none 4", "fair 4", "atomic 4"}
+	var got []string
+	for _, row := range rep.Rows {
+		got = append(got, fmt.Sprintf("%v %v", row["strategy"], row["workers"]))
+		for _, key := range []string{"strategy", "accepted_per_second", "attempts", "spend_latency", "ceiling_per_second",
+			"efficiency", "check", "ok", "measured", "workers", "fifo_bound_ms", "vs_none"} {
+			if _, ok := row[key]; !ok {
+				t.Errorf("row %v %v has no key %q", row["strategy"], row["workers"], key)
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if len(rep.Phases) != len(want) {
+		t.Errorf("%d phases, want one per row (%d)", len(rep.Phases), len(want))
+	}
+	for _, p := range rep.Phases {
+		if p.Phase != "none" && p.Verdict != p.Want {
+			t.Errorf("phase %s: %s, want %s", p.Phase, p.Verdict, p.Want)
+		}
 	}
 }
 

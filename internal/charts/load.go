@@ -185,8 +185,11 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 		if r.RedisPerSpend != nil {
 			tr.RedisPerSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
 		}
-		if r.FIFOBound != nil {
+		switch {
+		case r.FIFOBound != nil && *r.FIFOBound > 0:
 			tr.Bound = ms(*r.FIFOBound)
+		case r.FIFOBound != nil:
+			tr.Bound = "n/a" // atomic: nothing queues, so there is no bound
 		}
 		if r.VsNone != nil {
 			tr.VsNone = percent(*r.VsNone, true)

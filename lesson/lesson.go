@@ -5,7 +5,10 @@
 // TUTORIAL.md to it.
 package lesson
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Verdicts, as the check line ends.
 const (
@@ -57,8 +60,17 @@ func Want(step, phase string) string {
 	return p.Want
 }
 
-// Lookup finds a phase of a step in Phases.
+// Lookup finds a phase of a step in Phases. The drill's cells are phases
+// too, of the step "drill", named "nemesis/strategy" (see DrillPhase), so
+// that the workshop can report them beside the steps.
 func Lookup(step, phase string) (Phase, bool) {
+	if step == DrillStep {
+		nemesis, strategy, _ := strings.Cut(phase, "/")
+		if c, ok := DrillWant(nemesis, strategy); ok {
+			return Phase{DrillStep, phase, c.Want, c.What}, true
+		}
+		return Phase{}, false
+	}
 	for _, p := range Phases {
 		if p.Step == step && p.Phase == phase {
 			return p, true
@@ -135,6 +147,12 @@ var Drills = []DrillCell{
 	{"failover", "version", OK, 1, "no Redis in the path"},
 	{"failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
 }
+
+// DrillStep is the step name of the drill's cells in Lookup and Result.
+const DrillStep = "drill"
+
+// DrillPhase names a drill cell as a phase of DrillStep: "pause/lock".
+func DrillPhase(nemesis, strategy string) string { return nemesis + "/" + strategy }
 
 // DrillWant finds the cell of a nemesis and a strategy in Drills.
 func DrillWant(nemesis, strategy string) (DrillCell, bool) {

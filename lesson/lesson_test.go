@@ -48,3 +48,16 @@ func TestWant_panicsOnAnUnknownPhase(t *testing.T) {
 	}()
 	Want("step2-lock", "no-such-phase")
 }
+
+func TestLookup_findsTheDrillsCellsAsPhases(t *testing.T) {
+	p, ok := Lookup(DrillStep, DrillPhase("pause", "lock"))
+	if !ok || p.Want != Broken || p.What == "" {
+		t.Errorf("Lookup(drill, pause/lock) = %+v, %v; want the BROKEN cell", p, ok)
+	}
+	if p, ok := Lookup(DrillStep, DrillPhase("restart", "fenced")); !ok || p.Want != OK {
+		t.Errorf("Lookup(drill, restart/fenced) = %+v, %v; want the OK cell", p, ok)
+	}
+	if _, ok := Lookup(DrillStep, "pause"); ok {
+		t.Error("Lookup(drill, pause) found a cell without a strategy")
+	}
+}

@@ -63,6 +63,11 @@ var plan = []struct {
 	{"step6-loadtest", func(ids int64) []string {
 		return []string{"-duration", "2s", "-first-id", strconv.FormatInt(ids+1000, 10)}
 	}},
+	// The drill's two sharpest cells, one seed each: real processes, a
+	// paused holder and a Redis restarted empty, against lock and fenced.
+	{lesson.DrillStep, func(ids int64) []string {
+		return []string{"-nemesis", "pause,restart", "-strategy", "lock,fenced", "-seeds", "1", "-first-id", strconv.FormatInt(ids+2000, 10)}
+	}},
 }
 
 // formatVersion is the layout of the JSON document. It only changes when
@@ -201,6 +206,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		var got struct{ Phases []lesson.Result }
 		jerr := json.Unmarshal(out, &got)
+		if p.step == lesson.DrillStep {
+			got.Phases, jerr = drillPhases(out)
+		}
 		for _, r := range got.Phases {
 			rep.Phases = append(rep.Phases, row{r, r.Match()})
 		}
@@ -289,10 +297,43 @@ func runStep(ctx context.Context, path, prefix string, args []string, stderr io.
 	if err != nil {
 		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
 	}
-	if !json.Valid(out.Bytes()) {
-		return nil, err
+	if raw, ok := jsonDoc(out.Bytes()); ok {
+		return raw, err
 	}
-	return json.RawMessage(bytes.TrimSpace(out.Bytes())), err
+	return nil, err
+}
+
+// jsonDoc is a step's -json output as one JSON value: the steps print one
+// document, the drill one JSON line per run, which become an array.
+func jsonDoc(b []byte) (json.RawMessage, bool) {
+	b = bytes.TrimSpace(b)
+	if json.Valid(b) {
+		return json.RawMessage(b), true
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	for _, l := range lines {
+		if !json.Valid(l) {
+			return nil, false
+		}
+	}
+	return json.RawMessage(append(append([]byte("["), bytes.Join(lines, []byte(","))...), ']')), true
+}
+
+// drillPhases turns the drill's rows into phases of the step "drill",
+// named nemesis/strategy and judged by lesson.Drills.
+func drillPhases(out json.RawMessage) ([]lesson.Result, error) {
+	var rows []struct {
+		Nemesis, Strategy, Check string
+		OK                       bool
+	}
+	if err := json.Unmarshal(out, &rows); err != nil {
+		return nil, fmt.Errorf("drill: %w", err)
+	}
+	var phases []lesson.Result
+	for _, r := range rows {
+		phases = append(phases, lesson.NewResult(lesson.DrillStep, lesson.DrillPhase(r.Nemesis, r.Strategy), r.Check, r.OK))
+	}
+	return phases, nil
 }
 
 func writeJSON(w io.Writer, rep report) error {

@@ -1,3 +1,5 @@
+//go:build unix
+
 // The drill: real processes, real faults.
 //
 // Steps 3 and 5 stage a stalled holder inside one process. Here the

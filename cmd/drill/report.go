@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 // The printing side of the drill: a line per run, the table nemesis x

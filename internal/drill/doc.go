@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package drill is the plumbing of cmd/drill: it runs spenders as real OS
 // processes against redis-server processes of its own, injects real faults
 // (SIGSTOP, SIGKILL, a restart without persistence, a Sentinel failover)

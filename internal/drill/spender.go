@@ -1,3 +1,5 @@
+//go:build unix
+
 package drill
 
 // The spender role: the drill binary run again as a child, spending from

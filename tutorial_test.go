@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 )
 
 // A command the tutorial shows, with where it stands and the transcript

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
 )
 
 // The drill starts its own binary again as a spender; under go test that

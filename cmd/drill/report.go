@@ -19,7 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/drill"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 )
 

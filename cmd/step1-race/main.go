@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
-	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
 

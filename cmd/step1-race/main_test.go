@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
 	"example.com/walletlock/wallet"
 )
 

@@ -10,7 +10,7 @@ import (
 	"io"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

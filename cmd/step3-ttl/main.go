@@ -51,7 +51,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/bsm/redislock"
 
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

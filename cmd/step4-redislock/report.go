@@ -18,7 +18,7 @@ import (
 
 	"github.com/bsm/redislock"
 
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

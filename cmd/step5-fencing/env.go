@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

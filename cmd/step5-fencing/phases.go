@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"example.com/walletlock/fencing"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/fencing"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

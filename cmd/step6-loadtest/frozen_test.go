@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/loadtest"
 	"example.com/walletlock/wallet"
 )
 

@@ -48,7 +48,7 @@ import (
 
 	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/loadtest"
+	"example.com/walletlock/internal/loadtest"
 )
 
 func main() { cli.Main(run) }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/loadtest"
 	"example.com/walletlock/wallet"
 )
 

@@ -40,7 +40,7 @@ import (
 	"unicode"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
 )
 
 func TestMissing_namesEveryPhaseNotReported(t *testing.T) {

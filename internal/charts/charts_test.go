@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/lesson"
-	"example.com/walletlock/loadtest"
+	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/loadtest"
 )
 
 // page is what a reader gets from a generated page: its text, and the

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"example.com/walletlock/lesson"
-	"example.com/walletlock/loadtest"
+	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/loadtest"
 )
 
 // load is the part of step 6's JSON report (loadtest.Report) the page

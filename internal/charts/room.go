@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 )
 
 // Machine is one participant's workshop run (cmd/workshop -json) as the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"example.com/walletlock/lesson"
+	"example.com/walletlock/internal/lesson"
 )
 
 // Report is everything a run measured. Its JSON form (WriteJSON) is what

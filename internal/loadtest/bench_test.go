@@ -5,15 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/loadtest"
 )
 
 // A thousand workers on ten thousand wallets, every strategy for half a
 // second: the run must stay small in memory and set its wallets up fast.
 // Run it once:
 //
-//	go test -run '^$' -bench Run_1000workers -benchtime 1x ./loadtest/
+//	go test -run '^$' -bench Run_1000workers -benchtime 1x ./internal/loadtest/
 //
 // It reports the peak RSS of the process, the slowest setup of 10,000
 // wallets, and each strategy's accepted spends per second.

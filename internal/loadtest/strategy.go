@@ -10,7 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 
-	"example.com/walletlock/fencing"
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/loadtest"
+	"example.com/walletlock/internal/loadtest"
 )
 
 func TestParallel_oneSectionPerWalletWithAWorker(t *testing.T) {

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/runlease"
-	"example.com/walletlock/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

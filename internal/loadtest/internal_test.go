@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
 )
 
 func TestJudge_walletByWallet(t *testing.T) {

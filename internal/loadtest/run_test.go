@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lesson"
-	"example.com/walletlock/loadtest"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/loadtest"
+	"example.com/walletlock/internal/loadtest"
 )
 
 func TestDefaults_areValid(t *testing.T) {

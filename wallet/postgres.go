@@ -2,7 +2,7 @@ package wallet
 
 // The PostgreSQL side: the same wallet, kept in one row, spent four ways.
 //
-//   - Read and Write: no protection at all, the broken baseline.
+//   - Balance and Write: no protection at all, the broken baseline.
 //   - Claim, WriteFenced and SpendFenced: a fencing token from a Redis lock,
 //     checked by PostgreSQL, so a holder whose lease ran out cannot write.
 //   - SpendVersioned: no lock, optimistic; the write succeeds only if nobody
@@ -314,11 +314,6 @@ func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
 	return fence, nil
 }
 
-// Read is the unprotected read of a read-modify-write; it is Balance under
-// the name the broken baseline uses.
-func (s *Store) Read(ctx context.Context, id int64) (int64, error) {
-	return s.Balance(ctx, id)
-}
 
 // Write stores balance whatever happened since the caller read: the broken
 // baseline, which loses every update made in between. The CHECK constraint

@@ -141,8 +141,8 @@ func TestStore_resetReadWriteDelete(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := testCtx(t)
 	id := newWallet(t, s, 100)
-	if got, err := s.Read(ctx, id); err != nil || got != 100 {
-		t.Fatalf("Read = %d, %v; want 100, nil", got, err)
+	if got, err := s.Balance(ctx, id); err != nil || got != 100 {
+		t.Fatalf("Balance = %d, %v; want 100, nil", got, err)
 	}
 	if err := s.Write(ctx, id, 70); err != nil {
 		t.Fatalf("Write: %v", err)
@@ -335,11 +335,11 @@ func TestPlainFenceCheck_losesMoney(t *testing.T) {
 		}
 		return tag.RowsAffected() == 1
 	}
-	aRead, err := s.Read(ctx, id) // A, fence 1, reads and stalls
+	aRead, err := s.Balance(ctx, id) // A, fence 1, reads and stalls
 	if err != nil {
 		t.Fatal(err)
 	}
-	bRead, err := s.Read(ctx, id) // B, fence 2, reads the same 100
+	bRead, err := s.Balance(ctx, id) // B, fence 2, reads the same 100
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ var phases = []phase{
 func pausedNoFencing(ctx context.Context, e *env) (outcome, error) {
 	t, err := pausedHolder(ctx, e, moves{
 		acquire: func(ctx context.Context) (*lock.Lock, error) { return lock.Acquire(ctx, e.rdb, e.lockKey(), e.ttl) },
-		read:    func(ctx context.Context, _ int64) (int64, error) { return e.store.Read(ctx, e.id) },
+		read:    func(ctx context.Context, _ int64) (int64, error) { return e.store.Balance(ctx, e.id) },
 		write:   func(ctx context.Context, _, bal int64) error { return e.store.Write(ctx, e.id, bal) },
 	})
 	if err != nil {

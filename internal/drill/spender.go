@@ -288,7 +288,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 			lock.RaiseFence(ctx, s.rdb, key, se.Highest)
 		}
 	} else {
-		bal, err = s.store.Read(ctx, id)
+		bal, err = s.store.Balance(ctx, id)
 	}
 	if err != nil {
 		s.done(e, false, fmt.Errorf("read: %w", err))

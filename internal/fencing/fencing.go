@@ -67,14 +67,3 @@ func Heal(ctx context.Context, rdb lock.Client, key string, err error) error {
 	}
 	return err
 }
-
-// Spend is Do with wallet.Store.SpendFenced: it spends amount from wallet
-// id in s under the lease on key, taking work between the read and the
-// write. It reports (true, nil) when the spend was written, (false, nil)
-// when funds were short, and a *wallet.StaleFenceError (matching
-// wallet.ErrStaleFence) when PostgreSQL refused the fence.
-func Spend(ctx context.Context, rdb lock.Client, s *wallet.Store, key string, id, amount int64, ttl, work time.Duration) (bool, error) {
-	return Do(ctx, rdb, key, ttl, func(ctx context.Context, fence int64) (bool, error) {
-		return s.SpendFenced(ctx, id, fence, amount, work)
-	})
-}

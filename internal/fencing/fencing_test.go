@@ -251,16 +251,21 @@ func TestDo_otherErrorsDoNotTouchTheCounter(t *testing.T) {
 	}
 }
 
-func TestSpend_spendsAndRefusesShortFunds(t *testing.T) {
+func TestDo_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
+	spend := func() (bool, error) {
+		return fencing.Do(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+			return f.store.SpendFenced(ctx, f.id, fence, 10, 0)
+		})
+	}
 	for i := range 10 {
-		ok, err := fencing.Spend(ctx, f.rdb, f.store, f.key, f.id, 10, ttl, 0)
+		ok, err := spend()
 		if err != nil || !ok {
 			t.Fatalf("spend %d with %d left = %v, %v; want true, nil", i+1, 100-10*i, ok, err)
 		}
 	}
-	ok, err := fencing.Spend(ctx, f.rdb, f.store, f.key, f.id, 10, ttl, 0)
+	ok, err := spend()
 	if ok || err != nil {
 		t.Errorf("spend from 0 = %v, %v; want false, nil", ok, err)
 	}

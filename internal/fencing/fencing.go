@@ -63,7 +63,7 @@ func Heal(ctx context.Context, rdb lock.Client, key string, err error) error {
 		return err
 	}
 	if _, herr := lock.RaiseFence(ctx, rdb, key, stale.Highest); herr != nil {
-		return errors.Join(err, fmt.Errorf("fencing: could not heal the fence counter: %w", herr))
+		return fmt.Errorf("%w; and fencing could not heal the fence counter: %w", err, herr)
 	}
 	return err
 }

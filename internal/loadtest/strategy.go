@@ -205,7 +205,7 @@ func spendRedislock(r *runner, c call) outcome {
 		},
 		func(ctx context.Context) error {
 			if err := l.Release(ctx); err != nil {
-				return errors.Join(errors.New("redislock release"), err)
+				return fmt.Errorf("redislock release: %w", err)
 			}
 			return nil
 		})

@@ -15,13 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 )
 
 // Errors the Store returns besides those of the database (wrapped, with a
@@ -314,7 +312,6 @@ func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
 	return fence, nil
 }
 
-
 // Write stores balance whatever happened since the caller read: the broken
 // baseline, which loses every update made in between. The CHECK constraint
 // still refuses a negative balance.
@@ -544,34 +541,6 @@ func (s *Store) spendForUpdate(ctx context.Context, id, amount int64, work time.
 		return false, fmt.Errorf("wallet: commit a spend of wallet %d: %w", id, pgWriteError(err))
 	}
 	return true, nil
-}
-
-// PostgresVersion returns the server's version number, such as "15.18"
-// (without the distribution suffix SHOW server_version may add), for the
-// transcripts.
-func PostgresVersion(ctx context.Context, pool *pgxpool.Pool) (string, error) {
-	var v string
-	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
-		return "", fmt.Errorf("wallet: read the PostgreSQL version: %w", err)
-	}
-	if f := strings.Fields(v); len(f) > 0 {
-		return f[0], nil
-	}
-	return "", errors.New("wallet: PostgreSQL reported an empty server_version")
-}
-
-// RedisVersion returns redis_version from INFO server, such as "7.0.15".
-func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return "", fmt.Errorf("wallet: read the Redis version: %w", err)
-	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
-		}
-	}
-	return "", errors.New("wallet: INFO server has no redis_version")
 }
 
 // ResetBatch is how many wallets ResetRangeEach sets up, and DeleteRange

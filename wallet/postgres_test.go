@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
 )
@@ -105,7 +106,7 @@ func TestOpenStore_concurrentlyOnAFreshSchema(t *testing.T) {
 		}
 	})
 
-	cfg, err := pgxpool.ParseConfig(wallet.DatabaseURL())
+	cfg, err := pgxpool.ParseConfig(services.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func (h *hook) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryE
 func hookedStore(t *testing.T, h *hook) (*wallet.Store, string) {
 	t.Helper()
 	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
-	cfg, err := pgxpool.ParseConfig(wallet.DatabaseURL())
+	cfg, err := pgxpool.ParseConfig(services.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -869,7 +870,7 @@ var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
 
 func TestPostgresVersion(t *testing.T) {
 	pool := testenv.Postgres(t)
-	v, err := wallet.PostgresVersion(testCtx(t), pool)
+	v, err := services.PostgresVersion(testCtx(t), pool)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
 	}
@@ -878,7 +879,7 @@ func TestPostgresVersion(t *testing.T) {
 
 func TestRedisVersion(t *testing.T) {
 	rdb := testenv.Redis(t)
-	v, err := wallet.RedisVersion(testCtx(t), rdb)
+	v, err := services.RedisVersion(testCtx(t), rdb)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("RedisVersion = %q, %v; want a version number", v, err)
 	}

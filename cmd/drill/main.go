@@ -41,6 +41,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 )
 
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := drill.RedisBinary(); err != nil {
 		return fail(err)
 	}
-	pool, err := wallet.ConnectPostgres(ctx)
+	pool, err := services.ConnectPostgres(ctx)
 	if err != nil {
 		return fail(err)
 	}

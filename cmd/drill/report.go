@@ -20,7 +20,7 @@ import (
 
 	"example.com/walletlock/internal/drill"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 type report struct {
@@ -42,7 +42,7 @@ func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config)
 	if m := redisVersion.FindSubmatch(out); m != nil {
 		rv = string(m[1])
 	}
-	pv, _ := wallet.PostgresVersion(ctx, pool)
+	pv, _ := services.PostgresVersion(ctx, pool)
 	fmt.Fprintf(r.w, "drill: redis-server %s of its own on loopback ports, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
 		rv, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
 }

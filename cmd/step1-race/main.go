@@ -35,6 +35,7 @@ import (
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 )
 
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
-	rdb, err := wallet.Connect(ctx)
+	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}

@@ -36,6 +36,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/procs"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -76,13 +77,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
-	rdb, err := wallet.Connect(ctx)
+	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	defer rdb.Close()
 	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua, n: *n, Procs: *nprocs}
-	if r.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
+	if r.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
 		return fail(err)
 	}
 	// Ask now which release the server allows, so that -release delex on

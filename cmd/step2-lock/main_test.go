@@ -13,6 +13,7 @@ import (
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -41,7 +42,7 @@ func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func TestRun_okEveryRun(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	version, err := wallet.RedisVersion(t.Context(), rdb)
+	version, err := services.RedisVersion(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRun_okEveryRun(t *testing.T) {
 func TestRun_procsOK(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	version, err := wallet.RedisVersion(t.Context(), rdb)
+	version, err := services.RedisVersion(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestRun_releaseDelex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version, err := wallet.RedisVersion(t.Context(), rdb)
+	version, err := services.RedisVersion(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

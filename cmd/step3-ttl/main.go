@@ -52,6 +52,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -91,11 +92,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
-	if e.rdb, err = wallet.Connect(ctx); err != nil {
+	if e.rdb, err = services.Connect(ctx); err != nil {
 		return fail(err)
 	}
 	defer e.rdb.Close()
-	version, err := wallet.RedisVersion(ctx, e.rdb)
+	version, err := services.RedisVersion(ctx, e.rdb)
 	if err != nil {
 		return fail(err)
 	}

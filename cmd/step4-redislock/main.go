@@ -59,6 +59,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", oneLine(err)); return 1 }
 
-	rdb, err := wallet.Connect(ctx)
+	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -231,7 +232,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
 		return r, err
 	}
-	r.before, _ = wallet.ReadCommandStats(ctx, rdb) // nil if INFO failed: no command count
+	r.before, _ = services.ReadCommandStats(ctx, rdb) // nil if INFO failed: no command count
 
 	var mu sync.Mutex
 	start := time.Now()
@@ -285,7 +286,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 // INFO fails, and checks the balance, counting spends whose outcome is
 // unknown apart (wallet.CheckUnknown).
 func (r *result) readBack(ctx context.Context, rdb *redis.Client, prefix string) error {
-	if after, err := wallet.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
+	if after, err := services.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
 		r.commands = after.Since(r.before)
 	}
 	balance, err := wallet.Balance(ctx, rdb, wallet.BalanceKey(prefix, wallet.DemoWallet))

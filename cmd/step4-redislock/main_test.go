@@ -13,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -320,7 +321,7 @@ func TestRun_ctrlC(t *testing.T) {
 func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 	const password = "s3cr@tPzq9"
 	t.Setenv("REDIS_URL", "redis://walletlock:"+password+"@127.0.0.1:1/0")
-	_, werr := wallet.Connect(t.Context())
+	_, werr := services.Connect(t.Context())
 	if werr == nil {
 		t.Fatal("Connect reached a server at 127.0.0.1:1")
 	}

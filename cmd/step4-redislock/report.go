@@ -19,6 +19,7 @@ import (
 	"github.com/bsm/redislock"
 
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -56,9 +57,9 @@ type result struct {
 	cut      bool            // Ctrl-C ended the run of this strategy
 	ran      bool            // the spenders ran
 
-	before   wallet.CommandStats // INFO commandstats before the spenders; nil if unknown
-	tally    wallet.Tally        // what the spenders reported
-	released []error             // releases that failed after a spend
+	before   services.CommandStats // INFO commandstats before the spenders; nil if unknown
+	tally    wallet.Tally          // what the spenders reported
+	released []error               // releases that failed after a spend
 }
 
 // printCheck prints the strategy's check line and, when some spends had an

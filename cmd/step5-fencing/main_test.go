@@ -20,6 +20,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -270,7 +271,7 @@ func TestRun_phase4WithoutRedis(t *testing.T) {
 func TestRun_databaseURLPasswordNeverShown(t *testing.T) {
 	const password = "s3cr@tPzq9"
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+password+"@127.0.0.1:1/walletlock?sslmode=disable")
-	_, werr := wallet.ConnectPostgres(t.Context())
+	_, werr := services.ConnectPostgres(t.Context())
 	if werr == nil {
 		t.Fatal("ConnectPostgres reached a server at 127.0.0.1:1")
 	}
@@ -286,7 +287,7 @@ func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 	testenv.Postgres(t)
 	const password = "s3cr@tPzq9"
 	t.Setenv("REDIS_URL", "redis://walletlock:"+password+"@127.0.0.1:1/0")
-	_, werr := wallet.Connect(t.Context())
+	_, werr := services.Connect(t.Context())
 	if werr == nil {
 		t.Fatal("Connect reached a server at 127.0.0.1:1")
 	}

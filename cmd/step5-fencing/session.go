@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -45,7 +46,7 @@ type session struct {
 func connect(ctx context.Context, c config, chosen []phase, out *report) (*env, *session, error) {
 	// PostgreSQL first: every phase needs it, and a bad DATABASE_URL must
 	// be reported before anything runs.
-	pool, err := wallet.ConnectPostgres(ctx)
+	pool, err := services.ConnectPostgres(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,20 +58,20 @@ func connect(ctx context.Context, c config, chosen []phase, out *report) (*env, 
 		return fail(err)
 	}
 	e.store = store.Owned(c.prefix)
-	if out.Postgres, err = wallet.PostgresVersion(ctx, pool); err != nil {
+	if out.Postgres, err = services.PostgresVersion(ctx, pool); err != nil {
 		return fail(err)
 	}
-	s.rdb, err = wallet.Connect(ctx)
+	s.rdb, err = services.Connect(ctx)
 	switch {
 	case err != nil && needsRedis(chosen):
 		return fail(err)
 	case err != nil:
 		return e, s, nil // phase 4 alone, without Redis
 	case needsRedis(chosen):
-		if e.rdb, err = wallet.Connect(ctx); err != nil {
+		if e.rdb, err = services.Connect(ctx); err != nil {
 			return fail(err)
 		}
-		if out.Redis, err = wallet.RedisVersion(ctx, e.rdb); err != nil {
+		if out.Redis, err = services.RedisVersion(ctx, e.rdb); err != nil {
 			return fail(err)
 		}
 	}

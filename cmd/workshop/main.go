@@ -41,7 +41,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // namespace is where every workshop run keeps its keys, under a tag of its
@@ -262,7 +262,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // under prefix: Redis keys, and the PostgreSQL rows it owns.
 func leftovers(prefix string) string {
 	redisCmd := "redis-cli --scan --pattern '" + prefix + "*' | xargs redis-cli del"
-	if opt, err := wallet.RedisOptions(); err == nil {
+	if opt, err := services.RedisOptions(); err == nil {
 		redisCmd = cli.RedisDelPrefix(opt, prefix)
 	}
 	return fmt.Sprintf(`%s; psql "$DATABASE_URL" -c "DELETE FROM walletlock_wallets WHERE owner LIKE '%s%%'"`, redisCmd, prefix)
@@ -388,20 +388,20 @@ func hostname() string {
 }
 
 func versions(ctx context.Context, rep *report) error {
-	rdb, err := wallet.Connect(ctx)
+	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	if rep.Redis, err = wallet.RedisVersion(ctx, rdb); err != nil {
+	if rep.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
 		return err
 	}
-	pool, err := wallet.ConnectPostgres(ctx)
+	pool, err := services.ConnectPostgres(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	rep.Postgres, err = wallet.PostgresVersion(ctx, pool)
+	rep.Postgres, err = services.PostgresVersion(ctx, pool)
 	return err
 }
 

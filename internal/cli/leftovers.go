@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // RedisDel returns the command that deletes keys from the server opt
@@ -47,8 +47,8 @@ func RedisDelPrefix(opt *redis.Options, prefix string) string {
 // password, which psql then asks for.
 func PostgresDelete(owner string, ids ...int64) string {
 	target := `"$DATABASE_URL"`
-	if wallet.DatabaseURL() == wallet.DefaultDatabaseURL {
-		if u, err := url.Parse(wallet.DefaultDatabaseURL); err == nil {
+	if services.DatabaseURL() == services.DefaultDatabaseURL {
+		if u, err := url.Parse(services.DefaultDatabaseURL); err == nil {
 			u.User = url.User(u.User.Username())
 			target = shellQuote(u.String())
 		}

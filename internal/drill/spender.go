@@ -25,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -125,7 +126,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("bad %s", SpenderEnv)
 	}
 	ctx := context.Background()
-	pool, err := wallet.ConnectPostgres(ctx)
+	pool, err := services.ConnectPostgres(ctx)
 	if err != nil {
 		return err
 	}

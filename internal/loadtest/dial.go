@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // Connection pools are sized to the workers, within limits. With the
@@ -81,19 +81,19 @@ func (c *callCounter) sent() int64 {
 // of cfg, and
 // opens every connection of the pools up front,
 // so that the first strategy does not pay for dialling them. Its errors are
-// wallet.Connect's and wallet.ConnectPostgres's: one line that names the
+// services.Connect's and services.ConnectPostgres's: one line that names the
 // address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
 	env := &Env{}
-	// wallet.Connect checks that Redis answers and says where it looked if
+	// services.Connect checks that Redis answers and says where it looked if
 	// not; the sized client reuses the same settings.
-	probe, err := wallet.Connect(ctx)
+	probe, err := services.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	probe.Close()
-	opt, err := wallet.RedisOptions()
+	opt, err := services.RedisOptions()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	env.calls = &callCounter{}
 	env.Redis.AddHook(env.calls)
 	if needPostgres {
-		probe, err := wallet.ConnectPostgres(ctx)
+		probe, err := services.ConnectPostgres(ctx)
 		if err != nil {
 			env.Close()
 			return nil, err

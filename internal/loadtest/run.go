@@ -19,6 +19,7 @@ import (
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/runlease"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -270,7 +271,7 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 	}
 	rep.WorkTime = work
 	if r.rdb != nil {
-		v, err := wallet.RedisVersion(ctx, r.rdb)
+		v, err := services.RedisVersion(ctx, r.rdb)
 		if err != nil {
 			return err
 		}
@@ -285,7 +286,7 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 	if !needPostgres {
 		return nil
 	}
-	v, err := wallet.PostgresVersion(ctx, env.Postgres)
+	v, err := services.PostgresVersion(ctx, env.Postgres)
 	if err != nil {
 		return err
 	}
@@ -416,9 +417,9 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		r.w.touched = cfg.Wallets // lock and fence keys, wherever the balances are
 	}
 
-	var before wallet.CommandStats
+	var before services.CommandStats
 	if r.rdb != nil {
-		if before, err = wallet.ReadCommandStats(ctx, r.rdb); err != nil {
+		if before, err = services.ReadCommandStats(ctx, r.rdb); err != nil {
 			return nil, err
 		}
 	}
@@ -478,7 +479,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	row.Measured, row.Note = measured(row)
 
 	if r.rdb != nil {
-		if now, err := wallet.ReadCommandStats(after, r.rdb); err == nil {
+		if now, err := services.ReadCommandStats(after, r.rdb); err == nil {
 			if n := now.Since(before); n >= 0 {
 				row.RedisCommands, row.RedisPerSpend = perSpend(n, v.Accepted)
 			}

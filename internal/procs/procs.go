@@ -59,7 +59,7 @@ const Max = 64
 const KillAfter = time.Second
 
 // readyTimeout bounds how long Run waits for its copies to connect; each
-// gives up on its own after wallet.ConnectTimeout.
+// gives up on its own after services.ConnectTimeout.
 const readyTimeout = 30 * time.Second
 
 // Check refuses a -procs flag outside 1..Max or above n, the spenders to

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // Program is the signature of every program's run function: main hands it
@@ -35,7 +35,7 @@ const secret = "s3cret-never-shown"
 // hangGuard is how long a program may take to give up on a service: twice
 // the bound wallet promises plus room for a busy machine. It catches a
 // hang; it is not a speed test.
-const hangGuard = 2*wallet.ConnectTimeout + 4*time.Second
+const hangGuard = 2*services.ConnectTimeout + 4*time.Second
 
 // name returns the program's name, which starts every line it writes to
 // stderr and its usage line. go test runs a package's tests in the

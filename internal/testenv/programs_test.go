@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // program behaves as every program here must: its name is this package's
@@ -26,12 +26,12 @@ func program(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if *service == "postgres" {
-		pool, perr := wallet.ConnectPostgres(ctx)
+		pool, perr := services.ConnectPostgres(ctx)
 		if err = perr; err == nil {
 			pool.Close()
 		}
 	} else {
-		rdb, rerr := wallet.Connect(ctx)
+		rdb, rerr := services.Connect(ctx)
 		if err = rerr; err == nil {
 			rdb.Close()
 		}

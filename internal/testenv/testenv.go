@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/internal/services"
 )
 
 // unavailable skips the test, or fails it under CI.
@@ -34,7 +34,7 @@ func unavailable(t testing.TB, what string, err error) {
 // Redis returns a client for the configured Redis, closed when the test ends.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
-	rdb, err := wallet.Connect(context.Background())
+	rdb, err := services.Connect(context.Background())
 	if err != nil {
 		unavailable(t, "Redis", err)
 	}
@@ -46,7 +46,7 @@ func Redis(t testing.TB) *redis.Client {
 // test ends.
 func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := wallet.ConnectPostgres(context.Background())
+	pool, err := services.ConnectPostgres(context.Background())
 	if err != nil {
 		unavailable(t, "PostgreSQL", err)
 	}

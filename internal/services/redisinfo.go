@@ -1,4 +1,4 @@
-package wallet
+package services
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func ReadCommandStats(ctx context.Context, rdb redis.Cmdable) (CommandStats, err
 	defer cancel()
 	info, err := rdb.Info(ictx, "commandstats").Result()
 	if err != nil {
-		return nil, fmt.Errorf("wallet: redis INFO commandstats: %w", err)
+		return nil, fmt.Errorf("services: redis INFO commandstats: %w", err)
 	}
 	return ParseCommandStats(info), nil
 }

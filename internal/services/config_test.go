@@ -1,4 +1,4 @@
-package wallet_test
+package services_test
 
 import (
 	"bytes"
@@ -25,13 +25,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/wallet"
 )
 
 // hangGuard is how long a failing connect may take before a test calls it
 // a hang: twice the bound the code promises, plus room for a busy machine.
-const hangGuard = 2*wallet.ConnectTimeout + 4*time.Second
+const hangGuard = 2*services.ConnectTimeout + 4*time.Second
 
 // secret returns a random password that no error message could contain by
 // chance.
@@ -71,7 +71,7 @@ func TestRedisOptions(t *testing.T) {
 		wantPass string
 		wantDB   int
 	}{
-		{name: "defaults", wantAddr: wallet.DefaultRedisAddr},
+		{name: "defaults", wantAddr: services.DefaultRedisAddr},
 		{name: "REDIS_ADDR", addr: "10.0.0.5:7000", wantAddr: "10.0.0.5:7000"},
 		{name: "REDIS_URL wins over REDIS_ADDR", url: "redis://127.0.0.1:6380", addr: "10.0.0.5:7000", wantAddr: "127.0.0.1:6380"},
 		{name: "REDIS_URL with password and db", url: "redis://:s3cret@db.example:6390/2", wantAddr: "db.example:6390", wantPass: "s3cret", wantDB: 2},
@@ -82,7 +82,7 @@ func TestRedisOptions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("REDIS_URL", tt.url)
 			t.Setenv("REDIS_ADDR", tt.addr)
-			opt, err := wallet.RedisOptions()
+			opt, err := services.RedisOptions()
 			if err != nil {
 				t.Fatalf("RedisOptions: %v", err)
 			}
@@ -91,7 +91,7 @@ func TestRedisOptions(t *testing.T) {
 					opt.Addr, opt.Username, opt.Password, opt.DB, tt.wantAddr, tt.wantUser, tt.wantPass, tt.wantDB)
 			}
 			// Connect must give up on its own, not wait for the caller.
-			if !opt.ContextTimeoutEnabled || opt.DialTimeout <= 0 || opt.DialTimeout > wallet.ConnectTimeout {
+			if !opt.ContextTimeoutEnabled || opt.DialTimeout <= 0 || opt.DialTimeout > services.ConnectTimeout {
 				t.Errorf("ContextTimeoutEnabled %v, DialTimeout %v: connects are not bounded",
 					opt.ContextTimeoutEnabled, opt.DialTimeout)
 			}
@@ -123,13 +123,13 @@ func TestRedisOptions_badConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("REDIS_URL", tt.url)
 			t.Setenv("REDIS_ADDR", tt.addr)
-			opt, err := wallet.RedisOptions()
+			opt, err := services.RedisOptions()
 			if err == nil {
 				t.Fatalf("RedisOptions accepted %q (addr %q)", tt.url, opt.Addr)
 			}
 			assertOneLine(t, err.Error(), []string{tt.want}, tt.secret)
 			// Connect reports the same problem without dialling.
-			_, cerr := wallet.Connect(context.Background())
+			_, cerr := services.Connect(context.Background())
 			if cerr == nil || cerr.Error() != err.Error() {
 				t.Errorf("Connect = %v, want %v", cerr, err)
 			}
@@ -198,12 +198,12 @@ func TestConnect_neverShowsTheUserInfo(t *testing.T) {
 				var err error
 				if v.env == "REDIS_URL" {
 					var rdb *redis.Client
-					if rdb, err = wallet.Connect(t.Context()); err == nil {
+					if rdb, err = services.Connect(t.Context()); err == nil {
 						rdb.Close()
 					}
 				} else {
 					var pool *pgxpool.Pool
-					if pool, err = wallet.ConnectPostgres(t.Context()); err == nil {
+					if pool, err = services.ConnectPostgres(t.Context()); err == nil {
 						pool.Close()
 					}
 				}
@@ -226,7 +226,7 @@ func TestConnect_unreachable(t *testing.T) {
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("REDIS_ADDR", "127.0.0.1:1")
 	start := time.Now()
-	rdb, err := wallet.Connect(context.Background())
+	rdb, err := services.Connect(context.Background())
 	if err == nil {
 		rdb.Close()
 		t.Fatal("Connect to 127.0.0.1:1 succeeded")
@@ -364,7 +364,7 @@ func TestConnect_requirePass(t *testing.T) {
 			t.Setenv("REDIS_ADDR", tt.addr)
 			ctx := context.Background()
 			start := time.Now()
-			rdb, err := wallet.Connect(ctx)
+			rdb, err := services.Connect(ctx)
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("Connect: %v", err)
@@ -393,7 +393,7 @@ func TestConnect_requirePass(t *testing.T) {
 func TestConnect_databaseOutOfRange(t *testing.T) {
 	addr := redisServer(t, redisConf{})
 	t.Setenv("REDIS_URL", "redis://"+addr+"/99")
-	rdb, err := wallet.Connect(context.Background())
+	rdb, err := services.Connect(context.Background())
 	if err == nil {
 		rdb.Close()
 		t.Fatal("Connect to database 99 succeeded")
@@ -451,7 +451,7 @@ func TestConnect_wrongScheme(t *testing.T) {
 	t.Run("rediss:// to a server without TLS", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "rediss://"+plain+"/0")
 		start := time.Now()
-		rdb, err := wallet.Connect(context.Background())
+		rdb, err := services.Connect(context.Background())
 		if err == nil {
 			rdb.Close()
 			t.Fatal("Connect succeeded")
@@ -466,7 +466,7 @@ func TestConnect_wrongScheme(t *testing.T) {
 	})
 	t.Run("rediss:// to a server with TLS", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "rediss://"+withTLS+"/0?skip_verify=true")
-		rdb, err := wallet.Connect(context.Background())
+		rdb, err := services.Connect(context.Background())
 		if err != nil {
 			t.Fatalf("Connect: %v", err)
 		}
@@ -477,7 +477,7 @@ func TestConnect_wrongScheme(t *testing.T) {
 	})
 	t.Run("redis:// to a server with TLS", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "redis://"+withTLS+"/0")
-		rdb, err := wallet.Connect(context.Background())
+		rdb, err := services.Connect(context.Background())
 		if err == nil {
 			rdb.Close()
 			t.Fatal("Connect succeeded")
@@ -488,12 +488,12 @@ func TestConnect_wrongScheme(t *testing.T) {
 
 func TestDatabaseURL(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
-	if got := wallet.DatabaseURL(); got != wallet.DefaultDatabaseURL {
+	if got := services.DatabaseURL(); got != services.DefaultDatabaseURL {
 		t.Errorf("DatabaseURL() = %q with DATABASE_URL unset, want the default", got)
 	}
 	const u = "postgres://a:b@db.example:5433/x"
 	t.Setenv("DATABASE_URL", u)
-	if got := wallet.DatabaseURL(); got != u {
+	if got := services.DatabaseURL(); got != u {
 		t.Errorf("DatabaseURL() = %q, want %q", got, u)
 	}
 }
@@ -512,7 +512,7 @@ func TestConnectPostgres_badURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("DATABASE_URL", tt.url)
-			pool, err := wallet.ConnectPostgres(context.Background())
+			pool, err := services.ConnectPostgres(context.Background())
 			if err == nil {
 				pool.Close()
 				t.Fatalf("ConnectPostgres accepted %q", tt.url)
@@ -526,7 +526,7 @@ func TestConnectPostgres_unreachable(t *testing.T) {
 	password := secret(t)
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+password+"@127.0.0.1:1/walletlock?sslmode=disable")
 	start := time.Now()
-	pool, err := wallet.ConnectPostgres(context.Background())
+	pool, err := services.ConnectPostgres(context.Background())
 	if err == nil {
 		pool.Close()
 		t.Fatal("ConnectPostgres to 127.0.0.1:1 succeeded")
@@ -542,7 +542,7 @@ func TestConnectPostgres_unreachable(t *testing.T) {
 // password.
 func TestConnectPostgres_refused(t *testing.T) {
 	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
-	base, err := url.Parse(wallet.DatabaseURL())
+	base, err := url.Parse(services.DatabaseURL())
 	if err != nil || base.User == nil || base.Host == "" {
 		t.Skip("DATABASE_URL is not a postgres:// URL with a user; cannot vary it")
 	}
@@ -606,7 +606,7 @@ func TestConnectPostgres_refused(t *testing.T) {
 			tt.edit(&u)
 			t.Setenv("DATABASE_URL", u.String())
 			start := time.Now()
-			pool, err := wallet.ConnectPostgres(context.Background())
+			pool, err := services.ConnectPostgres(context.Background())
 			if err == nil {
 				pool.Close()
 				t.Fatal("ConnectPostgres succeeded")
@@ -626,7 +626,7 @@ func TestConnectPostgres_refused(t *testing.T) {
 // take the password's tail for the host, and the error printed it.
 func TestConnectPostgres_atInThePassword(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://walletlock:s3cr@tPass@127.0.0.1:5432/walletlock?sslmode=disable")
-	pool, err := wallet.ConnectPostgres(context.Background())
+	pool, err := services.ConnectPostgres(context.Background())
 	if err == nil {
 		pool.Close()
 		t.Fatal("ConnectPostgres accepted an unencoded @ in the password")

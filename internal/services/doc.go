@@ -1,0 +1,10 @@
+// Package services is where the programs find Redis and PostgreSQL: it
+// reads REDIS_URL, REDIS_ADDR and DATABASE_URL (the one place they are
+// read), connects within ConnectTimeout, and turns a refusal into one line
+// that says what is wrong and how to fix it, never showing a password. It
+// also reads the servers' versions and Redis's command counters for the
+// reports.
+//
+// It is plumbing, kept out of package wallet, which is only the domain: the
+// balance, the spend and the check.
+package services

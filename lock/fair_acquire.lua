@@ -14,12 +14,14 @@
 -- a pair saying what is wrong, as acquire_fenced.lua does:
 --   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
 --   {"counter ...", v} the fence counter is broken (only when fenced)
+-- Without contention it runs GET, EXISTS and SET (and GET and INCR on the
+-- counter when fenced); a waiter's try runs GET, TIME, two ZADDs and PTTL.
 local token, entry, lease = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local _, ttl, fenced = parse(entry)
 
-local lockType = redis.call("TYPE", lock)["ok"]
-if lockType ~= "none" and lockType ~= "string" then
-	return {"lock type", lockType}
+local holder, wrongType = get(lock)
+if wrongType then
+	return {"lock type", wrongType}
 end
 if fenced == "1" then
 	local refusal = counterRefusal()
@@ -28,7 +30,6 @@ if fenced == "1" then
 	end
 end
 
-local holder = redis.call("GET", lock)
 if holder == token then
 	-- A release made us the holder. The fence it drew is the counter's
 	-- value: nobody else can have drawn one since, while we hold the lock.
@@ -42,22 +43,16 @@ if not holder and redis.call("EXISTS", queue) == 0 then
 	return {1, take(token, ttl, fenced)}
 end
 
--- Queue up (or keep our place), and renew the lease of our entry.
-local t = now()
-if not redis.call("ZSCORE", queue, entry) then
-	local last = redis.call("ZRANGE", queue, -1, -1, "WITHSCORES")
-	local arrival = 1
-	if last[2] then
-		arrival = tonumber(last[2]) + 1
-	end
-	redis.call("ZADD", queue, arrival, entry)
-end
-redis.call("ZADD", leases, t + lease, entry)
+-- Queue up at the end (NX keeps our place if we have one already), and
+-- renew the lease of our entry.
+local ms, us = now()
+redis.call("ZADD", queue, "NX", us, entry)
+redis.call("ZADD", leases, ms + lease, entry)
 
 -- Free, but others wait (its holder expired, or left it free): the first
 -- in line gets it, which may be us.
 if not holder then
-	local to, fence = handOff(t, token)
+	local to, fence = handOff(token)
 	if to == token then
 		return {1, fence}
 	end

@@ -8,6 +8,8 @@
 --          none): a waiter that gives up leaves the queue, and passes the
 --          lock on if a release had just handed it over
 -- Returns 1 when the caller held the lock, 0 otherwise.
+-- With nobody waiting it runs GET, ZPOPMIN and DEL; a hand-off runs GET,
+-- ZPOPMIN, TIME, ZSCORE, ZREM, SET and PUBLISH.
 local token, entry = ARGV[2], ARGV[3]
 if entry ~= "" then
 	redis.call("ZREM", queue, entry)
@@ -16,6 +18,7 @@ end
 if redis.call("GET", lock) ~= token then
 	return 0
 end
-redis.call("DEL", lock)
-handOff(now(), false)
+if not handOff(false) then
+	redis.call("DEL", lock)
+end
 return 1

@@ -366,18 +366,8 @@ func value(ok bool, v float64) float64 {
 	return v
 }
 
-// ms writes milliseconds as step 6's table does: 0.123ms, 4.56ms, 78.9ms, 1.23s.
-func ms(v float64) string {
-	switch {
-	case v < 1:
-		return fmt.Sprintf("%.3fms", v)
-	case v < 10:
-		return fmt.Sprintf("%.2fms", v)
-	case v < 1000:
-		return fmt.Sprintf("%.1fms", v)
-	}
-	return fmt.Sprintf("%.2fs", v/1000)
-}
+// ms writes milliseconds as step 6's table does.
+func ms(v float64) string { return loadtest.FormatMS(v) }
 
 func percent(v float64, known bool) string {
 	if !known {

@@ -62,8 +62,8 @@ func TestFmtMs_threeDigits(t *testing.T) {
 		{1234, "1.23s"},
 	}
 	for _, tt := range tests {
-		if got := fmtMs(tt.ms); got != tt.want {
-			t.Errorf("fmtMs(%v) = %q, want %q", tt.ms, got, tt.want)
+		if got := FormatMS(tt.ms); got != tt.want {
+			t.Errorf("FormatMS(%v) = %q, want %q", tt.ms, got, tt.want)
 		}
 	}
 }

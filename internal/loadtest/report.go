@@ -234,11 +234,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, r := range rep.Rows {
 		wait50, wait99 := "n/a", "n/a"
 		if r.LockWait != nil {
-			wait50, wait99 = fmtMs(r.LockWait.P50), fmtMs(r.LockWait.P99)
+			wait50, wait99 = FormatMS(r.LockWait.P50), FormatMS(r.LockWait.P99)
 		}
 		fmt.Fprintf(tw, "%s%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
 			workers(r), r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors, r.Unknown,
-			wait50, wait99, fmtMs(r.Latency.P50), fmtMs(r.Latency.P99), fmtMs(r.Latency.Max),
+			wait50, wait99, FormatMS(r.Latency.P50), FormatMS(r.Latency.P99), FormatMS(r.Latency.Max),
 			fmtPer(r.RedisPerSpend), fmtPer(r.RedisCallsPerSpend), r.Verdict())
 	}
 	tw.Flush()
@@ -255,10 +255,10 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			vsNone = fmt.Sprintf("%.2fx", r.VsNone)
 		}
 		if r.LockWait != nil {
-			wait99 = fmtMs(r.LockWait.P99)
+			wait99 = FormatMS(r.LockWait.P99)
 		}
 		if r.FIFOBound > 0 {
-			bound = fmtMs(r.FIFOBound)
+			bound = FormatMS(r.FIFOBound)
 			if r.LockWait != nil {
 				ratio = fmt.Sprintf("%.1fx", r.LockWait.P99/r.FIFOBound)
 			}
@@ -349,10 +349,10 @@ func (rep *Report) intro() string {
 func (rep *Report) ceilingIntro() string {
 	var rtts []string
 	if rep.RedisRTT != nil {
-		rtts = append(rtts, fmt.Sprintf("Redis %s", fmtMs(rep.RedisRTT.P50)))
+		rtts = append(rtts, fmt.Sprintf("Redis %s", FormatMS(rep.RedisRTT.P50)))
 	}
 	if rep.PostgresRTT != nil {
-		rtts = append(rtts, fmt.Sprintf("PostgreSQL %s", fmtMs(rep.PostgresRTT.P50)))
+		rtts = append(rtts, fmt.Sprintf("PostgreSQL %s", FormatMS(rep.PostgresRTT.P50)))
 	}
 	at := fmt.Sprintf("%d %s at once", rep.Parallel, plural(rep.Parallel, "critical section"))
 	for _, n := range rep.Params.Sweep {
@@ -362,7 +362,7 @@ func (rep *Report) ceilingIntro() string {
 	}
 	timed := ""
 	if rep.WorkTime != nil {
-		timed = fmt.Sprintf(" (%s as timed here: timers fire late)", fmtMs(rep.WorkTime.P50))
+		timed = fmt.Sprintf(" (%s as timed here: timers fire late)", FormatMS(rep.WorkTime.P50))
 	}
 	return fmt.Sprintf("Ceiling: %s, each %s of work%s plus its round trips (%s, median of %d).\n",
 		at, rep.Params.Work, timed, strings.Join(rtts, ", "), pings)
@@ -440,9 +440,9 @@ func (t RoundTrips) String() string {
 	return strings.Join(parts, " + ")
 }
 
-// fmtMs writes a duration in milliseconds with three significant digits or
+// FormatMS writes a duration in milliseconds with three significant digits or
 // so: 0.123ms, 4.56ms, 78.9ms, 1.23s.
-func fmtMs(v float64) string {
+func FormatMS(v float64) string {
 	switch {
 	case v < 1:
 		return fmt.Sprintf("%.3fms", v)

@@ -518,3 +518,22 @@ func TestRelease_afterTheContextEnded(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckTTL(t *testing.T) {
+	tests := []struct {
+		ttl time.Duration
+		ok  bool
+	}{
+		{-time.Millisecond, false},
+		{0, false},
+		{time.Millisecond - 1, false},
+		{time.Millisecond, true},
+		{2 * time.Second, true},
+	}
+	for _, tt := range tests {
+		err := lock.CheckTTL(tt.ttl)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
+			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
+		}
+	}
+}

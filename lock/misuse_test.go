@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lock"
@@ -48,14 +47,6 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 		}},
 		{"SupportsDelex", func(rdb *redis.Client, untyped bool) error {
 			_, err := lock.SupportsDelex(ctx, client(rdb, untyped))
-			return err
-		}},
-		{"ObtainRedislock", func(rdb *redis.Client, untyped bool) error {
-			var c redislock.RedisClient
-			if !untyped {
-				c = rdb
-			}
-			_, err := lock.ObtainRedislock(ctx, c, "k", time.Second, nil)
 			return err
 		}},
 	}
@@ -137,25 +128,6 @@ func TestMisuse_keepAliveWithANilFuncPanicsAtTheCall(t *testing.T) {
 	}()
 	_, stop := lock.KeepAlive(context.Background(), time.Second, nil)
 	stop()
-}
-
-func TestMisuse_redislockRefreshOfNoLock(t *testing.T) {
-	ctx := ctxFor(t, 5*time.Second)
-	for name, l := range map[string]*redislock.Lock{"nil": nil, "zero": {}} {
-		t.Run(name, func(t *testing.T) {
-			refresh := lock.RedislockRefresh(l, time.Second)
-			if err := refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
-				t.Errorf("refresh = %v, want ErrNotHeld", err)
-			}
-			// Under the watchdog it ends the work, not the process.
-			work, stop := lock.KeepAlive(ctx, 30*time.Millisecond, refresh)
-			defer stop()
-			waitDone(t, work, 5*time.Second)
-			if cause := context.Cause(work); !errors.Is(cause, lock.ErrNotHeld) {
-				t.Errorf("cause = %v, want ErrNotHeld", cause)
-			}
-		})
-	}
 }
 
 func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
@@ -502,17 +474,6 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 				return err
 			}
 			return l.Refresh(ctx, ttl)
-		}},
-		{"ObtainRedislock", func(ctx context.Context, spy *pttlSpy, key string) error {
-			_, err := lock.ObtainRedislock(ctx, spy, key, ttl, nil)
-			return err
-		}},
-		{"RedislockRefresh", func(ctx context.Context, spy *pttlSpy, key string) error {
-			l, err := lock.ObtainRedislock(ctx, spy, key, time.Minute, nil)
-			if err != nil {
-				return err
-			}
-			return lock.RedislockRefresh(l, ttl)(ctx)
 		}},
 	}
 	for _, c := range calls {

@@ -99,8 +99,15 @@ type Lock struct {
 	// before it got the lock: 1 without contention.
 	Attempts int
 
-	rdb     Client
-	handoff *fairKeys // set by Fair: Release hands the lock to the next waiter
+	rdb       Client
+	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
+	handoff   *fairKeys     // set by Fair: Release hands the lock to the next waiter
+	watchdogs *watchdogs    // what Watch started, for Release to stop first
+}
+
+// newLock returns the lock that an acquisition of key with token took.
+func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
+	return &Lock{Key: key, Token: token, Attempts: attempts, rdb: rdb, ttl: ttl, watchdogs: &watchdogs{}}
 }
 
 // String names the lock without its token, so that logging a lock cannot
@@ -232,7 +239,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// or the reply was lost to a timeout. Delete what might be ours
 			// (token-checked, so nobody else's) so that no orphan lease
 			// blocks the others until its TTL runs out.
-			orphan := &Lock{Key: key, Token: token, rdb: rdb}
+			orphan := newLock(rdb, key, token, ttl, 0)
 			orphan.ReleaseWith(ctx, ReleaseLua)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
@@ -240,7 +247,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		}
 		if won {
-			return &Lock{Key: key, Token: token, Attempts: attempts, rdb: rdb}, nil
+			return newLock(rdb, key, token, ttl, attempts), nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait.NextBackoff())
@@ -330,20 +337,16 @@ func (l *Lock) releaseLua(ctx context.Context) error {
 	return nil
 }
 
-// Refresh resets the lock's TTL to ttl (rounded up to whole milliseconds,
-// see CheckTTL) if the key still holds this lock's token. It returns
-// ErrBadTTL for a TTL under 1 ms, ErrNotHeld when the lease had expired or
-// passed to another holder (it is not extended then) or the Lock is nil or
-// zero, or the Redis error.
-func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+// Refresh resets the lock's TTL to the one it was acquired with (rounded
+// up to whole milliseconds, see CheckTTL) if the key still holds this
+// lock's token. It returns ErrNotHeld when the lease had expired or passed
+// to another holder (it is not extended then) or the Lock is nil or zero,
+// or the Redis error.
+func (l *Lock) Refresh(ctx context.Context) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	if err := CheckTTL(ttl); err != nil {
-		return err
-	}
-	ms := wholeMillis(ttl).Milliseconds()
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, ms).Int()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, l.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, err)
 	}

@@ -101,10 +101,10 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 			if err := tt.l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("Release = %v, want ErrNotHeld", err)
 			}
-			if err := tt.l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+			if err := tt.l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("Refresh = %v, want ErrNotHeld", err)
 			}
-			work, stop := tt.l.Watch(ctx, time.Second)
+			work, stop := tt.l.Watch(ctx)
 			defer stop()
 			if work.Err() == nil {
 				t.Fatal("Watch: the work's context is not cancelled at once")
@@ -451,11 +451,12 @@ func anys(ss []string) []any {
 	return a
 }
 
-// A lease shorter than asked is the dangerous direction: 1.9 ms must hold
-// the lock for 2 ms, not 1.
+// A lease shorter than asked is the dangerous direction: 500.9 ms must hold
+// the lock for 501 ms, not 500. (Long enough for Refresh to find the lock
+// still held, on a loaded machine.)
 func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
-	const ttl = 1900 * time.Microsecond
-	const want = 2 * time.Millisecond
+	const ttl = 500*time.Millisecond + 900*time.Microsecond
+	const want = 501 * time.Millisecond
 	calls := []struct {
 		name string
 		call func(ctx context.Context, spy *pttlSpy, key string) error
@@ -469,19 +470,19 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 			return err
 		}},
 		{"Refresh", func(ctx context.Context, spy *pttlSpy, key string) error {
-			l, err := lock.Acquire(ctx, spy, key, time.Minute)
+			l, err := lock.Acquire(ctx, spy, key, ttl)
 			if err != nil {
 				return err
 			}
-			return l.Refresh(ctx, ttl)
+			return l.Refresh(ctx)
 		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			rdb, prefix := setup(t)
 			ctx := ctxFor(t, 5*time.Second)
-			// Rounded down (PX 1), the PTTL reads 1 or 0, never 2. Rounded
-			// up, it reads 2 unless a tick fell between SET and PTTL (about
+			// Rounded down (PX 500), the PTTL reads 500 or 499, never 501.
+			// Rounded up, it reads 501 unless a tick fell between SET and PTTL (about
 			// once in a thousand), so a few tries settle it.
 			var seen []time.Duration
 			for try := range 5 {

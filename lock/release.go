@@ -55,6 +55,7 @@ func (l *Lock) ReleaseWith(ctx context.Context, m ReleaseMethod) error {
 	if err := l.held(); err != nil {
 		return err
 	}
+	l.watchdogs.stop()
 	if l.handoff != nil {
 		return l.handoff.release(ctx, l.rdb, l.Token, "")
 	}

@@ -140,7 +140,7 @@ func TestRelease_redisErrorIsReturned(t *testing.T) {
 	if err := l.ReleaseWith(ctx, lock.ReleaseLua); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release: got %v, want the injected error and not ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx, time.Second); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want the injected error and not ErrNotHeld", err)
 	}
 	if got := holder(t, rdb, key); got != l.Token {

@@ -184,7 +184,7 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 	}
 	waited := time.Since(start)
 	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
 		l.Release)
 	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
 }

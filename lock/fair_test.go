@@ -392,8 +392,8 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
-		t.Fatalf("ReleaseWith(lua): %v", err)
+	if err := l.ReleaseLua(ctx); err != nil {
+		t.Fatalf("ReleaseLua: %v", err)
 	}
 	r := await(t, next, slack, "the waiter")
 	if r.err != nil {

@@ -240,7 +240,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// (token-checked, so nobody else's) so that no orphan lease
 			// blocks the others until its TTL runs out.
 			orphan := newLock(rdb, key, token, ttl, 0)
-			orphan.ReleaseWith(ctx, ReleaseLua)
+			orphan.ReleaseLua(ctx)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
@@ -314,27 +314,6 @@ func wholeMillis(ttl time.Duration) time.Duration {
 		return ttl - r // 292 years: no room to round up, none needed
 	}
 	return ttl + time.Millisecond - r
-}
-
-// Release gives the lock back: it deletes the key only if it still holds
-// this lock's token, in one atomic step, using DELEX where the server has
-// it (Redis 8.4 and later) and a Lua script otherwise. It runs even when
-// ctx has ended, bounded by ReleaseTimeout (see there). It returns
-// ErrNotHeld when the lease had expired or passed to another holder (then
-// nothing is deleted) or the Lock is nil or zero, or the Redis error.
-func (l *Lock) Release(ctx context.Context) error {
-	return l.ReleaseWith(ctx, ReleaseAuto)
-}
-
-func (l *Lock) releaseLua(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.Key}, l.Token).Int()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.Key, err)
-	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
 }
 
 // Refresh resets the lock's TTL to the one it was acquired with (rounded

@@ -276,8 +276,8 @@ func TestRelease_nilLock(t *testing.T) {
 	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release: got %v, want ErrNotHeld", err)
 	}
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); !errors.Is(err, lock.ErrNotHeld) {
-		t.Errorf("ReleaseWith: got %v, want ErrNotHeld", err)
+	if err := l.ReleaseLua(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("ReleaseLua: got %v, want ErrNotHeld", err)
 	}
 	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
@@ -469,7 +469,7 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 		t.Errorf("Refresh after SCRIPT FLUSH: %v", err)
 	}
 	flush()
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
+	if err := l.ReleaseLua(ctx); err != nil {
 		t.Errorf("Release after SCRIPT FLUSH: %v", err)
 	}
 	flush()
@@ -505,13 +505,13 @@ func TestLock_stringHidesTheToken(t *testing.T) {
 // the key, or the lease would block everyone for the rest of its TTL.
 func TestRelease_afterTheContextEnded(t *testing.T) {
 	rdb, key := setup(t)
-	for _, m := range []lock.ReleaseMethod{lock.ReleaseAuto, lock.ReleaseLua} {
-		t.Run(string(m), func(t *testing.T) {
+	for _, r := range releases {
+		t.Run(r.name, func(t *testing.T) {
 			l := mustAcquire(t, rdb, key, time.Minute)
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			if err := l.ReleaseWith(ctx, m); err != nil {
-				t.Fatalf("ReleaseWith(cancelled ctx, %s) = %v, want nil", m, err)
+			if err := r.call(l, ctx); err != nil {
+				t.Fatalf("%s(cancelled ctx) = %v, want nil", r.name, err)
 			}
 			if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
 				t.Error("the key is still there after a release with a cancelled context")

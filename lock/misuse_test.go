@@ -93,13 +93,10 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 	}
 	for _, tt := range locks {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, m := range []lock.ReleaseMethod{lock.ReleaseAuto, lock.ReleaseLua, lock.ReleaseDelex} {
-				if err := tt.l.ReleaseWith(ctx, m); !errors.Is(err, lock.ErrNotHeld) {
-					t.Errorf("ReleaseWith(%s) = %v, want ErrNotHeld", m, err)
+			for _, r := range releases {
+				if err := r.call(tt.l, ctx); !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("%s = %v, want ErrNotHeld", r.name, err)
 				}
-			}
-			if err := tt.l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-				t.Errorf("Release = %v, want ErrNotHeld", err)
 			}
 			if err := tt.l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("Refresh = %v, want ErrNotHeld", err)

@@ -226,7 +226,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 	}
 	ttl = wholeMillis(ttl)
 	token := rand.Text()
-	wait := Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+	var wait Jitter // 5 to 15 ms
 	var timer *time.Timer
 	for attempts := 1; ; attempts++ {
 		won, err := try(token, ttl)

@@ -109,7 +109,7 @@ func strategyByName(name string) (strategy, bool) {
 
 // retryWait is how long lock and redislock waiters sleep between attempts:
 // step 2's hand-built lock and step 4's jitter strategy, the same range.
-var retryWait = lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+var retryWait lock.Jitter // the zero Jitter: 5 to 15 ms
 
 // call is one spend of wallet id with two contexts.
 //

@@ -52,12 +52,11 @@ func ExampleLock_Watch() {
 		fmt.Println("no lock:", err)
 		return
 	}
-	defer l.Release(ctx)
+	defer l.Release(ctx) // stops the watchdog, then gives the lease back
 
 	// The work may run longer than ttl: the watchdog refreshes the lease
 	// every ttl/3, and cancels work if a refresh fails.
-	work, stop := l.Watch(ctx, ttl)
-	defer stop() // runs before Release: stop the watchdog, then give back
+	work, _ := l.Watch(ctx)
 
 	select {
 	case <-time.After(5 * time.Second): // stands in for the real work

@@ -178,7 +178,9 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	}
 	defer f.exit(w)
 	granted := func(fence int64, attempts int) *Lock {
-		return &Lock{Key: key, Token: token, Fence: fence, Attempts: attempts, rdb: f.rdb, handoff: q}
+		l := newLock(f.rdb, key, token, ttl, attempts)
+		l.Fence, l.handoff = fence, q
+		return l
 	}
 	// leave takes our entry out of the queue, and passes the lock on if a
 	// release had just made us the holder. It runs after ctx ended too.

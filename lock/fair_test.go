@@ -380,10 +380,10 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	if l.Fence < 1 || l.Attempts != 1 || l.String() != fmt.Sprintf("lock %s (fence %d)", key, l.Fence) {
 		t.Errorf("got %v with %d attempts, want a fence and 1 attempt", l, l.Attempts)
 	}
-	if err := l.Refresh(ctx, 10*time.Second); err != nil {
+	if err := l.Refresh(ctx); err != nil {
 		t.Errorf("Refresh: %v", err)
 	}
-	work, stop := l.Watch(ctx, 300*time.Millisecond)
+	work, stop := l.Watch(ctx)
 	time.Sleep(600 * time.Millisecond) // two refreshes
 	if work.Err() != nil {
 		t.Errorf("Watch lost the lease: %v", context.Cause(work))
@@ -392,8 +392,8 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
-		t.Fatalf("ReleaseWith(lua): %v", err)
+	if err := l.ReleaseLua(ctx); err != nil {
+		t.Fatalf("ReleaseLua: %v", err)
 	}
 	r := await(t, next, slack, "the waiter")
 	if r.err != nil {
@@ -402,7 +402,7 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second Release: %v, want ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh after Release: %v, want ErrNotHeld", err)
 	}
 	if err := r.l.Release(ctx); err != nil {

@@ -19,8 +19,9 @@ func TestJitter_staysWithinItsBounds(t *testing.T) {
 		{"a narrow range", lock.Jitter{Min: time.Millisecond, Max: time.Millisecond + 3}, time.Millisecond, time.Millisecond + 3, true},
 		{"min equals max", lock.Jitter{Min: 7 * time.Millisecond, Max: 7 * time.Millisecond}, 7 * time.Millisecond, 7 * time.Millisecond, false},
 		{"max below min", lock.Jitter{Min: 7 * time.Millisecond, Max: time.Millisecond}, 7 * time.Millisecond, 7 * time.Millisecond, false},
+		{"the zero Jitter is acquire's default", lock.Jitter{}, 5 * time.Millisecond, 15 * time.Millisecond, true},
 		// redislock reads 0 as "stop retrying", so the floor is 1 ns.
-		{"zero", lock.Jitter{}, 1, 1, false},
+		{"a zero max", lock.Jitter{Min: -1, Max: 0}, 1, 1, false},
 		{"negative bounds", lock.Jitter{Min: -time.Second, Max: -time.Millisecond}, 1, 1, false},
 		{"a negative min", lock.Jitter{Min: -time.Second, Max: 3}, 1, 3, true},
 		{"max below min, both negative", lock.Jitter{Min: -1, Max: -time.Second}, 1, 1, false},

@@ -99,8 +99,15 @@ type Lock struct {
 	// before it got the lock: 1 without contention.
 	Attempts int
 
-	rdb     Client
-	handoff *fairKeys // set by Fair: Release hands the lock to the next waiter
+	rdb       Client
+	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
+	handoff   *fairKeys     // set by Fair: Release hands the lock to the next waiter
+	watchdogs *watchdogs    // what Watch started, for Release to stop first
+}
+
+// newLock returns the lock that an acquisition of key with token took.
+func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
+	return &Lock{Key: key, Token: token, Attempts: attempts, rdb: rdb, ttl: ttl, watchdogs: &watchdogs{}}
 }
 
 // String names the lock without its token, so that logging a lock cannot
@@ -219,7 +226,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 	}
 	ttl = wholeMillis(ttl)
 	token := rand.Text()
-	wait := Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+	var wait Jitter // 5 to 15 ms
 	var timer *time.Timer
 	for attempts := 1; ; attempts++ {
 		won, err := try(token, ttl)
@@ -232,15 +239,15 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// or the reply was lost to a timeout. Delete what might be ours
 			// (token-checked, so nobody else's) so that no orphan lease
 			// blocks the others until its TTL runs out.
-			orphan := &Lock{Key: key, Token: token, rdb: rdb}
-			orphan.ReleaseWith(ctx, ReleaseLua)
+			orphan := newLock(rdb, key, token, ttl, 0)
+			orphan.ReleaseLua(ctx)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		}
 		if won {
-			return &Lock{Key: key, Token: token, Attempts: attempts, rdb: rdb}, nil
+			return newLock(rdb, key, token, ttl, attempts), nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait.NextBackoff())
@@ -309,41 +316,16 @@ func wholeMillis(ttl time.Duration) time.Duration {
 	return ttl + time.Millisecond - r
 }
 
-// Release gives the lock back: it deletes the key only if it still holds
-// this lock's token, in one atomic step, using DELEX where the server has
-// it (Redis 8.4 and later) and a Lua script otherwise. It runs even when
-// ctx has ended, bounded by ReleaseTimeout (see there). It returns
-// ErrNotHeld when the lease had expired or passed to another holder (then
-// nothing is deleted) or the Lock is nil or zero, or the Redis error.
-func (l *Lock) Release(ctx context.Context) error {
-	return l.ReleaseWith(ctx, ReleaseAuto)
-}
-
-func (l *Lock) releaseLua(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.Key}, l.Token).Int()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.Key, err)
-	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
-}
-
-// Refresh resets the lock's TTL to ttl (rounded up to whole milliseconds,
-// see CheckTTL) if the key still holds this lock's token. It returns
-// ErrBadTTL for a TTL under 1 ms, ErrNotHeld when the lease had expired or
-// passed to another holder (it is not extended then) or the Lock is nil or
-// zero, or the Redis error.
-func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
+// Refresh resets the lock's TTL to the one it was acquired with (rounded
+// up to whole milliseconds, see CheckTTL) if the key still holds this
+// lock's token. It returns ErrNotHeld when the lease had expired or passed
+// to another holder (it is not extended then) or the Lock is nil or zero,
+// or the Redis error.
+func (l *Lock) Refresh(ctx context.Context) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	if err := CheckTTL(ttl); err != nil {
-		return err
-	}
-	ms := wholeMillis(ttl).Milliseconds()
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, ms).Int()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, l.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, err)
 	}

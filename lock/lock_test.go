@@ -220,7 +220,7 @@ func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 	if err := stale.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release of an expired lease: got %v, want ErrNotHeld", err)
 	}
-	if err := stale.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if err := stale.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh of an expired lease: got %v, want ErrNotHeld", err)
 	}
 	if got := holder(t, rdb, key); got != fresh.Token {
@@ -245,7 +245,7 @@ func TestRefresh_afterExpiry(t *testing.T) {
 	for holder(t, rdb, key) != "" {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("got %v, want ErrNotHeld", err)
 	}
 	if n := rdb.Exists(ctx, key).Val(); n != 0 {
@@ -253,18 +253,19 @@ func TestRefresh_afterExpiry(t *testing.T) {
 	}
 }
 
-func TestRefresh_extendsTheTTL(t *testing.T) {
+func TestRefresh_restoresTheTTLTheLockWasAcquiredWith(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := ctxFor(t, 5*time.Second)
-	l := mustAcquire(t, rdb, key, time.Second)
-	if err := l.Refresh(ctx, time.Minute); err != nil {
+	l := mustAcquire(t, rdb, key, time.Minute)
+	// Let the lease run down, as time would, then renew it.
+	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Refresh(ctx); err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
 	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 30*time.Second {
-		t.Errorf("PTTL after Refresh(1m) = %v, want close to a minute", pttl)
-	}
-	if err := l.Refresh(ctx, 0); !errors.Is(err, lock.ErrBadTTL) {
-		t.Errorf("Refresh(0): got %v, want ErrBadTTL", err)
+		t.Errorf("PTTL after Refresh = %v, want close to the minute it was acquired with", pttl)
 	}
 	l.Release(ctx)
 }
@@ -275,10 +276,10 @@ func TestRelease_nilLock(t *testing.T) {
 	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release: got %v, want ErrNotHeld", err)
 	}
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); !errors.Is(err, lock.ErrNotHeld) {
-		t.Errorf("ReleaseWith: got %v, want ErrNotHeld", err)
+	if err := l.ReleaseLua(ctx); !errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("ReleaseLua: got %v, want ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
 	}
 	if got := l.String(); got != "lock <nil>" {
@@ -464,11 +465,11 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 
 	l := mustAcquire(t, rdb, key, 10*time.Second)
 	flush()
-	if err := l.Refresh(ctx, 20*time.Second); err != nil {
+	if err := l.Refresh(ctx); err != nil {
 		t.Errorf("Refresh after SCRIPT FLUSH: %v", err)
 	}
 	flush()
-	if err := l.ReleaseWith(ctx, lock.ReleaseLua); err != nil {
+	if err := l.ReleaseLua(ctx); err != nil {
 		t.Errorf("Release after SCRIPT FLUSH: %v", err)
 	}
 	flush()
@@ -504,17 +505,36 @@ func TestLock_stringHidesTheToken(t *testing.T) {
 // the key, or the lease would block everyone for the rest of its TTL.
 func TestRelease_afterTheContextEnded(t *testing.T) {
 	rdb, key := setup(t)
-	for _, m := range []lock.ReleaseMethod{lock.ReleaseAuto, lock.ReleaseLua} {
-		t.Run(string(m), func(t *testing.T) {
+	for _, r := range releases {
+		t.Run(r.name, func(t *testing.T) {
 			l := mustAcquire(t, rdb, key, time.Minute)
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			if err := l.ReleaseWith(ctx, m); err != nil {
-				t.Fatalf("ReleaseWith(cancelled ctx, %s) = %v, want nil", m, err)
+			if err := r.call(l, ctx); err != nil {
+				t.Fatalf("%s(cancelled ctx) = %v, want nil", r.name, err)
 			}
 			if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
 				t.Error("the key is still there after a release with a cancelled context")
 			}
 		})
+	}
+}
+
+func TestCheckTTL(t *testing.T) {
+	tests := []struct {
+		ttl time.Duration
+		ok  bool
+	}{
+		{-time.Millisecond, false},
+		{0, false},
+		{time.Millisecond - 1, false},
+		{time.Millisecond, true},
+		{2 * time.Second, true},
+	}
+	for _, tt := range tests {
+		err := lock.CheckTTL(tt.ttl)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
+			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
+		}
 	}
 }

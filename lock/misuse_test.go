@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lock"
@@ -48,14 +47,6 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 		}},
 		{"SupportsDelex", func(rdb *redis.Client, untyped bool) error {
 			_, err := lock.SupportsDelex(ctx, client(rdb, untyped))
-			return err
-		}},
-		{"ObtainRedislock", func(rdb *redis.Client, untyped bool) error {
-			var c redislock.RedisClient
-			if !untyped {
-				c = rdb
-			}
-			_, err := lock.ObtainRedislock(ctx, c, "k", time.Second, nil)
 			return err
 		}},
 	}
@@ -102,18 +93,15 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 	}
 	for _, tt := range locks {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, m := range []lock.ReleaseMethod{lock.ReleaseAuto, lock.ReleaseLua, lock.ReleaseDelex} {
-				if err := tt.l.ReleaseWith(ctx, m); !errors.Is(err, lock.ErrNotHeld) {
-					t.Errorf("ReleaseWith(%s) = %v, want ErrNotHeld", m, err)
+			for _, r := range releases {
+				if err := r.call(tt.l, ctx); !errors.Is(err, lock.ErrNotHeld) {
+					t.Errorf("%s = %v, want ErrNotHeld", r.name, err)
 				}
 			}
-			if err := tt.l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
-				t.Errorf("Release = %v, want ErrNotHeld", err)
-			}
-			if err := tt.l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
+			if err := tt.l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("Refresh = %v, want ErrNotHeld", err)
 			}
-			work, stop := tt.l.Watch(ctx, time.Second)
+			work, stop := tt.l.Watch(ctx)
 			defer stop()
 			if work.Err() == nil {
 				t.Fatal("Watch: the work's context is not cancelled at once")
@@ -137,25 +125,6 @@ func TestMisuse_keepAliveWithANilFuncPanicsAtTheCall(t *testing.T) {
 	}()
 	_, stop := lock.KeepAlive(context.Background(), time.Second, nil)
 	stop()
-}
-
-func TestMisuse_redislockRefreshOfNoLock(t *testing.T) {
-	ctx := ctxFor(t, 5*time.Second)
-	for name, l := range map[string]*redislock.Lock{"nil": nil, "zero": {}} {
-		t.Run(name, func(t *testing.T) {
-			refresh := lock.RedislockRefresh(l, time.Second)
-			if err := refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
-				t.Errorf("refresh = %v, want ErrNotHeld", err)
-			}
-			// Under the watchdog it ends the work, not the process.
-			work, stop := lock.KeepAlive(ctx, 30*time.Millisecond, refresh)
-			defer stop()
-			waitDone(t, work, 5*time.Second)
-			if cause := context.Cause(work); !errors.Is(cause, lock.ErrNotHeld) {
-				t.Errorf("cause = %v, want ErrNotHeld", cause)
-			}
-		})
-	}
 }
 
 func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
@@ -479,11 +448,12 @@ func anys(ss []string) []any {
 	return a
 }
 
-// A lease shorter than asked is the dangerous direction: 1.9 ms must hold
-// the lock for 2 ms, not 1.
+// A lease shorter than asked is the dangerous direction: 500.9 ms must hold
+// the lock for 501 ms, not 500. (Long enough for Refresh to find the lock
+// still held, on a loaded machine.)
 func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
-	const ttl = 1900 * time.Microsecond
-	const want = 2 * time.Millisecond
+	const ttl = 500*time.Millisecond + 900*time.Microsecond
+	const want = 501 * time.Millisecond
 	calls := []struct {
 		name string
 		call func(ctx context.Context, spy *pttlSpy, key string) error
@@ -497,30 +467,19 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 			return err
 		}},
 		{"Refresh", func(ctx context.Context, spy *pttlSpy, key string) error {
-			l, err := lock.Acquire(ctx, spy, key, time.Minute)
+			l, err := lock.Acquire(ctx, spy, key, ttl)
 			if err != nil {
 				return err
 			}
-			return l.Refresh(ctx, ttl)
-		}},
-		{"ObtainRedislock", func(ctx context.Context, spy *pttlSpy, key string) error {
-			_, err := lock.ObtainRedislock(ctx, spy, key, ttl, nil)
-			return err
-		}},
-		{"RedislockRefresh", func(ctx context.Context, spy *pttlSpy, key string) error {
-			l, err := lock.ObtainRedislock(ctx, spy, key, time.Minute, nil)
-			if err != nil {
-				return err
-			}
-			return lock.RedislockRefresh(l, ttl)(ctx)
+			return l.Refresh(ctx)
 		}},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			rdb, prefix := setup(t)
 			ctx := ctxFor(t, 5*time.Second)
-			// Rounded down (PX 1), the PTTL reads 1 or 0, never 2. Rounded
-			// up, it reads 2 unless a tick fell between SET and PTTL (about
+			// Rounded down (PX 500), the PTTL reads 500 or 499, never 501.
+			// Rounded up, it reads 501 unless a tick fell between SET and PTTL (about
 			// once in a thousand), so a few tries settle it.
 			var seen []time.Duration
 			for try := range 5 {

@@ -9,29 +9,61 @@ import (
 )
 
 // Watch keeps the lock alive while work runs: it refreshes the lease every
-// ttl/3 and returns a context for the work that is cancelled as soon as a
-// refresh fails. context.Cause then says why: ErrNotHeld when the lease was
-// lost to expiry or another holder, the Redis error otherwise.
+// third of the lock's TTL and returns a context for the work that is
+// cancelled as soon as a refresh fails. context.Cause then says why:
+// ErrNotHeld when the lease was lost to expiry or another holder, the
+// Redis error otherwise.
 //
-// Call it right after acquiring, do the protected work with the returned
-// context, and call the returned cancel when the work is done (before
-// Release): it stops the watchdog and waits for its goroutine to end.
+// Call it right after acquiring and do the protected work with the
+// returned context. Release stops the watchdog before it deletes the key,
+// so `defer l.Release(ctx)` is all the clean-up a watched lock needs; the
+// returned cancel stops watching without releasing, and waits for the
+// watchdog's goroutine to end. Calling both, in either order, is fine.
 //
 // A nil or zero Lock holds nothing: its context is cancelled at once with
 // ErrNotHeld as the cause.
-func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
+func (l *Lock) Watch(parent context.Context) (context.Context, context.CancelFunc) {
 	if err := l.held(); err != nil {
 		ctx, cancel := context.WithCancelCause(parent)
 		cancel(err)
 		return ctx, func() {}
 	}
-	return KeepAlive(parent, ttl, func(ctx context.Context) error {
-		return l.Refresh(ctx, ttl)
-	})
+	ctx, stop := KeepAlive(parent, l.ttl, l.Refresh)
+	l.watchdogs.add(stop)
+	return ctx, stop
+}
+
+// watchdogs holds the stop funcs of a Lock's Watch calls, so that Release
+// can stop them before it deletes the key: a watchdog left running would
+// find the key gone at its next refresh and cancel the work with
+// ErrNotHeld, as if the lease had been lost.
+type watchdogs struct {
+	mu    sync.Mutex
+	stops []context.CancelFunc
+}
+
+func (w *watchdogs) add(stop context.CancelFunc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stops = append(w.stops, stop)
+}
+
+// stop stops every watchdog and waits for their goroutines to end.
+func (w *watchdogs) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	stops := w.stops
+	w.stops = nil
+	w.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }
 
 // KeepAlive is the watchdog behind Watch, for any lease that has a refresh
-// call (step 4 uses it with a bsm/redislock lock). Every ttl/3 it calls
+// call (step 4 uses it with a bsm/redislock lock). ttl is the lease's TTL. Every ttl/3 it calls
 // refresh with a context bounded by ttl/3, so that a hung call is abandoned
 // while the lease still has a third of its TTL left; the first failure
 // cancels the returned context with the error as its cause.

@@ -22,7 +22,7 @@ func TestWatch_keepsTheLeaseAliveThenCancelsWhenLost(t *testing.T) {
 	// refresh may take up to ttl/3 = 200 ms before the watchdog gives up.
 	const ttl = 600 * time.Millisecond
 	l := mustAcquire(t, rdb, key, ttl)
-	ctx, cancel := l.Watch(context.Background(), ttl)
+	ctx, cancel := l.Watch(context.Background())
 	defer cancel()
 
 	// Without the watchdog the key would be gone after one TTL.
@@ -61,7 +61,7 @@ func TestWatch_parentEndsTheWork(t *testing.T) {
 	l := mustAcquire(t, rdb, key, 10*time.Second)
 	defer l.Release(ctxFor(t, 5*time.Second))
 	parent, stop := context.WithCancelCause(context.Background())
-	ctx, cancel := l.Watch(parent, 10*time.Second)
+	ctx, cancel := l.Watch(parent)
 	defer cancel()
 	shutdown := errors.New("test: shutting down")
 	stop(shutdown)
@@ -117,7 +117,7 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 
 	// Stopped by its caller.
 	l := mustAcquire(t, rdb, key, ttl)
-	_, stop := l.Watch(context.Background(), ttl)
+	_, stop := l.Watch(context.Background())
 	time.Sleep(ttl / 2)
 	if n := watchdogs(); n != before+1 {
 		t.Errorf("%d watchdogs while watching, want %d", n, before+1)
@@ -133,12 +133,35 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 
 	// Stopped by losing the lease, with nobody calling cancel.
 	l = mustAcquire(t, rdb, key, ttl)
-	ctx, cancel := l.Watch(context.Background(), ttl)
+	ctx, cancel := l.Watch(context.Background())
 	defer cancel() // only after the checks below
 	rdb.Del(ctxFor(t, 5*time.Second), key)
 	waitDone(t, ctx, 10*time.Second)
 	if n := settled(before); n != before {
 		t.Errorf("%d watchdogs after the lease was lost, want %d", n, before)
+	}
+}
+
+// Release stops the watchdog before it deletes the key, so a caller who
+// never calls Watch's cancel leaves no goroutine behind, and the work's
+// context ends as cancelled, not as a lost lease.
+func TestWatch_releaseStopsTheWatchdog(t *testing.T) {
+	rdb, key := setup(t)
+	before := settled(0)
+	l := mustAcquire(t, rdb, key, 600*time.Millisecond)
+	work, _ := l.Watch(context.Background())
+	time.Sleep(300 * time.Millisecond) // a refresh or so
+	if n := watchdogs(); n != before+1 {
+		t.Errorf("%d watchdogs while watching, want %d", n, before+1)
+	}
+	if err := l.Release(ctxFor(t, 5*time.Second)); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if n := settled(before); n != before {
+		t.Errorf("%d watchdogs after Release, want %d", n, before)
+	}
+	if cause := context.Cause(work); !errors.Is(cause, context.Canceled) {
+		t.Errorf("the work's cause after Release = %v, want context.Canceled", cause)
 	}
 }
 
@@ -173,7 +196,7 @@ func TestWatch_refreshesEveryThirdOfTheTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ctx, cancel := l.Watch(context.Background(), ttl)
+		ctx, cancel := l.Watch(context.Background())
 		defer cancel()
 
 		time.Sleep(950 * time.Millisecond)

@@ -34,6 +34,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/services"
@@ -62,10 +64,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	method, err := lock.ParseReleaseMethod(*release)
+	var err error
 	switch {
-	case err != nil:
-		err = fmt.Errorf("-release: %w", err)
+	case *release != "auto" && *release != "lua" && *release != "delex":
+		err = fmt.Errorf("-release: unknown release method %q (want auto, lua or delex)", *release)
 	case lock.CheckTTL(*ttl) != nil:
 		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(*ttl))
 	case *n < 1 || *wait <= 0 || *work < 0:
@@ -82,21 +84,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
-	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: lock.ReleaseLua, n: *n, Procs: *nprocs}
+	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: "lua", n: *n, Procs: *nprocs}
 	if r.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
 		return fail(err)
 	}
-	// Ask now which release the server allows, so that -release delex on
-	// an older Redis stops before anything runs.
-	delex, err := lock.SupportsDelex(ctx, rdb)
+	// Ask now whether the server has DELEX, as Release will, so that
+	// -release delex on an older Redis stops before anything runs.
+	delex, err := hasDelex(ctx, rdb)
 	if err != nil {
 		return fail(err)
 	}
-	if method == lock.ReleaseDelex && !delex {
+	if *release == "delex" && !delex {
 		return fail(fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", r.Redis))
 	}
-	if delex && method != lock.ReleaseLua {
-		r.Release = lock.ReleaseDelex
+	if delex && *release != "lua" {
+		r.Release = "delex" // what Release picks on this server
 	}
 
 	balanceKey := wallet.BalanceKey(*prefix, wallet.DemoWallet)
@@ -111,8 +113,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			ok, err := wallet.Spend(ctx, rdb, balanceKey, amount, *work)
 			// Release runs even after Ctrl-C: a lease left behind would
-			// block everyone for the rest of its TTL.
-			if rerr := l.ReleaseWith(ctx, method); rerr != nil {
+			// block everyone for the rest of its TTL. It sends DELEX where
+			// the server has it; ReleaseLua always runs the script.
+			giveBack := l.Release
+			if *release == "lua" {
+				giveBack = l.ReleaseLua
+			}
+			if rerr := giveBack(ctx); rerr != nil {
 				releaseErrs.Add(rerr)
 			}
 			return ok, err
@@ -153,4 +160,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.tally = tally
 	r.verdict = wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance)
 	return r.print(stdout, stderr, *asJSON)
+}
+
+// hasDelex reports whether the server knows DELEX (Redis 8.4 and later):
+// COMMAND INFO answers nil for a command it does not have.
+func hasDelex(ctx context.Context, rdb *redis.Client) (bool, error) {
+	info, err := rdb.Do(ctx, "command", "info", "delex").Slice()
+	if err != nil {
+		return false, fmt.Errorf("ask whether Redis has DELEX: %w", err)
+	}
+	return len(info) == 1 && info[0] != nil, nil
 }

@@ -46,7 +46,7 @@ func TestRun_okEveryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasDelex, err := lock.SupportsDelex(t.Context(), rdb)
+	hasDelex, err := hasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRun_json(t *testing.T) {
 func TestRun_releaseDelex(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	hasDelex, err := lock.SupportsDelex(t.Context(), rdb)
+	hasDelex, err := hasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestRun_releaseDelex(t *testing.T) {
 func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
-		{Name: "unknown release method", Args: []string{"-release", "del"}, Want: `-release: lock: unknown release method "del"`},
+		{Name: "unknown release method", Args: []string{"-release", "del"}, Want: `-release: unknown release method "del"`},
 		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: " + lock.ErrBadTTL.Error()},
 		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
 		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: lock.ErrBadTTL.Error() + ", got 500µs"},

@@ -11,16 +11,15 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
 type report struct {
-	Redis       string             `json:"redis_version"`
-	Release     lock.ReleaseMethod `json:"release"` // what releases used: lua or delex
-	Procs       int                `json:"procs"`   // the spenders ran in this many processes
-	LockLeft    bool               `json:"lock_left"`
-	Interrupted bool               `json:"interrupted"` // Ctrl-C: the check counts the spends made before it
+	Redis       string `json:"redis_version"`
+	Release     string `json:"release"` // what releases used: lua or delex
+	Procs       int    `json:"procs"`   // the spenders ran in this many processes
+	LockLeft    bool   `json:"lock_left"`
+	Interrupted bool   `json:"interrupted"` // Ctrl-C: the check counts the spends made before it
 
 	lockKey     string
 	n           int

@@ -122,7 +122,7 @@ func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error)
 		work, stop := ctx, context.CancelFunc(func() {})
 		if watch {
 			// Refreshes every ttl/3; cancels work if a refresh fails.
-			work, stop = l.Watch(ctx, e.ttl)
+			work, stop = l.Watch(ctx)
 		}
 		ok, err := wallet.Spend(work, e.rdb, e.balanceKey(), amount, e.work)
 		stop()
@@ -159,7 +159,7 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 	if err != nil {
 		return o, err
 	}
-	work, stop := l.Watch(ctx, e.ttl)
+	work, stop := l.Watch(ctx)
 	// Another client (here the same connection pool stands in for another
 	// server) writes its own token over ours a third into the work.
 	tookOver := make(chan error, 1)

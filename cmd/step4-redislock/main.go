@@ -28,7 +28,7 @@
 // wake-ups. Exponential backoff without randomness keeps them together and
 // only sleeps longer. Random waits spread them out.
 //
-// What redislock leaves to its caller is handled in lock.ObtainRedislock
+// What redislock leaves to its caller is handled in redislockx.Obtain
 // (TTL check, one-line errors) and below: a deadline on every wait, a
 // fresh strategy per Obtain, a watchdog, errors told apart (errorKind).
 //
@@ -59,6 +59,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/redislockx"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -89,7 +90,7 @@ var strategies = []strategy{
 		return redislock.ExponentialBackoff(16*time.Millisecond, 64*time.Millisecond)
 	}},
 	{"jitter", "lock.Jitter{5ms, 15ms}", func() redislock.RetryStrategy {
-		return lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+		return lock.Jitter{} // 5 to 15 ms, as lock.Acquire waits
 	}},
 }
 
@@ -242,9 +243,9 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 		// redislock would quietly stop retrying once the TTL had passed.
 		wctx, cancel := context.WithTimeout(ctx, c.wait)
 		defer cancel()
-		retry := &lock.CountingRetry{Strategy: s.fresh()}
+		retry := &redislockx.CountingRetry{Strategy: s.fresh()}
 		t0 := time.Now()
-		l, err := lock.ObtainRedislock(wctx, rdb, lockKey, c.ttl, &redislock.Options{RetryStrategy: retry})
+		l, err := redislockx.Obtain(wctx, rdb, lockKey, c.ttl, &redislock.Options{RetryStrategy: retry})
 		waited := time.Since(t0)
 		mu.Lock()
 		r.attempts += retry.Busy()
@@ -258,7 +259,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 		}
 		// redislock has no watchdog: step 3's keeps this lease alive too,
 		// and cancels the spend if a refresh finds it gone.
-		work, stopWatch := lock.KeepAlive(ctx, c.ttl, lock.RedislockRefresh(l, c.ttl))
+		work, stopWatch := lock.KeepAlive(ctx, c.ttl, redislockx.Refresh(l, c.ttl))
 		ok, err := wallet.Spend(work, rdb, balanceKey, amount, c.work)
 		if err != nil && ctx.Err() == nil && work.Err() != nil {
 			err = fmt.Errorf("%w: %w", errWatchdog, err) // not Ctrl-C: the watchdog

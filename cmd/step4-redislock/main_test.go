@@ -175,15 +175,16 @@ func TestStrategies_jitterWaitsStayInRangeAndDiffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, ok := s[0].fresh().(lock.Jitter)
-	if !ok {
+	if _, ok := s[0].fresh().(lock.Jitter); !ok {
 		t.Fatalf("jitter strategy is %T, want lock.Jitter", s[0].fresh())
 	}
+	// What the strategy's label promises: lock.Jitter{5ms, 15ms}.
+	const lo, hi = 5 * time.Millisecond, 15 * time.Millisecond
 	seen := map[time.Duration]bool{}
 	for range 1000 {
 		d := s[0].fresh().NextBackoff() // a fresh strategy per Obtain, as spendAll does
-		if d < j.Min || d > j.Max {
-			t.Fatalf("wait %v outside [%v, %v]", d, j.Min, j.Max)
+		if d < lo || d > hi {
+			t.Fatalf("wait %v outside [%v, %v]", d, lo, hi)
 		}
 		seen[d] = true
 	}

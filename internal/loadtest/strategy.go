@@ -11,6 +11,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 
 	"example.com/walletlock/internal/fencing"
+	"example.com/walletlock/internal/redislockx"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -108,7 +109,7 @@ func strategyByName(name string) (strategy, bool) {
 
 // retryWait is how long lock and redislock waiters sleep between attempts:
 // step 2's hand-built lock and step 4's jitter strategy, the same range.
-var retryWait = lock.Jitter{Min: 5 * time.Millisecond, Max: 15 * time.Millisecond}
+var retryWait lock.Jitter // the zero Jitter: 5 to 15 ms
 
 // call is one spend of wallet id with two contexts.
 //
@@ -183,7 +184,7 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 	}
 	waited := time.Since(start)
 	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
 		l.Release)
 	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
 }
@@ -191,9 +192,9 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 func spendRedislock(r *runner, c call) outcome {
 	// One counting wrapper per Obtain: it counts the attempts that found
 	// the lock taken.
-	retry := &lock.CountingRetry{Strategy: retryWait}
+	retry := &redislockx.CountingRetry{Strategy: retryWait}
 	start := time.Now()
-	l, err := lock.ObtainRedislock(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+	l, err := redislockx.Obtain(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
 		&redislock.Options{RetryStrategy: retry})
 	if err != nil {
 		return waitFailed(c, err)
@@ -201,7 +202,7 @@ func spendRedislock(r *runner, c call) outcome {
 	waited := time.Since(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, lock.RedislockRefresh(l, r.cfg.TTL))
+			return lock.KeepAlive(ctx, r.cfg.TTL, redislockx.Refresh(l, r.cfg.TTL))
 		},
 		func(ctx context.Context) error {
 			if err := l.Release(ctx); err != nil {

@@ -80,7 +80,7 @@ func Take(ctx context.Context, rdb Client, prefix string) (*Lease, error) {
 	lastSent := time.Now()
 	wctx, stop := lock.KeepAlive(context.Background(), TTL, func(ctx context.Context) error {
 		sent := time.Now()
-		err := l.Refresh(ctx, TTL)
+		err := l.Refresh(ctx)
 		switch {
 		case err == nil:
 			lastSent = sent

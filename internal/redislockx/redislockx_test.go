@@ -1,8 +1,9 @@
-package lock_test
+package redislockx_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/redislockx"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
@@ -44,7 +46,7 @@ func (h *failEveryCall) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-func TestObtainRedislock_refusesBadInputBeforeAnyCall(t *testing.T) {
+func TestObtain_refusesBadInputBeforeAnyCall(t *testing.T) {
 	tests := []struct {
 		name string
 		key  string
@@ -63,7 +65,7 @@ func TestObtainRedislock_refusesBadInputBeforeAnyCall(t *testing.T) {
 			rdb.AddHook(hook)
 			t.Cleanup(func() { rdb.Close() })
 
-			l, err := lock.ObtainRedislock(context.Background(), rdb, tt.key, tt.ttl, nil)
+			l, err := redislockx.Obtain(context.Background(), rdb, tt.key, tt.ttl, nil)
 			if !errors.Is(err, tt.want) || l != nil {
 				t.Fatalf("got (%v, %v), want (nil, %v)", l, err, tt.want)
 			}
@@ -74,7 +76,7 @@ func TestObtainRedislock_refusesBadInputBeforeAnyCall(t *testing.T) {
 	}
 }
 
-func TestObtainRedislock_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
+func TestObtain_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 	// The guard lets 1 ms through; the call then reaches the client, whose
 	// error comes back wrapped.
 	hook := &failEveryCall{}
@@ -82,7 +84,7 @@ func TestObtainRedislock_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 	rdb.AddHook(hook)
 	t.Cleanup(func() { rdb.Close() })
 
-	_, err := lock.ObtainRedislock(context.Background(), rdb, "k", time.Millisecond, nil)
+	_, err := redislockx.Obtain(context.Background(), rdb, "k", time.Millisecond, nil)
 	if !errors.Is(err, errCalled) {
 		t.Fatalf("got %v, want the client's error", err)
 	}
@@ -91,7 +93,7 @@ func TestObtainRedislock_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 	}
 }
 
-// This is the redislock v0.10.0 behaviour that ObtainRedislock guards
+// This is the redislock v0.10.0 behaviour that Obtain guards
 // against. If it fails after an upgrade, redislock fixed it: revisit the
 // comments that mention it.
 //
@@ -115,10 +117,10 @@ func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
 	}
 }
 
-func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
+func TestObtain_errorsAreToldApart(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Prefix(t, rdb) + "lock"
-	held, err := lock.ObtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
+	held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
 	t.Run("deadline while waiting matches both", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, waitLong)
+		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, waitLong)
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redislock.ErrNotObtained) {
 			t.Errorf("got %v, want DeadlineExceeded and ErrNotObtained", err)
 		}
@@ -139,7 +141,7 @@ func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
 	t.Run("strategy giving up matches ErrNotObtained only", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)})
+		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)})
 		if !errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want ErrNotObtained alone", err)
 		}
@@ -147,7 +149,7 @@ func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
 	})
 	t.Run("no deadline stops at the TTL", func(t *testing.T) {
 		start := time.Now()
-		_, err := lock.ObtainRedislock(context.Background(), rdb, key, 300*time.Millisecond, waitLong)
+		_, err := redislockx.Obtain(context.Background(), rdb, key, 300*time.Millisecond, waitLong)
 		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
 		}
@@ -160,7 +162,7 @@ func TestObtainRedislock_errorsAreToldApart(t *testing.T) {
 	t.Run("a cancelled context matches Canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
-		_, err := lock.ObtainRedislock(ctx, rdb, key, time.Second, waitLong)
+		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, waitLong)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want Canceled", err)
 		}
@@ -208,14 +210,14 @@ func (h *cutFirstCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-func TestObtainRedislock_cleansUpACallCutShort(t *testing.T) {
+func TestObtain_cleansUpACallCutShort(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Prefix(t, rdb) + "lock"
 	hook := &cutFirstCall{}
 	rdb.AddHook(hook)
 	// Load redislock's script first, so that the cut call is the one that
 	// takes the lock rather than a NOSCRIPT miss.
-	warm, err := lock.ObtainRedislock(context.Background(), rdb, key, time.Second, nil)
+	warm, err := redislockx.Obtain(context.Background(), rdb, key, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestObtainRedislock_cleansUpACallCutShort(t *testing.T) {
 	// the hook holds the call until it passes.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, err = lock.ObtainRedislock(ctx, rdb, key, time.Minute, nil)
+	_, err = redislockx.Obtain(ctx, rdb, key, time.Minute, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
@@ -238,17 +240,17 @@ func TestObtainRedislock_cleansUpACallCutShort(t *testing.T) {
 	}
 }
 
-func TestRedislockRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
+func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Prefix(t, rdb) + "lock"
 	// Refreshes come every ttl/3; a stall of two thirds of the TTL would
 	// lose the lease, so keep the TTL well above a noisy machine's stalls.
 	const ttl = time.Second
-	l, err := lock.ObtainRedislock(context.Background(), rdb, key, ttl, nil)
+	l, err := redislockx.Obtain(context.Background(), rdb, key, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, stop := lock.KeepAlive(context.Background(), ttl, lock.RedislockRefresh(l, ttl))
+	work, stop := lock.KeepAlive(context.Background(), ttl, redislockx.Refresh(l, ttl))
 	defer stop()
 
 	time.Sleep(ttl * 5 / 2)
@@ -271,14 +273,14 @@ func TestRedislockRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
 	}
 }
 
-func TestRedislockRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
+func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
 	rdb := testenv.Redis(t)
 	key := testenv.Prefix(t, rdb) + "lock"
-	l, err := lock.ObtainRedislock(context.Background(), rdb, key, time.Minute, nil)
+	l, err := redislockx.Obtain(context.Background(), rdb, key, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refresh := lock.RedislockRefresh(l, time.Minute)
+	refresh := redislockx.Refresh(l, time.Minute)
 	if err := refresh(context.Background()); err != nil {
 		t.Fatalf("refresh of a held lock: %v", err)
 	}
@@ -286,13 +288,13 @@ func TestRedislockRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
 	if err := refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("refresh of a deleted lock: got %v, want lock.ErrNotHeld", err)
 	}
-	if err := lock.RedislockRefresh(nil, time.Minute)(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+	if err := redislockx.Refresh(nil, time.Minute)(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("refresh of a nil lock: got %v, want lock.ErrNotHeld", err)
 	}
 }
 
 func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
-	c := &lock.CountingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
+	c := &redislockx.CountingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
 	for i := 1; i <= 3; i++ {
 		if got := c.NextBackoff(); got != 7*time.Millisecond {
 			t.Fatalf("wait %d = %v, want 7ms", i, got)
@@ -306,12 +308,12 @@ func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
 func TestCountingRetry_countsAttempts(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	obtain := func(t *testing.T, key string) *lock.CountingRetry {
+	obtain := func(t *testing.T, key string) *redislockx.CountingRetry {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		retry := &lock.CountingRetry{Strategy: lock.Jitter{Min: time.Millisecond, Max: 5 * time.Millisecond}}
-		l, err := lock.ObtainRedislock(ctx, rdb, key, 10*time.Second, &redislock.Options{RetryStrategy: retry})
+		retry := &redislockx.CountingRetry{Strategy: lock.Jitter{Min: time.Millisecond, Max: 5 * time.Millisecond}}
+		l, err := redislockx.Obtain(ctx, rdb, key, 10*time.Second, &redislock.Options{RetryStrategy: retry})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +328,7 @@ func TestCountingRetry_countsAttempts(t *testing.T) {
 	})
 	t.Run("contention: more attempts", func(t *testing.T) {
 		key := prefix + "busy"
-		held, err := lock.ObtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
+		held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -340,21 +342,120 @@ func TestCountingRetry_countsAttempts(t *testing.T) {
 	})
 }
 
-func TestCheckTTL(t *testing.T) {
-	tests := []struct {
-		ttl time.Duration
-		ok  bool
-	}{
-		{-time.Millisecond, false},
-		{0, false},
-		{time.Millisecond - 1, false},
-		{time.Millisecond, true},
-		{2 * time.Second, true},
+func TestObtain_nilClientIsAnError(t *testing.T) {
+	var typedNil *redis.Client // declared, never assigned
+	for name, rdb := range map[string]redislock.RedisClient{"a nil interface": nil, "a nil *redis.Client": typedNil} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := redislockx.Obtain(context.Background(), rdb, "k", time.Second, nil); !errors.Is(err, lock.ErrNilClient) {
+				t.Errorf("got %v, want ErrNilClient", err)
+			}
+		})
 	}
-	for _, tt := range tests {
-		err := lock.CheckTTL(tt.ttl)
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
-			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
-		}
+}
+
+func TestRefresh_ofNoLockIsNotHeld(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for name, l := range map[string]*redislock.Lock{"nil": nil, "zero": {}} {
+		t.Run(name, func(t *testing.T) {
+			refresh := redislockx.Refresh(l, time.Second)
+			if err := refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+				t.Errorf("refresh = %v, want ErrNotHeld", err)
+			}
+			// Under the watchdog it ends the work, not the process.
+			work, stop := lock.KeepAlive(ctx, 30*time.Millisecond, refresh)
+			defer stop()
+			select {
+			case <-work.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("the work's context was still live after 5s")
+			}
+			if cause := context.Cause(work); !errors.Is(cause, lock.ErrNotHeld) {
+				t.Errorf("cause = %v, want ErrNotHeld", cause)
+			}
+		})
+	}
+}
+
+// pttlSpy runs every script inside MULTI/EXEC, followed by PTTL of its
+// first key, so the PTTL is read microseconds after the script set the
+// TTL: it reads that TTL, or one millisecond less when the clock of Redis
+// ticked in between.
+type pttlSpy struct {
+	*redis.Client
+	pttl []time.Duration
+}
+
+func (s *pttlSpy) run(ctx context.Context, eval, script string, keys []string, args []any) *redis.Cmd {
+	all := []any{eval, script, len(keys)}
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	cmd := redis.NewCmd(ctx, append(all, args...)...)
+	var pttl *redis.DurationCmd
+	_, err := s.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Process(ctx, cmd)
+		pttl = p.PTTL(ctx, keys[0])
+		return nil
+	})
+	if err == nil {
+		s.pttl = append(s.pttl, pttl.Val())
+	}
+	return cmd
+}
+
+func (s *pttlSpy) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	return s.run(ctx, "evalsha", sha, keys, args)
+}
+
+func (s *pttlSpy) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return s.run(ctx, "eval", script, keys, args)
+}
+
+// A lease shorter than asked is the dangerous direction: 1.9 ms must hold
+// the lock for 2 ms, not 1 (redislock alone cuts it down).
+func TestObtainAndRefresh_roundAFractionOfAMillisecondUp(t *testing.T) {
+	const ttl = 1900 * time.Microsecond
+	const want = 2 * time.Millisecond
+	calls := map[string]func(ctx context.Context, spy *pttlSpy, key string) error{
+		"Obtain": func(ctx context.Context, spy *pttlSpy, key string) error {
+			_, err := redislockx.Obtain(ctx, spy, key, ttl, nil)
+			return err
+		},
+		"Refresh": func(ctx context.Context, spy *pttlSpy, key string) error {
+			l, err := redislockx.Obtain(ctx, spy, key, time.Minute, nil)
+			if err != nil {
+				return err
+			}
+			return redislockx.Refresh(l, ttl)(ctx)
+		},
+	}
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// Rounded down (PX 1), the PTTL reads 1 or 0, never 2. Rounded
+			// up, it reads 2 unless a tick fell in between (about once in a
+			// thousand), so a few tries settle it.
+			var seen []time.Duration
+			for try := range 5 {
+				spy := &pttlSpy{Client: rdb}
+				if err := call(ctx, spy, fmt.Sprintf("%s%s:%d", prefix, name, try)); err != nil {
+					t.Fatal(err)
+				}
+				if len(spy.pttl) == 0 {
+					t.Fatal("no PTTL was read")
+				}
+				seen = append(seen, spy.pttl[len(spy.pttl)-1])
+				if seen[len(seen)-1] >= want {
+					break
+				}
+			}
+			if got := seen[len(seen)-1]; got != want {
+				t.Errorf("PTTL right after the call: %v, want %v", seen, want)
+			}
+		})
 	}
 }

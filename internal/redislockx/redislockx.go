@@ -1,36 +1,44 @@
-package lock
+// Package redislockx adapts github.com/bsm/redislock v0.10.0 to the rules
+// of package lock, for step 4 and the step 6 load test, which compare the
+// hand-built lock with the library. The library leaves a few things to its
+// caller; each name below takes one of them on. Its errors are lock's
+// sentinels (lock.ErrBadTTL, lock.ErrNotHeld...), so that callers tell
+// them apart the same way for both locks.
+package redislockx
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
 )
 
-// This file adapts github.com/bsm/redislock v0.10.0 to the rules of this
-// package, for step 4 and the step 6 load test. The library leaves a few
-// things to its caller; each function below takes one of them on.
-
-// ObtainRedislock takes the lock on key with redislock, after the checks
+// Obtain takes the lock on key with redislock, after the checks
 // redislock does not make.
 //
 // The TTL is checked first: given 0, a negative TTL or one under 1 ms and
 // a ctx with a deadline, redislock v0.10.0 runs SET and then PEXPIRE with
 // 0 or less, which deletes the key, and returns a lock with a nil error
 // while nothing is held in Redis. Here such a TTL (and an empty key, and a
-// nil client) fails with ErrBadTTL (or ErrEmptyKey, or ErrNilClient)
+// nil client) fails with lock.ErrBadTTL (or lock.ErrEmptyKey, or
+// lock.ErrNilClient)
 // before any call to Redis. redislock cuts a TTL down to whole
 // milliseconds; here it is rounded up instead, as Acquire does (see
-// CheckTTL), so the lease is never shorter than asked.
+// lock.CheckTTL), so the lease is never shorter than asked.
 //
 // Bound the wait with a ctx deadline. Without one, redislock quietly stops
 // retrying after ttl, however long the retry strategy would go on. When
 // the deadline cuts a call to Redis short, the lease that call may still
-// have taken is deleted before ObtainRedislock returns; redislock alone
+// have taken is deleted before Obtain returns; redislock alone
 // would leave it to block everyone until its TTL ran out.
 //
 // opt.RetryStrategy must be a fresh value for each call: ExponentialBackoff
@@ -47,7 +55,7 @@ import (
 //
 // All are one line (redislock's own joined error spans two) and name the
 // key.
-func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
+func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
 	if err := validate(rdb, key, ttl); err != nil {
 		return nil, err
 	}
@@ -67,7 +75,7 @@ func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string,
 	}
 	// The wait ran out: ctx ended, or the deadline redislock set itself
 	// (now+ttl) because ctx had none.
-	gaveUp := fmt.Sprintf("lock: obtain %s: gave up waiting", key)
+	gaveUp := fmt.Sprintf("redislockx: obtain %s: gave up waiting", key)
 	cause := ctx.Err()
 	if cause == nil && errors.Is(err, context.DeadlineExceeded) {
 		gaveUp += fmt.Sprintf(" after the TTL (%v), as ctx had no deadline", ttl)
@@ -82,39 +90,39 @@ func ObtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string,
 		// It cut a call to Redis short, and Redis may still have run it:
 		// delete what might be ours, so that no orphan lease blocks the
 		// others until its TTL runs out. redislock stores token+metadata.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
-		releaseScript.Run(cctx, rdb, []string{key}, o.Token+o.Metadata)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
+		deleteIfOurs.Run(cctx, rdb, []string{key}, o.Token+o.Metadata)
 		cancel()
 		return nil, fmt.Errorf("%s: %w", gaveUp, cause)
 	case errors.Is(err, redislock.ErrNotObtained):
-		return nil, fmt.Errorf("lock: obtain %s: retry strategy gave up: %w", key, err)
+		return nil, fmt.Errorf("redislockx: obtain %s: retry strategy gave up: %w", key, err)
 	default:
-		return nil, fmt.Errorf("lock: obtain %s: %w", key, err)
+		return nil, fmt.Errorf("redislockx: obtain %s: %w", key, err)
 	}
 }
 
-// RedislockRefresh returns a refresh call for KeepAlive that gives l a
+// Refresh returns a refresh call for KeepAlive that gives l a
 // fresh ttl. redislock has no watchdog of its own; this is how it gets the
-// one Watch uses:
+// one lock.Lock.Watch uses:
 //
-//	wctx, stop := lock.KeepAlive(ctx, ttl, lock.RedislockRefresh(l, ttl))
+//	wctx, stop := lock.KeepAlive(ctx, ttl, redislockx.Refresh(l, ttl))
 //	defer stop()
 //
 // When the lease is gone, redislock's Refresh returns ErrNotObtained (not
-// ErrLockNotHeld, which only Release returns); it becomes ErrNotHeld here,
+// ErrLockNotHeld, which only Release returns); it becomes lock.ErrNotHeld here,
 // so context.Cause reads the same for both locks. Refresh makes a single
 // attempt: KeepAlive bounds it and cancels the work on the first failure.
-// The ttl is rounded up to whole milliseconds (see CheckTTL). A nil or
-// zero l (one that no Obtain returned) is never held: its refresh returns
-// ErrNotHeld without a call to Redis, and a ttl under 1 ms returns
-// ErrBadTTL (redislock would send PEXPIRE 0, which deletes the lock).
-func RedislockRefresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
-	bad := CheckTTL(ttl)
+// The ttl is rounded up to whole milliseconds (see lock.CheckTTL). A nil
+// or zero l (one that no Obtain returned) is never held: its refresh
+// returns lock.ErrNotHeld without a call to Redis, and a ttl under 1 ms
+// returns lock.ErrBadTTL (redislock would send PEXPIRE 0, which deletes the lock).
+func Refresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
+	bad := lock.CheckTTL(ttl)
 	ttl = wholeMillis(ttl)
 	return func(ctx context.Context) error {
 		switch {
 		case l == nil || l.Token() == "":
-			return ErrNotHeld
+			return lock.ErrNotHeld
 		case bad != nil:
 			return bad
 		}
@@ -123,9 +131,9 @@ func RedislockRefresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Con
 		case err == nil:
 			return nil
 		case errors.Is(err, redislock.ErrNotObtained):
-			return ErrNotHeld
+			return lock.ErrNotHeld
 		default:
-			return fmt.Errorf("lock: refresh %s: %w", l.Key(), err)
+			return fmt.Errorf("redislockx: refresh %s: %w", l.Key(), err)
 		}
 	}
 }
@@ -150,3 +158,32 @@ func (c *CountingRetry) NextBackoff() time.Duration {
 
 // Busy returns how many attempts so far found the lock held.
 func (c *CountingRetry) Busy() int { return int(c.busy.Load()) }
+
+// deleteIfOurs deletes KEYS[1] only if it holds ARGV[1], what redislock
+// stores there (token and metadata), so that cleaning up can never delete
+// another holder's lease. Returns 1 when it deleted the key, 0 otherwise.
+var deleteIfOurs = redis.NewScript(`
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("DEL", KEYS[1])
+end
+return 0`)
+
+// validate refuses what lock.Acquire refuses, before any call to Redis.
+func validate(rdb redislock.RedisClient, key string, ttl time.Duration) error {
+	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
+		return lock.ErrNilClient
+	}
+	if key == "" {
+		return lock.ErrEmptyKey
+	}
+	return lock.CheckTTL(ttl)
+}
+
+// wholeMillis rounds ttl up to whole milliseconds, as lock.Acquire does.
+func wholeMillis(ttl time.Duration) time.Duration {
+	r := ttl % time.Millisecond
+	if r == 0 || ttl > math.MaxInt64-time.Millisecond {
+		return ttl - r
+	}
+	return ttl + time.Millisecond - r
+}

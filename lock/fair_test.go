@@ -283,7 +283,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the next waiter: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != r.l.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
 		t.Error("the lock does not hold the next waiter's token")
 	}
 	r.l.Release(ctxFor(t, 5*time.Second))
@@ -322,7 +322,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the waiter behind the crashed one: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != r.l.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
 		t.Errorf("the lock holds %q, want the live waiter's token", got)
 	}
 	if n := queued(t, rdb, key); n != 0 {
@@ -962,7 +962,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		// The release told the waiter by SPUBLISH, naming it by the SHA-1
 		// of its token (never the token), with its fence.
 		msg, err := listener.ReceiveTimeout(ctx, slack)
-		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(r.l.Token)), r.l.Fence) {
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(lock.TokenOf(r.l))), r.l.Fence) {
 			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
 		}
 		r.l.Release(ctx)

@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,12 +94,13 @@ type Client interface {
 // with %v. Keep the *Lock that Acquire returns.
 type Lock struct {
 	Key   string
-	Token string // random, 130 bits, fresh for every acquisition; never printed
-	Fence int64  // set by AcquireFenced, 0 for Acquire
+	Fence int64 // set by AcquireFenced, 0 for Acquire
 
 	// Attempts is how many times Acquire or AcquireFenced asked Redis
 	// before it got the lock: 1 without contention.
 	Attempts int
+
+	token string // random, 130 bits, fresh for every acquisition; never shown (see ID)
 
 	rdb       Client
 	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
@@ -107,7 +110,7 @@ type Lock struct {
 
 // newLock returns the lock that an acquisition of key with token took.
 func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
-	return &Lock{Key: key, Token: token, Attempts: attempts, rdb: rdb, ttl: ttl, watchdogs: &watchdogs{}}
+	return &Lock{Key: key, token: token, Attempts: attempts, rdb: rdb, ttl: ttl, watchdogs: &watchdogs{}}
 }
 
 // String names the lock without its token, so that logging a lock cannot
@@ -142,6 +145,19 @@ type lockJSON struct {
 	Key      string
 	Fence    int64
 	Attempts int
+}
+
+// ID names this holding of the lock without giving its token away: the
+// hex SHA-1 of the token, which is also what a fair lock publishes when it
+// hands the lock over. It tells two holders apart in logs and reports;
+// knowing it does not let anyone release or refresh the lock. A nil or
+// zero Lock has the ID "".
+func (l *Lock) ID() string {
+	if l == nil || l.token == "" {
+		return ""
+	}
+	sum := sha1.Sum([]byte(l.token))
+	return hex.EncodeToString(sum[:])
 }
 
 // MarshalJSON encodes the lock without its token.
@@ -325,7 +341,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.Token, l.ttl.Milliseconds()).Int()
+	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.token, l.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, err)
 	}

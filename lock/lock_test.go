@@ -2,7 +2,10 @@ package lock_test
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,7 +173,7 @@ func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
 			t.Errorf("a loser got %v, want an error matching context.DeadlineExceeded", err)
 		}
 	}
-	if got, want := holder(t, rdb, key), winners[0].Token; got != want {
+	if got, want := holder(t, rdb, key), lock.TokenOf(winners[0]); got != want {
 		t.Errorf("the key holds %q, want the winner's token", got)
 	}
 	if err := winners[0].Release(ctxFor(t, 5*time.Second)); err != nil {
@@ -201,7 +204,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	if second.Attempts < 2 {
 		t.Errorf("second Acquire took %d attempts, want at least 2 (it had to wait)", second.Attempts)
 	}
-	if second.Token == first.Token {
+	if lock.TokenOf(second) == lock.TokenOf(first) {
 		t.Error("two acquisitions drew the same token")
 	}
 	if err := second.Release(ctxFor(t, 5*time.Second)); err != nil {
@@ -223,7 +226,7 @@ func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 	if err := stale.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh of an expired lease: got %v, want ErrNotHeld", err)
 	}
-	if got := holder(t, rdb, key); got != fresh.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(fresh) {
 		t.Fatalf("after the stale holder's Release the key holds %q, want the new holder's token", got)
 	}
 	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 5*time.Second {
@@ -363,7 +366,7 @@ func TestAcquire_contextEndsWhileWaiting(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("got (%v, %v), want an error matching %v", l, err, tt.want)
 			}
-			if got := holder(t, rdb, key); got != held.Token {
+			if got := holder(t, rdb, key); got != lock.TokenOf(held) {
 				t.Errorf("the key holds %q, want the first holder's token untouched", got)
 			}
 		})
@@ -536,5 +539,37 @@ func TestCheckTTL(t *testing.T) {
 		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
 			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
 		}
+	}
+}
+
+func TestLock_IDNamesTheHolderWithoutItsToken(t *testing.T) {
+	rdb := testenv.Redis(t)
+	key := testenv.Prefix(t, rdb) + "lock:{id}"
+	ctx := t.Context()
+	first, err := lock.Acquire(ctx, rdb, key, time.Second)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	second, err := lock.Acquire(ctx, rdb, key, time.Second)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	defer second.Release(ctx)
+	sum := sha1.Sum([]byte(lock.TokenOf(first)))
+	if got, want := first.ID(), hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("ID = %q, want the hex SHA-1 of the token %q", got, want)
+	}
+	if first.ID() == second.ID() {
+		t.Error("two acquisitions have the same ID")
+	}
+	if strings.Contains(first.ID(), lock.TokenOf(first)) {
+		t.Error("the ID contains the token")
+	}
+	var none *lock.Lock
+	if none.ID() != "" || (&lock.Lock{}).ID() != "" {
+		t.Error("a nil or zero Lock has an ID")
 	}
 }

@@ -89,7 +89,7 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 	}{
 		{"nil *Lock", nil},
 		{"zero Lock", &lock.Lock{}},
-		{"hand-made Lock", &lock.Lock{Key: key, Token: held.Token}},
+		{"hand-made Lock", &lock.Lock{Key: key}},
 	}
 	for _, tt := range locks {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 			}
 		})
 	}
-	if got := holder(t, rdb, key); got != held.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(held) {
 		t.Errorf("the real holder's lock was touched: key holds %q", got)
 	}
 }
@@ -135,7 +135,7 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	secrets := []string{l.Token, fmt.Sprintf("%x", l.Token), fmt.Sprint([]byte(l.Token))}
+	secrets := []string{lock.TokenOf(l), fmt.Sprintf("%x", lock.TokenOf(l)), fmt.Sprint([]byte(lock.TokenOf(l)))}
 
 	type wrapper struct{ Lock lock.Lock }
 	type wrapperPtr struct{ Lock *lock.Lock }

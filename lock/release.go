@@ -45,7 +45,7 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 	}
 	l.watchdogs.stop()
 	if l.handoff != nil {
-		return l.handoff.release(ctx, l.rdb, l.Token, "")
+		return l.handoff.release(ctx, l.rdb, l.token, "")
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
@@ -58,7 +58,7 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 			return l.releaseDelex(ctx)
 		}
 	}
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.Key}, l.Token).Int()
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.Key}, l.token).Int()
 	if err != nil {
 		return fmt.Errorf("lock: release %s: %w", l.Key, err)
 	}
@@ -69,7 +69,7 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 }
 
 func (l *Lock) releaseDelex(ctx context.Context) error {
-	n, err := l.rdb.DelExArgs(ctx, l.Key, redis.DelExArgs{Mode: "IFEQ", MatchValue: l.Token}).Result()
+	n, err := l.rdb.DelExArgs(ctx, l.Key, redis.DelExArgs{Mode: "IFEQ", MatchValue: l.token}).Result()
 	if err != nil {
 		return fmt.Errorf("lock: release %s: %w", l.Key, err)
 	}

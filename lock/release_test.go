@@ -131,7 +131,7 @@ func TestRelease_redisErrorIsReturned(t *testing.T) {
 	if err := l.Refresh(ctx); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want the injected error and not ErrNotHeld", err)
 	}
-	if got := holder(t, rdb, key); got != l.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(l) {
 		t.Error("a failed release deleted the key")
 	}
 }

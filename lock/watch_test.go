@@ -30,7 +30,7 @@ func TestWatch_keepsTheLeaseAliveThenCancelsWhenLost(t *testing.T) {
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("the watch context ended while the lease was ours: %v (cause %v)", err, context.Cause(ctx))
 	}
-	if got := holder(t, rdb, key); got != l.Token {
+	if got := holder(t, rdb, key); got != lock.TokenOf(l) {
 		t.Fatalf("after 5 TTLs the key holds %q, want our token", got)
 	}
 

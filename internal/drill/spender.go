@@ -266,7 +266,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		defer rcancel()
 		l.Release(rctx)
 	}()
-	e.Holder, e.Fence = holderID(l.Token), l.Fence
+	e.Holder, e.Fence = shortID(l.ID()), l.Fence
 	if s.c.Strategy == Wait {
 		n, err := s.rdb.Wait(ctx, 1, s.c.TTL/5).Result()
 		if err != nil || n < 1 { // gave up before touching the wallet
@@ -312,9 +312,13 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	s.done(e, err == nil, err)
 }
 
-// holderID names a holder without its token, which would let anyone
-// release the lock.
+// holderID names the holder of a token, as the spenders report it: the
+// first 12 hex digits of lock.Lock's ID, so that a token read from a
+// replica can be matched to the spender that held it.
 func holderID(token string) string {
 	sum := sha1.Sum([]byte(token))
-	return hex.EncodeToString(sum[:6])
+	return shortID(hex.EncodeToString(sum[:]))
 }
+
+// shortID cuts a lock.Lock ID to the length the reports carry.
+func shortID(id string) string { return id[:min(12, len(id))] }

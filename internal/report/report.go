@@ -1,0 +1,186 @@
+// Package report is the verdict tail every step program shares: it holds
+// each phase's check against the lesson (internal/lesson), prints the
+// result as one JSON object when asked, names every phase that did not
+// give the verdict the lesson promises, and picks the exit code.
+//
+// A step prints its own story and check lines as it goes; the report adds
+// nothing to that text but one line per mismatch or failure on stderr.
+//
+//	r := report.New(step)
+//	r.Set("redis_version", version)
+//	r.Add("1", verdict, figures)
+//	return r.Finish(stdout, stderr, asJSON)
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/wallet"
+)
+
+// Report collects one run of a step program.
+type Report struct {
+	step        string
+	keys        []string // Set keys, in the order first set
+	values      map[string]any
+	phases      []Phase
+	cut         *Phase // the phase Ctrl-C cut short, if it measured anything
+	interrupted bool
+	failed      bool
+}
+
+// Phase is one phase's check as the report prints it: the lesson's Result
+// with the step's own figures beside it, in the same JSON object.
+type Phase struct {
+	lesson.Result
+	Figures any // a struct or map whose JSON keys join the Result's; nil for none
+}
+
+// New starts the report of a step, named as in lesson.Phases.
+func New(step string) *Report { return &Report{step: step, values: map[string]any{}} }
+
+// Set adds a top-level JSON key, beside "step", "phases" and "interrupted".
+// Setting a key again replaces its value.
+func (r *Report) Set(key string, value any) {
+	if _, ok := r.values[key]; !ok {
+		r.keys = append(r.keys, key)
+	}
+	r.values[key] = value
+}
+
+// Add records a phase that ran to the end and returns its check against
+// the lesson. figures go into the phase's JSON object; nil adds nothing.
+func (r *Report) Add(phase string, v wallet.Verdict, figures any) lesson.Result {
+	p := r.phase(phase, v, figures)
+	r.phases = append(r.phases, p)
+	return p.Result
+}
+
+// Interrupt records that Ctrl-C stopped the run: Finish returns 130.
+func (r *Report) Interrupt() { r.interrupted = true }
+
+// Interrupted records the phase Ctrl-C cut short: it is printed as
+// "interrupted_phase" but not held to the lesson, since it counts only the
+// spends made before Ctrl-C. It also calls Interrupt.
+func (r *Report) Interrupted(phase string, v wallet.Verdict, figures any) {
+	p := r.phase(phase, v, figures)
+	r.cut, r.interrupted = &p, true
+}
+
+// Fail prints err on stderr as "step: err" and makes Finish return 1.
+func (r *Report) Fail(stderr io.Writer, err error) {
+	fmt.Fprintf(stderr, "%s: %v\n", r.step, err)
+	r.failed = true
+}
+
+// Phases returns the phases recorded with Add, in order.
+func (r *Report) Phases() []Phase { return r.phases }
+
+func (r *Report) phase(name string, v wallet.Verdict, figures any) Phase {
+	return Phase{Result: lesson.NewResult(r.step, name, v.String(), v.OK), Figures: figures}
+}
+
+// Finish prints the JSON object on stdout when asJSON, one line on stderr
+// for each phase whose verdict is not the lesson's (not after Ctrl-C), and
+// returns the exit code: 130 (cli.ExitInterrupted) after Ctrl-C, 1 when a
+// phase missed the lesson or Fail was called, 0 otherwise.
+func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
+	if asJSON {
+		if err := r.encode(stdout); err != nil {
+			r.Fail(stderr, fmt.Errorf("print JSON: %w", err))
+		}
+	}
+	if r.interrupted {
+		return cli.ExitInterrupted
+	}
+	code := 0
+	if r.failed {
+		code = 1
+	}
+	for _, p := range r.phases {
+		if p.Match() {
+			continue
+		}
+		what, _ := lesson.Lookup(p.Step, p.Phase)
+		fmt.Fprintf(stderr, "%s: phase %s gave %s, the lesson says %s (%s); try the defaults\n",
+			r.step, p.Phase, p.Verdict, p.Want, what.What)
+		code = 1
+	}
+	return code
+}
+
+// encode writes one JSON object: "step", the Set keys, "phases",
+// "interrupted" and, when a phase was cut short, "interrupted_phase".
+func (r *Report) encode(w io.Writer) error {
+	var b bytes.Buffer
+	field := func(key string, value any) error {
+		k, _ := json.Marshal(key)
+		v, err := json.Marshal(value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+		return nil
+	}
+	b.WriteByte('{')
+	phases := r.phases
+	if phases == nil {
+		phases = []Phase{}
+	}
+	fields := []string{"step"}
+	fields = append(fields, r.keys...)
+	for _, key := range append(fields, "phases", "interrupted", "interrupted_phase") {
+		var value any
+		switch key {
+		case "step":
+			value = r.step
+		case "phases":
+			value = phases
+		case "interrupted":
+			value = r.interrupted
+		case "interrupted_phase":
+			if r.cut == nil {
+				continue
+			}
+			value = r.cut
+		default:
+			value = r.values[key]
+		}
+		if err := field(key, value); err != nil {
+			return err
+		}
+	}
+	b.WriteString("}\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// MarshalJSON writes the Result's keys and then the figures' keys in one
+// object.
+func (p Phase) MarshalJSON() ([]byte, error) {
+	res, err := json.Marshal(p.Result)
+	if err != nil || p.Figures == nil {
+		return res, err
+	}
+	fig, err := json.Marshal(p.Figures)
+	if err != nil {
+		return nil, err
+	}
+	if len(fig) < 2 || fig[0] != '{' {
+		return nil, fmt.Errorf("report: phase %s: figures are not a JSON object: %s", p.Phase, fig)
+	}
+	if string(fig) == "{}" {
+		return res, nil
+	}
+	return append(append(res[:len(res)-1], ','), fig[1:]...), nil
+}

@@ -1,0 +1,116 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/wallet"
+)
+
+// broken and ok are check lines for step3-ttl phase 1 (the lesson: BROKEN).
+var (
+	broken = wallet.CheckUnknown(100, 10, 3, 0, 80)
+	ok     = wallet.CheckUnknown(100, 10, 3, 0, 70)
+)
+
+func finish(t *testing.T, r *Report, asJSON bool) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	code = r.Finish(&out, &errs, asJSON)
+	return code, out.String(), errs.String()
+}
+
+func TestFinishExitsZeroAndPrintsNothingWhenEveryPhaseMatches(t *testing.T) {
+	r := New("step3-ttl")
+	r.Add("1", broken, nil)
+	r.Add("2", ok, nil)
+	if code, stdout, stderr := finish(t, r, false); code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("Finish = %d, stdout %q, stderr %q; want 0 and nothing printed", code, stdout, stderr)
+	}
+}
+
+func TestFinishNamesEachMismatchAndExitsOne(t *testing.T) {
+	r := New("step3-ttl")
+	r.Add("1", ok, nil)
+	r.Add("2", ok, nil)
+	code, _, stderr := finish(t, r, false)
+	want := "step3-ttl: phase 1 gave OK, the lesson says BROKEN (work outlives the TTL with no watchdog: two holders at once); try the defaults\n"
+	if code != 1 || stderr != want {
+		t.Errorf("Finish = %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+}
+
+func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
+	r := New("step2-lock")
+	var errs bytes.Buffer
+	r.Fail(&errs, errors.New("the lock key is still there"))
+	r.Add("lock", wallet.CheckUnknown(100, 10, 10, 0, 0), nil)
+	if errs.String() != "step2-lock: the lock key is still there\n" {
+		t.Errorf("Fail printed %q", errs.String())
+	}
+	if code, _, _ := finish(t, r, false); code != 1 {
+		t.Errorf("Finish = %d, want 1", code)
+	}
+}
+
+func TestInterruptedExits130AndHoldsNothingToTheLesson(t *testing.T) {
+	r := New("step3-ttl")
+	r.Add("1", broken, nil)
+	r.Interrupted("2", broken, map[string]int{"releases": 1}) // BROKEN where OK is promised: not judged
+	code, stdout, stderr := finish(t, r, true)
+	if code != cli.ExitInterrupted || stderr != "" {
+		t.Fatalf("Finish = %d, stderr %q; want %d and nothing on stderr", code, stderr, cli.ExitInterrupted)
+	}
+	var got struct {
+		Interrupted bool             `json:"interrupted"`
+		Phases      []map[string]any `json:"phases"`
+		Cut         map[string]any   `json:"interrupted_phase"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Interrupted || len(got.Phases) != 1 || got.Cut["phase"] != "2" || got.Cut["releases"] != 1.0 {
+		t.Errorf("got %s; want interrupted, phase 1 in phases, phase 2 with its figures as interrupted_phase", stdout)
+	}
+}
+
+func TestInterruptWithoutAPhaseExits130(t *testing.T) {
+	r := New("step1-race")
+	r.Interrupt()
+	code, stdout, _ := finish(t, r, true)
+	if code != cli.ExitInterrupted || strings.Contains(stdout, "interrupted_phase") || !strings.Contains(stdout, `"phases":[]`) {
+		t.Errorf("Finish = %d, JSON %s; want 130, empty phases and no interrupted_phase", code, stdout)
+	}
+}
+
+func TestJSONIsOneObjectWithTheSetKeysAndFiguresInsideEachPhase(t *testing.T) {
+	type figures struct {
+		NotHeld int    `json:"releases_not_held"`
+		Cause   string `json:"cause,omitempty"`
+	}
+	r := New("step3-ttl")
+	r.Set("redis_version", "7.0.15")
+	r.Set("n", 3)
+	r.Add("1", broken, figures{NotHeld: 3})
+	r.Add("2", ok, nil)
+	code, stdout, _ := finish(t, r, true)
+	want := `{"step":"step3-ttl","redis_version":"7.0.15","n":3,"phases":[` +
+		`{"step":"step3-ttl","phase":"1","check":"accepted=3 balance=80 expected=70 BROKEN","verdict":"BROKEN","want":"BROKEN","releases_not_held":3},` +
+		`{"step":"step3-ttl","phase":"2","check":"accepted=3 balance=70 expected=70 OK","verdict":"OK","want":"OK"}],` +
+		`"interrupted":false}` + "\n"
+	if code != 0 || stdout != want {
+		t.Errorf("Finish = %d, JSON\n%s\nwant 0 and\n%s", code, stdout, want)
+	}
+}
+
+func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
+	r := New("step1-race")
+	r.Add("race", broken, 7)
+	if code, _, stderr := finish(t, r, true); code != 1 || !strings.Contains(stderr, "not a JSON object") {
+		t.Errorf("Finish = %d, stderr %q; want 1 and the reason", code, stderr)
+	}
+}

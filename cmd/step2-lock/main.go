@@ -38,6 +38,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/procs"
+	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -84,8 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
-	r := report{lockKey: wallet.LockKey(*prefix, wallet.DemoWallet), Release: "lua", n: *n, Procs: *nprocs}
-	if r.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
+	lockKey, method := wallet.LockKey(*prefix, wallet.DemoWallet), "lua"
+	version, err := services.RedisVersion(ctx, rdb)
+	if err != nil {
 		return fail(err)
 	}
 	// Ask now whether the server has DELEX, as Release will, so that
@@ -95,10 +97,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	if *release == "delex" && !delex {
-		return fail(fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", r.Redis))
+		return fail(fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", version))
 	}
 	if delex && *release != "lua" {
-		r.Release = "delex" // what Release picks on this server
+		method = "delex" // what Release picks on this server
 	}
 
 	balanceKey := wallet.BalanceKey(*prefix, wallet.DemoWallet)
@@ -106,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	spenders := procs.Spenders{N: *n, Procs: *nprocs, Args: args, Stderr: stderr, Also: &releaseErrs,
 		Spend: func(ctx context.Context, _ int) (bool, error) {
 			actx, cancel := context.WithTimeout(ctx, *wait)
-			l, err := lock.Acquire(actx, rdb, r.lockKey, *ttl)
+			l, err := lock.Acquire(actx, rdb, lockKey, *ttl)
 			cancel()
 			if err != nil {
 				return false, err
@@ -133,9 +135,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	defer s.Close(stderr, balanceKey, r.lockKey)
-	ctx = s.Context()       // ends at Ctrl-C
-	rdb.Del(ctx, r.lockKey) // a lease left by an interrupted run
+	defer s.Close(stderr, balanceKey, lockKey)
+	ctx = s.Context()     // ends at Ctrl-C
+	rdb.Del(ctx, lockKey) // a lease left by an interrupted run
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
 		return failed(stderr, s, err)
 	}
@@ -143,7 +145,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 		return failed(stderr, s, errors.New("the spenders got no answer from Redis in time"))
 	}
-	r.releaseErrs = releaseErrs.List()
 	// What was measured is read back even after Ctrl-C.
 	done, cancel := s.Cleanup()
 	defer cancel()
@@ -151,15 +152,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failed(stderr, s, err)
 	}
-	left, err := rdb.Exists(done, r.lockKey).Result()
+	left, err := rdb.Exists(done, lockKey).Result()
 	if err != nil {
 		return failed(stderr, s, err)
 	}
-	r.LockLeft = left > 0
-	r.Interrupted = s.Interrupted()
-	r.tally = tally
-	r.verdict = wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance)
-	return r.print(stdout, stderr, *asJSON)
+	verdict := wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance)
+	if !*asJSON {
+		leftBehind := "no"
+		if left > 0 {
+			leftBehind = "YES"
+		}
+		fmt.Fprintln(stdout, verdict)
+		fmt.Fprintf(stdout, "lock key left behind: %s (released with %s, Redis %s)\n", leftBehind, method, version)
+	}
+
+	r := report.New(step)
+	failedReleases := releaseErrs.List()
+	r.Set("redis_version", version)
+	r.Set("release", method) // what releases used: lua or delex
+	r.Set("procs", *nprocs)  // the spenders ran in this many processes
+	r.Set("lock_left", left > 0)
+	r.Set("failed_spends", len(tally.Errors))
+	r.Set("unknown_spends", tally.Unknown)
+	r.Set("failed_releases", len(failedReleases))
+	if s.Interrupted() { // measured, but not what the lesson is about
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C; the check line counts only the spends made before it\n", step)
+		r.Interrupted("lock", verdict, nil)
+		return r.Finish(stdout, stderr, *asJSON)
+	}
+	r.Add("lock", verdict, nil)
+	if line := cli.Outcomes(tally, *n, verdict); line != "" {
+		r.Fail(stderr, errors.New(line))
+	}
+	if len(failedReleases) > 0 {
+		r.Fail(stderr, fmt.Errorf("%d releases failed, first: %w", len(failedReleases), failedReleases[0]))
+	}
+	if left > 0 {
+		r.Fail(stderr, fmt.Errorf("the lock key %s is still there after every spender released it", lockKey))
+	}
+	return r.Finish(stdout, stderr, *asJSON)
 }
 
 // hasDelex reports whether the server knows DELEX (Redis 8.4 and later):
@@ -170,4 +201,19 @@ func hasDelex(ctx context.Context, rdb *redis.Client) (bool, error) {
 		return false, fmt.Errorf("ask whether Redis has DELEX: %w", err)
 	}
 	return len(info) == 1 && info[0] != nil, nil
+}
+
+// failed reports an error that stopped the run before its check line:
+// after Ctrl-C it says the run was interrupted and returns 130; when the
+// run lease was lost, it names that as the cause.
+func failed(stderr io.Writer, s *cli.Session, err error) int {
+	switch {
+	case s.Interrupted():
+		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C before the balance could be read (%v)\n", step, err)
+		return cli.ExitInterrupted
+	case s.Context().Err() != nil:
+		err = context.Cause(s.Context())
+	}
+	fmt.Fprintln(stderr, step+":", err)
+	return 1
 }

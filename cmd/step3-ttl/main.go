@@ -42,7 +42,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,7 +50,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -107,17 +106,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer e.run.Close(stderr, e.balanceKey(), e.lockKey())
 	ctx = e.run.Context() // ends at Ctrl-C
 
-	outcomes := []outcome{}
+	r := report.New(step)
+	r.Set("redis_version", version)
+	r.Set("ttl", e.ttl.String())
+	r.Set("work", e.work.String())
+	r.Set("n", e.n)
 	cut := ""             // the phase Ctrl-C interrupted
-	var cutShort *outcome // what it measured
+	var problems []string // what went wrong beyond the verdicts
 	for i, p := range chosen {
 		name := *only
 		if name == "all" {
 			name = strconv.Itoa(i + 1)
 		}
 		// After Ctrl-C a phase stuck on a frozen Redis is not waited for.
-		r, done := cli.Await(e.run, func() ran { o, err := p(ctx, e); return ran{o, err} })
-		o, err := r.outcome, r.err
+		got, done := cli.Await(e.run, func() ran { o, err := p(ctx, e); return ran{o, err} })
+		o, err := got.outcome, got.err
 		if e.run.Interrupted() {
 			if cut = name; !done || err != nil {
 				break // nothing measured: Redis did not answer in time
@@ -130,45 +133,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail(fmt.Errorf("phase %s: %w", name, err))
 		}
 		if !*asJSON {
-			fmt.Fprintf(stdout, "phase %s: %s\n  %s\n  %s\n", o.Phase, o.setting, o.story, o.Check)
+			fmt.Fprintf(stdout, "phase %s: %s\n  %s\n  %s\n", name, o.setting, o.story, o.verdict)
 		}
 		if cut != "" {
-			cutShort = &o // measured, but not what the lesson is about
+			r.Interrupted(name, o.verdict, o.figures) // measured, but not what the lesson is about
 			break
 		}
-		outcomes = append(outcomes, o)
-	}
-	if *asJSON {
-		out := map[string]any{
-			"step": step, "redis_version": version, "phases": outcomes,
-			"ttl": e.ttl.String(), "work": e.work.String(), "n": e.n,
-			"interrupted": e.run.Interrupted(),
+		r.Add(name, o.verdict, o.figures)
+		for _, problem := range o.problems {
+			problems = append(problems, fmt.Sprintf("phase %s: %s", name, problem))
 		}
-		if cutShort != nil {
-			out["interrupted_phase"] = cutShort
-		}
-		json.NewEncoder(stdout).Encode(out)
 	}
 	if e.run.Interrupted() {
+		r.Interrupt()
 		at := "after the last phase"
 		if cut != "" {
 			at = "during phase " + cut
 		}
 		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, at)
-		return cli.ExitInterrupted
+		return r.Finish(stdout, stderr, *asJSON)
 	}
-
-	code := 0
-	for _, o := range outcomes {
-		if !o.Match() {
-			p, _ := lesson.Lookup(step, o.Phase)
-			fmt.Fprintf(stderr, "%s: phase %s gave %s, the lesson says %s (%s); try the defaults\n", step, o.Phase, o.Verdict, o.Want, p.What)
-			code = 1
-		}
-		for _, problem := range o.problems {
-			fmt.Fprintf(stderr, "%s: phase %s: %s\n", step, o.Phase, problem)
-			code = 1
-		}
+	for _, problem := range problems {
+		r.Fail(stderr, errors.New(problem))
 	}
-	return code
+	return r.Finish(stdout, stderr, *asJSON)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -56,17 +55,22 @@ func (e env) fresh(ctx context.Context) error {
 	return wallet.Set(ctx, e.rdb, e.balanceKey(), initial)
 }
 
-// outcome is one phase's result: its check line (lesson.Result), what it
-// saw, and what went wrong beyond the verdict.
+// outcome is one phase's result: its check line, what it saw, and what
+// went wrong beyond the verdict.
 type outcome struct {
-	lesson.Result
+	verdict  wallet.Verdict
+	figures  figures
+	setting  string // for the text: the phase's settings
+	story    string // for the text: what happened, above the check line
+	problems []string
+}
+
+// figures are what a phase saw, beside its check in the JSON.
+type figures struct {
 	NotHeld  int    `json:"releases_not_held"` // releases that found the lease gone
 	Releases int    `json:"releases"`          // releases attempted
 	Unknown  int    `json:"unknown_spends"`    // spends whose outcome is unknown (sent, no reply)
 	Cause    string `json:"cause,omitempty"`   // phase 3: why the work was cancelled
-	setting  string // for the text: the phase's settings
-	story    string // for the text: what happened, above the check line
-	problems []string
 }
 
 type phase func(ctx context.Context, e env) (outcome, error)
@@ -90,24 +94,24 @@ func pick(name string) ([]phase, error) {
 
 // Phase 1: the work outlives the TTL and nothing extends the lease.
 func noWatchdog(ctx context.Context, e env) (outcome, error) {
-	o, err := crowd(ctx, e, "1", false)
+	o, err := crowd(ctx, e, false)
 	o.setting = fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work)
 	return o, err
 }
 
 // Phase 2: the same, with a watchdog refreshing the lease during the work.
 func watchdog(ctx context.Context, e env) (outcome, error) {
-	o, err := crowd(ctx, e, "2", true)
+	o, err := crowd(ctx, e, true)
 	o.setting = fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, e.every())
-	if o.NotHeld > 0 {
-		o.problems = append(o.problems, fmt.Sprintf("%d releases found the lease gone: the watchdog did not keep it", o.NotHeld))
+	if o.figures.NotHeld > 0 {
+		o.problems = append(o.problems, fmt.Sprintf("%d releases found the lease gone: the watchdog did not keep it", o.figures.NotHeld))
 	}
 	return o, err
 }
 
 // crowd runs e.n spenders at once, each holding the lock for its spend.
-func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error) {
-	o := outcome{Result: lesson.Result{Phase: name}}
+func crowd(ctx context.Context, e env, watch bool) (outcome, error) {
+	var o outcome
 	if err := e.fresh(ctx); err != nil {
 		return o, err
 	}
@@ -129,18 +133,18 @@ func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error)
 		rerr := l.Release(ctx)
 		mu.Lock()
 		defer mu.Unlock()
-		o.Releases++
+		o.figures.Releases++
 		switch {
 		case errors.Is(rerr, lock.ErrNotHeld):
-			o.NotHeld++ // the write above, if any, has landed all the same
+			o.figures.NotHeld++ // the write above, if any, has landed all the same
 		case rerr != nil:
 			o.problems = append(o.problems, rerr.Error())
 		}
 		return ok, err
 	})
-	o.story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", o.NotHeld, o.Releases)
-	v, err := e.check(&o, tally.Accepted, tally.Unknown)
-	if line := cli.Outcomes(tally, e.n, v); line != "" {
+	o.story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", o.figures.NotHeld, o.figures.Releases)
+	err := e.check(&o, tally.Accepted, tally.Unknown)
+	if line := cli.Outcomes(tally, e.n, o.verdict); line != "" {
 		o.problems = append(o.problems, line)
 	}
 	return o, err
@@ -148,7 +152,7 @@ func crowd(ctx context.Context, e env, name string, watch bool) (outcome, error)
 
 // Phase 3: the lease is lost while the work runs.
 func takenOver(ctx context.Context, e env) (outcome, error) {
-	o := outcome{Result: lesson.Result{Phase: "3"}, Releases: 1}
+	o := outcome{figures: figures{Releases: 1}}
 	o.setting = fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, e.every())
 	if err := e.fresh(ctx); err != nil {
 		return o, err
@@ -181,7 +185,7 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 	}
 	switch rerr := l.Release(ctx); {
 	case errors.Is(rerr, lock.ErrNotHeld):
-		o.NotHeld = 1 // and the other holder's key is left alone
+		o.figures.NotHeld = 1 // and the other holder's key is left alone
 	case rerr != nil:
 		o.problems = append(o.problems, rerr.Error())
 	default:
@@ -198,24 +202,22 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 		o.problems = append(o.problems, fmt.Sprintf("the spend was not cancelled for a lost lease (accepted %v, error %v)", ok, spendErr))
 		o.story = "the spend was not cancelled"
 	} else {
-		o.Cause = cause.Error()
-		o.story = "the watchdog cancelled the spend before its write, cause: " + o.Cause
+		o.figures.Cause = cause.Error()
+		o.story = "the watchdog cancelled the spend before its write, cause: " + o.figures.Cause
 	}
-	_, err = e.check(&o, accepted, unknown)
-	return o, err
+	return o, e.check(&o, accepted, unknown)
 }
 
 // check reads the balance, even after Ctrl-C, and fills in the phase's
 // check line.
-func (e env) check(o *outcome, accepted, unknown int) (wallet.Verdict, error) {
+func (e env) check(o *outcome, accepted, unknown int) error {
 	ctx, cancel := e.run.Cleanup()
 	defer cancel()
 	balance, err := wallet.Balance(ctx, e.rdb, e.balanceKey())
 	if err != nil {
-		return wallet.Verdict{}, err
+		return err
 	}
-	v := wallet.CheckUnknown(initial, amount, accepted, unknown, balance)
-	o.Result = lesson.NewResult(step, o.Phase, v.String(), v.OK)
-	o.Unknown = unknown
-	return v, nil
+	o.verdict = wallet.CheckUnknown(initial, amount, accepted, unknown, balance)
+	o.figures.Unknown = unknown
+	return nil
 }

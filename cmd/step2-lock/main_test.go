@@ -13,7 +13,6 @@ import (
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
@@ -266,21 +265,6 @@ func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 
 func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 
-// -json keeps every key it printed before the shared report (internal/report):
-// testdata/json-contract.json is a real run's output from then.
-func TestRun_jsonKeepsEveryKey(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"-json", "-prefix", prefix}, &stdout, &stderr); code != 0 {
-		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
-	}
-	want, err := os.ReadFile("testdata/json-contract.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing, err := report.MissingKeys(want, stdout.Bytes())
-	if err != nil || len(missing) > 0 {
-		t.Errorf("missing keys %q (%v) in\n%s", missing, err, stdout.String())
-	}
-}
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json.
+func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }

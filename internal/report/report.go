@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
@@ -184,43 +183,4 @@ func (p Phase) MarshalJSON() ([]byte, error) {
 		return res, nil
 	}
 	return append(append(res[:len(res)-1], ','), fig[1:]...), nil
-}
-
-// MissingKeys returns the key paths of the JSON object want (top level,
-// and within each element of an array such as "phases") that got lacks:
-// the JSON is a contract, and a key once printed stays.
-func MissingKeys(want, got []byte) ([]string, error) {
-	var w, g any
-	if err := json.Unmarshal(want, &w); err != nil {
-		return nil, fmt.Errorf("report: read the reference: %w", err)
-	}
-	if err := json.Unmarshal(got, &g); err != nil {
-		return nil, fmt.Errorf("report: read the output: %w", err)
-	}
-	var missing []string
-	var walk func(path string, w, g any)
-	walk = func(path string, w, g any) {
-		switch w := w.(type) {
-		case map[string]any:
-			g, _ := g.(map[string]any)
-			for k, v := range w {
-				gv, ok := g[k]
-				if !ok {
-					missing = append(missing, path+"."+k)
-					continue
-				}
-				walk(path+"."+k, v, gv)
-			}
-		case []any:
-			g, _ := g.([]any)
-			for i, v := range w {
-				if i < len(g) {
-					walk(fmt.Sprintf("%s[%d]", path, i), v, g[i])
-				}
-			}
-		}
-	}
-	walk("", w, g)
-	sort.Strings(missing)
-	return missing, nil
 }

@@ -418,12 +418,7 @@ func TestRun_ctrlC(t *testing.T) {
 func TestRun_ctrlCWithPostgresFrozen(t *testing.T) {
 	rdb := testenv.Redis(t)
 	srv := testenv.StartPostgres(t)
-	srv.Use(t)
-	pool, err := pgxpool.New(t.Context(), srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := srv.Use(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	prefix, id, done := startSlow(t, ctx, rdb, pool)
@@ -480,12 +475,7 @@ func TestRun_ctrlCWithPostgresFrozen(t *testing.T) {
 func TestRun_postgresDownLeavesNoRowUnnamed(t *testing.T) {
 	rdb := testenv.Redis(t)
 	srv := testenv.StartPostgres(t)
-	srv.Use(t)
-	pool, err := pgxpool.New(t.Context(), srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := srv.Use(t)
 	_, id, done := startSlow(t, t.Context(), rdb, pool)
 	srv.Stop()
 	time.Sleep(200 * time.Millisecond)

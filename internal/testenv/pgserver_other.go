@@ -5,6 +5,8 @@ package testenv
 import (
 	"errors"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // PostgresServer is a PostgreSQL of the test's own; see pgserver_unix.go.
@@ -17,8 +19,8 @@ func StartPostgres(t testing.TB) *PostgresServer {
 	return nil
 }
 
-func (s *PostgresServer) Use(testing.TB)    {}
-func (s *PostgresServer) Freeze(testing.TB) {}
-func (s *PostgresServer) Thaw()             {}
-func (s *PostgresServer) Stop()             {}
-func (s *PostgresServer) Start()            {}
+func (s *PostgresServer) Use(testing.TB) *pgxpool.Pool { return nil }
+func (s *PostgresServer) Freeze(testing.TB)            {}
+func (s *PostgresServer) Thaw()                        {}
+func (s *PostgresServer) Stop()                        {}
+func (s *PostgresServer) Start()                       {}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // PostgresServer is a PostgreSQL of the test's own, on a free loopback
@@ -103,10 +104,12 @@ func (s *PostgresServer) admin() string {
 }
 
 // Use points the programs and testenv.Postgres at this server for the
-// rest of the test (DATABASE_URL).
-func (s *PostgresServer) Use(t testing.TB) {
+// rest of the test (DATABASE_URL), and returns a pool for it, as
+// RedisServer.Use returns a client.
+func (s *PostgresServer) Use(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	t.Setenv("DATABASE_URL", s.URL)
+	return Postgres(t)
 }
 
 // Freeze stops the server and every backend with SIGSTOP: connections

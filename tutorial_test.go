@@ -6,6 +6,8 @@ package walletlock_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/testenv"
 )
 
 // A command the tutorial shows, with where it stands and the transcript
@@ -78,6 +83,10 @@ func readTutorial(t *testing.T) []shownRun {
 		if m := goRunLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil && kind != "text" {
 			runs = append(runs, shownRun{line: n, step: m[1], args: strings.Fields(stripComment(m[2]))})
 			current = &runs[len(runs)-1]
+			continue
+		}
+		if strings.HasPrefix(line, "$ ") { // another command: its output is not a go run's
+			current = nil
 			continue
 		}
 		if current != nil && (kind == "text" || kind == "console" || kind == "output") {
@@ -253,4 +262,323 @@ func onlyPhase(step string) string {
 		}
 	}
 	return name
+}
+
+// A fenced block of TUTORIAL.md, with the HTML comment that introduces it,
+// if any: the last non-blank line before its opening fence.
+type fencedBlock struct {
+	line   int    // of the opening fence
+	info   string // the fence's info string: go, lua, console...
+	marker string // "<!-- quote: lock/lock.go -->", or ""
+	lines  []string
+}
+
+// readBlocks returns every fenced block of TUTORIAL.md.
+func readBlocks(t *testing.T) []fencedBlock {
+	t.Helper()
+	raw, err := os.ReadFile("TUTORIAL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		blocks  []fencedBlock
+		current *fencedBlock
+		last    string // the last non-blank line outside a block
+	)
+	for i, line := range strings.Split(string(raw), "\n") {
+		fence := strings.HasPrefix(strings.TrimSpace(line), "```")
+		switch {
+		case current == nil && fence:
+			blocks = append(blocks, fencedBlock{line: i + 1, info: strings.TrimPrefix(strings.TrimSpace(line), "```")})
+			current = &blocks[len(blocks)-1]
+			if strings.HasPrefix(last, "<!--") {
+				current.marker = last
+			}
+		case current != nil && fence:
+			current = nil
+			last = "```"
+		case current != nil:
+			current.lines = append(current.lines, line)
+		case strings.TrimSpace(line) != "":
+			last = strings.TrimSpace(line)
+		}
+	}
+	return blocks
+}
+
+var quoteMarker = regexp.MustCompile(`^<!-- quote: (\S+) -->$`)
+
+// dedent removes the leading white space that every non-blank line shares,
+// and turns lines of white space only into empty ones.
+func dedent(lines []string) []string {
+	common := ""
+	first := true
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		switch {
+		case first:
+			common, first = indent, false
+		default:
+			for !strings.HasPrefix(indent, common) {
+				common = common[:len(common)-1]
+			}
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			out[i] = strings.TrimPrefix(l, common)
+		}
+	}
+	return out
+}
+
+// quotedIn reports whether block appears in file as consecutive lines,
+// identical once each side loses its common indentation.
+func quotedIn(file, block []string) bool {
+	want := strings.Join(dedent(block), "\n")
+	for i := 0; i+len(block) <= len(file); i++ {
+		if strings.Join(dedent(file[i:i+len(block)]), "\n") == want {
+			return true
+		}
+	}
+	return false
+}
+
+// Code on the page is only worth reading while it is the code that runs:
+// every go and lua block names its source in a marker right before it,
+// <!-- quote: lock/lock.go -->, and must appear there line for line.
+func TestTutorial_quotedCodeMatchesTheSource(t *testing.T) {
+	quotes := 0
+	for _, b := range readBlocks(t) {
+		m := quoteMarker.FindStringSubmatch(b.marker)
+		if m == nil {
+			if b.info == "go" || b.info == "lua" {
+				t.Errorf("TUTORIAL.md:%d: a %s block without a <!-- quote: path --> marker before it: name the file it comes from", b.line, b.info)
+			}
+			continue
+		}
+		quotes++
+		path := m[1]
+		if filepath.IsAbs(path) || strings.Contains(path, "..") {
+			t.Errorf("TUTORIAL.md:%d: quote: %s: name a file of this repo, relative to its root", b.line, path)
+			continue
+		}
+		src, err := os.ReadFile(filepath.FromSlash(path))
+		if err != nil {
+			t.Errorf("TUTORIAL.md:%d: quote: %v", b.line, err)
+			continue
+		}
+		if len(b.lines) == 0 {
+			t.Errorf("TUTORIAL.md:%d: quote of %s is empty", b.line, path)
+			continue
+		}
+		if !quotedIn(strings.Split(string(src), "\n"), b.lines) {
+			t.Errorf("TUTORIAL.md:%d: the block quoted from %s is not in it, line for line: copy it again from the source", b.line, path)
+		}
+	}
+	if quotes == 0 {
+		t.Error("TUTORIAL.md quotes no code: no <!-- quote: path --> marker found")
+	}
+}
+
+func TestQuotedIn(t *testing.T) {
+	file := strings.Split("func f() {\n\tif x {\n\t\treturn 1\n\t}\n}", "\n")
+	for _, c := range []struct {
+		name  string
+		block string
+		want  bool
+	}{
+		{"a block indented as in the file is found", "\tif x {\n\t\treturn 1\n\t}", true},
+		{"a block with its common indentation removed is found", "if x {\n\treturn 1\n}", true},
+		{"a block with spaces for the common indentation is found", "    if x {\n    \treturn 1\n    }", true},
+		{"a changed line is not found", "if x {\n\treturn 2\n}", false},
+		{"a line left out is not found", "if x {\n}", false},
+		{"a line indented differently is not found", "if x {\nreturn 1\n}", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := quotedIn(file, strings.Split(c.block, "\n")); got != c.want {
+				t.Errorf("quotedIn = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// The page names the Go version a reader needs; it must be the one go.mod
+// asks for.
+func TestTutorial_namesTheGoVersionOfGoMod(t *testing.T) {
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	page, err := os.ReadFile("TUTORIAL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Go " + string(m[1]) + " or newer"; !strings.Contains(string(page), want) {
+		t.Errorf("TUTORIAL.md does not say %q, as go.mod's go %s line asks", want, m[1])
+	}
+}
+
+// shownPrefix is the key prefix of the redis-cli session on the page; the
+// replay puts a prefix of its own in its place.
+const shownPrefix = "walletlock:tutorial:"
+
+// shellWords splits a command line as a POSIX shell would for the simple
+// cases on the page: words separated by spaces, single or double quotes
+// around a word that holds braces or spaces.
+func shellWords(s string) []string {
+	var (
+		words []string
+		word  strings.Builder
+		quote rune
+		in    bool
+	)
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, word.String())
+				word.Reset()
+				in = false
+			}
+		default:
+			word.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, word.String())
+	}
+	return words
+}
+
+// cliReply prints a reply as redis-cli does in a terminal.
+func cliReply(command string, reply any, err error) string {
+	switch {
+	case err == redis.Nil:
+		return "(nil)"
+	case err != nil:
+		return "(error) " + err.Error()
+	}
+	switch r := reply.(type) {
+	case int64:
+		return "(integer) " + strconv.FormatInt(r, 10)
+	case string:
+		if strings.EqualFold(command, "SET") { // a status reply, not a string
+			return r
+		}
+		return strconv.Quote(r)
+	case nil:
+		return "(nil)"
+	}
+	return fmt.Sprint(reply)
+}
+
+// Step 2 opens with a redis-cli session on a lock key. This replays it with
+// go-redis against the configured Redis, on a prefix of its own, and holds
+// every reply to the one shown (a PTTL to any remaining time, since the
+// clock has moved). The release runs the very script file the lock embeds.
+func TestTutorial_redisCliSessionReplays(t *testing.T) {
+	var session *fencedBlock
+	for _, b := range readBlocks(t) {
+		if b.marker == "<!-- session: redis-cli -->" {
+			session = &b
+			break
+		}
+	}
+	if session == nil {
+		t.Fatal("TUTORIAL.md has no block introduced by <!-- session: redis-cli -->")
+	}
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+
+	type step struct {
+		line  int
+		words []string
+		shown []string
+	}
+	var steps []step
+	for i, l := range session.lines {
+		n := session.line + 1 + i
+		if cmd, ok := strings.CutPrefix(l, "$ redis-cli "); ok {
+			steps = append(steps, step{line: n, words: shellWords(cmd)})
+			continue
+		}
+		if len(steps) == 0 {
+			t.Fatalf("TUTORIAL.md:%d: the session must start with a `$ redis-cli` line", n)
+		}
+		steps[len(steps)-1].shown = append(steps[len(steps)-1].shown, l)
+	}
+	if len(steps) < 5 {
+		t.Fatalf("TUTORIAL.md:%d: the session shows %d commands; it should take, try again, ask PTTL and release twice", session.line, len(steps))
+	}
+	for _, s := range steps {
+		words := make([]string, len(s.words))
+		for i, w := range s.words {
+			words[i] = strings.Replace(w, shownPrefix, prefix, 1)
+		}
+		var (
+			reply   any
+			err     error
+			command = strings.ToUpper(words[0])
+		)
+		if words[0] == "--eval" {
+			if len(words) < 2 {
+				t.Fatalf("TUTORIAL.md:%d: --eval needs a script file", s.line)
+			}
+			src, rerr := os.ReadFile(filepath.FromSlash(words[1]))
+			if rerr != nil {
+				t.Fatalf("TUTORIAL.md:%d: %v", s.line, rerr)
+			}
+			keys, argv := words[2:], []string(nil)
+			for i, w := range keys {
+				if w == "," {
+					keys, argv = keys[:i], keys[i+1:]
+					break
+				}
+			}
+			args := make([]any, len(argv))
+			for i, a := range argv {
+				args[i] = a
+			}
+			reply, err = rdb.Eval(ctx, string(src), keys, args...).Result()
+		} else {
+			args := make([]any, len(words))
+			for i, w := range words {
+				args[i] = w
+			}
+			reply, err = rdb.Do(ctx, args...).Result()
+		}
+		got := cliReply(command, reply, err)
+		shown := strings.Join(s.shown, "\n")
+		if command == "PTTL" {
+			ms, ok := strings.CutPrefix(shown, "(integer) ")
+			if n, perr := strconv.Atoi(ms); !ok || perr != nil || n <= 0 {
+				t.Errorf("TUTORIAL.md:%d: PTTL shows %q, want a positive (integer)", s.line, shown)
+			}
+			if r, ok := reply.(int64); !ok || r <= 0 {
+				t.Errorf("TUTORIAL.md:%d: redis-cli %s: got %s, want a positive (integer): the lock should still be held", s.line, strings.Join(s.words, " "), got)
+			}
+			continue
+		}
+		if got != shown {
+			t.Errorf("TUTORIAL.md:%d: redis-cli %s: the page shows %q, Redis answers %q", s.line, strings.Join(s.words, " "), shown, got)
+		}
+	}
 }

@@ -582,3 +582,99 @@ func TestTutorial_redisCliSessionReplays(t *testing.T) {
 		}
 	}
 }
+
+// An ordering the page states about a transcript, written just before it:
+// <!-- order: wall: jitter < lockstep < exponential; attempts/spend: jitter < lockstep -->
+// Each chain names a column of the transcript's table and rows (by their
+// first word) whose values must rise from left to right. The page states
+// only orderings that held in every run measured; this holds the
+// transcript it shows to them, so that a new run pasted in cannot
+// contradict the prose around it.
+var orderMarker = regexp.MustCompile(`^<!-- order: (.+) -->$`)
+
+// columnValue returns the value in row of the right-aligned column whose
+// header ends at end: the word of row that ends there.
+func columnValue(row string, end int) (string, bool) {
+	if end > len(row) || (end < len(row) && row[end] != ' ') {
+		return "", false
+	}
+	start := strings.LastIndex(row[:end], " ") + 1
+	return row[start:end], start < end
+}
+
+// number reads a table cell: a duration (96.2ms, 1.14s) or a number.
+func number(cell string) (float64, bool) {
+	if d, err := time.ParseDuration(cell); err == nil {
+		return float64(d), true
+	}
+	f, err := strconv.ParseFloat(strings.TrimSuffix(cell, "%"), 64)
+	return f, err == nil
+}
+
+// tableColumn finds the first header line of lines with column in it and
+// returns, for each row under it (up to a blank line), its first word and
+// its value in that column.
+func tableColumn(lines []string, column string) (map[string]float64, bool) {
+	for i, h := range lines {
+		at := regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(column) + `(\s{2,}|$)`).FindStringIndex(h)
+		if at == nil {
+			continue
+		}
+		end := strings.Index(h[at[0]:], column) + at[0] + len(column)
+		values := map[string]float64{}
+		for _, row := range lines[i+1:] {
+			if strings.TrimSpace(row) == "" {
+				break
+			}
+			cell, ok := columnValue(row, end)
+			if !ok {
+				continue
+			}
+			if v, ok := number(cell); ok {
+				values[strings.Fields(row)[0]] = v
+			}
+		}
+		return values, true
+	}
+	return nil, false
+}
+
+func TestTutorial_statedOrderingsHoldInTheTranscripts(t *testing.T) {
+	blocks := readBlocks(t)
+	n := 0
+	for _, b := range blocks {
+		m := orderMarker.FindStringSubmatch(b.marker)
+		if m == nil {
+			continue
+		}
+		for _, chain := range strings.Split(m[1], ";") {
+			column, order, ok := strings.Cut(chain, ": ")
+			column = strings.TrimSpace(column)
+			if !ok {
+				t.Errorf("TUTORIAL.md:%d: order %q: want COLUMN: row < row ...", b.line, chain)
+				continue
+			}
+			values, found := tableColumn(b.lines, column)
+			if !found {
+				t.Errorf("TUTORIAL.md:%d: the transcript has no column %q", b.line, column)
+				continue
+			}
+			rows := strings.Split(order, "<")
+			for i := range rows {
+				rows[i] = strings.TrimSpace(rows[i])
+				if _, ok := values[rows[i]]; !ok {
+					t.Errorf("TUTORIAL.md:%d: column %q has no value for %q", b.line, column, rows[i])
+				}
+			}
+			for i := 1; i < len(rows); i++ {
+				n++
+				if a, b2 := values[rows[i-1]], values[rows[i]]; a >= b2 {
+					t.Errorf("TUTORIAL.md:%d: the page says %s: %s < %s, the transcript shows %v and %v", b.line, column, rows[i-1], rows[i], a, b2)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("TUTORIAL.md states no <!-- order: ... --> before a transcript")
+	}
+}

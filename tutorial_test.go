@@ -678,3 +678,35 @@ func TestTutorial_statedOrderingsHoldInTheTranscripts(t *testing.T) {
 		t.Error("TUTORIAL.md states no <!-- order: ... --> before a transcript")
 	}
 }
+
+func TestShellWords(t *testing.T) {
+	got := shellWords(`--eval lock/release.lua 'a:{wallet:42}' , token-B "x y"`)
+	want := []string{"--eval", "lock/release.lua", "a:{wallet:42}", ",", "token-B", "x y"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("shellWords = %q, want %q", got, want)
+	}
+}
+
+func TestTableColumn(t *testing.T) {
+	table := strings.Split(strings.TrimPrefix(`
+strategy   retry             wall  wait p99
+lockstep   Linear(10ms)   347.9ms   333.5ms
+jitter     Jitter{5, 15}   86.2ms    83.0ms
+
+other      header          wall
+lockstep   x                   1`, "\n"), "\n")
+	for _, c := range []struct {
+		column string
+		want   map[string]float64
+	}{
+		{"wall", map[string]float64{"lockstep": float64(347900 * time.Microsecond), "jitter": float64(86200 * time.Microsecond)}},
+		{"wait p99", map[string]float64{"lockstep": float64(333500 * time.Microsecond), "jitter": float64(83 * time.Millisecond)}},
+	} {
+		t.Run("the rows under the first header with "+c.column, func(t *testing.T) {
+			got, ok := tableColumn(table, c.column)
+			if !ok || fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("tableColumn(%q) = %v, %v; want %v", c.column, got, ok, c.want)
+			}
+		})
+	}
+}

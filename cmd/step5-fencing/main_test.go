@@ -556,3 +556,10 @@ func TestRun_phase3SaysWhenTheCounterWentBackwards(t *testing.T) {
 		t.Errorf("refusals after Redis lost its data are blamed on a busy machine alone:\n%s", out)
 	}
 }
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json.
+func TestRun_jsonKeepsEveryKey(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.JSONKeepsKeys(t, run, "-n", "10", "-stalls", "2", "-wallet-id", fmt.Sprint(testenv.WalletID(t)))
+}

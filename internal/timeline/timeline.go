@@ -1,0 +1,157 @@
+// Package timeline plays step 5's story of two holders of one lease on one
+// wallet: A takes the lease and reads, then pauses past its TTL; B takes
+// the lease once A's has expired and reads the same balance; both write.
+// What differs from phase to phase is what a holder does (the Moves: which
+// lease, which read, which write) and when A wakes (the Order).
+//
+// The order is set by channels, not by sleeps. The one wait that is a
+// matter of time is B's acquire, which retries until A's lease has expired,
+// and Redis keeps that time: so A's pause outlasts its TTL on every run,
+// however slow the machine, and the verdicts never vary.
+package timeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// Order is when the paused holder A wakes and writes.
+type Order int
+
+const (
+	// BWritesFirst: A wakes after B has read and written.
+	BWritesFirst Order = iota
+	// AWritesBetween: A wakes after B has read and before B writes, so
+	// that both writes are computed from the same balance.
+	AWritesBetween
+)
+
+// Moves are what each holder does: take the lease, read the balance, write
+// the balance less the amount. fence is the lease's (0 without fencing).
+type Moves struct {
+	Acquire func(ctx context.Context) (*lock.Lock, error)
+	Read    func(ctx context.Context, fence int64) (int64, error)
+	Write   func(ctx context.Context, fence, balance int64) error
+}
+
+// Figures are what happened to A and B, as step 5's -json prints them.
+type Figures struct {
+	FenceA    int64   `json:"fence_a"` // 0 without fencing
+	FenceB    int64   `json:"fence_b"`
+	ReadA     int64   `json:"read_a"`
+	ReadB     int64   `json:"read_b"`
+	AAccepted bool    `json:"a_write_accepted"`
+	BAccepted bool    `json:"b_write_accepted"`
+	Highest   int64   `json:"highest_fence"` // the row's fence once both wrote
+	PausedMS  float64 `json:"a_paused_ms"`   // A's pause, which outlasted its TTL
+	Stale     string  `json:"stale_writer"`  // whose write came from an overtaken read
+	AErr      error   `json:"-"`             // why A's write was refused, if it was
+}
+
+// Accepted is how many of the two writes landed.
+func (f Figures) Accepted() int {
+	if f.AAccepted && f.BAccepted {
+		return 2
+	}
+	return 1
+}
+
+// Paused is A's pause, rounded to the millisecond.
+func (f Figures) Paused() time.Duration {
+	return time.Duration(f.PausedMS * float64(time.Millisecond)).Round(time.Millisecond)
+}
+
+// Play plays the timeline in the given order, spending amount with work
+// between B's read and its write, and reads the row's fence at the end
+// from store. A's write may be refused for a stale fence (Figures.AErr,
+// matching wallet.ErrStaleFence); any other error ends the timeline. A's release fails, its lease having expired while it
+// paused: that is the point, so it is not reported.
+func Play(ctx context.Context, store *wallet.Store, id int64, order Order, amount int64, work time.Duration, m Moves) (Figures, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // lets B go if A fails before it could
+	f := Figures{Stale: "A"}
+	if order == AWritesBetween {
+		f.Stale = "B"
+	}
+	aRead, bRead, aWrote, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		bDone <- func() error {
+			if err := wait(ctx, aRead); err != nil {
+				return err
+			}
+			lb, err := m.Acquire(ctx) // retries until A's lease expires
+			if err != nil {
+				return err
+			}
+			defer lb.Release(ctx)
+			f.FenceB = lb.Fence
+			if f.ReadB, err = m.Read(ctx, lb.Fence); err != nil {
+				return err
+			}
+			close(bRead)
+			if err := wallet.Work(ctx, work); err != nil {
+				return err
+			}
+			if order == AWritesBetween {
+				if err := wait(ctx, aWrote); err != nil {
+					return err
+				}
+			}
+			return m.Write(ctx, lb.Fence, f.ReadB-amount)
+		}()
+	}()
+
+	la, err := m.Acquire(ctx)
+	if err != nil {
+		return f, fmt.Errorf("holder A: %w", err)
+	}
+	defer la.Release(ctx)
+	f.FenceA = la.Fence
+	if f.ReadA, err = m.Read(ctx, la.Fence); err != nil {
+		return f, fmt.Errorf("holder A: %w", err)
+	}
+	pausedAt := time.Now()
+	close(aRead)
+	var bErr error
+	if order == AWritesBetween {
+		select { // A's pause: until B has read
+		case <-bRead:
+		case bErr = <-bDone:
+		}
+	} else {
+		bErr = <-bDone // A's pause: until B has written
+	}
+	if bErr != nil {
+		return f, fmt.Errorf("holder B: %w", bErr)
+	}
+	f.PausedMS = float64(time.Since(pausedAt).Microseconds()) / 1000
+	f.AErr = m.Write(ctx, la.Fence, f.ReadA-amount)
+	f.AAccepted = f.AErr == nil
+	if f.AErr != nil && !errors.Is(f.AErr, wallet.ErrStaleFence) {
+		return f, fmt.Errorf("holder A: %w", f.AErr)
+	}
+	close(aWrote)
+	if order == AWritesBetween {
+		if err := <-bDone; err != nil {
+			return f, fmt.Errorf("holder B: %w", err)
+		}
+	}
+	f.BAccepted = true // B's write failing is an error above
+	f.Highest, err = store.Fence(ctx, id)
+	return f, err
+}
+
+// wait waits for ch to close or ctx to end.
+func wait(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -3,25 +3,22 @@
 // No lease can tell its holder that it has expired. A holder that pauses
 // past its TTL (a long GC, a frozen VM) wakes up, still believes it holds
 // the lock, and writes. So the wallet now lives in a PostgreSQL row, and
-// the database has the last word. Redis keeps the lease and a counter that
+// the database has the last word; Redis keeps the lease and a counter that
 // gives every holder a fence, a number above every fence before it. The
-// phases, each with its check line (phases.go):
+// phases (phases.go), each with its check line:
 //
-//   - 1: A takes the lease and reads 100, then pauses past its TTL; B
-//     takes the lease, reads 100 and writes 90; A wakes and writes 90.
-//     BROKEN: B's spend is lost.
-//   - 1b: fences, checked on write only (UPDATE ... WHERE fence < mine).
-//     A wakes after B has read and before B writes: A's 90 lands (1 > 0),
-//     then B's 90 (2 > 1). BROKEN: a fence orders writes, it does not make
-//     a read fresh.
-//   - 2: the fence claimed on read: B's read stamps the row with fence 2,
-//     and A's write, which lands only while the row carries fence 1, is
-//     refused. OK.
-//   - 3: fifty spenders through fencing.Do, a few of whom stall past the
-//     TTL: their writes are refused. OK.
+//   - 1: A takes the lease and reads 100, then pauses past its TTL; B takes
+//     the lease, reads 100, writes 90; A wakes, writes 90. BROKEN.
+//   - 1b: fences checked on write only (WHERE fence < mine). A wakes after
+//     B's read and before B's write: A's 90 lands (1 > 0), then B's (2 >
+//     1). BROKEN: a fence orders writes, it does not make a read fresh.
+//   - 2: fences claimed on read: B's read stamps the row with fence 2, and
+//     A's write, allowed only while the row carries fence 1, is refused. OK.
+//   - 3: fifty spenders through fencing.Do, a few stalling past the TTL:
+//     their writes are refused. OK.
 //   - 4: no Redis at all: a version column and a conditional UPDATE. OK.
 //
-// Expect (fences, counts and pauses vary; the verdicts never do):
+// Expect the verdicts on every run (fences, counts and pauses vary):
 //
 //	phase 1b: the fence checked on write only: two writes computed from one read both land
 //	  A: takes the lease with fence 1, reads 100 without claiming the row, pauses
@@ -30,31 +27,25 @@
 //	  B: writes 90 with fence 2: accepted, the row's fence was 1; B read 100 before A's spend, so A's spend is lost
 //	  accepted=2 balance=90 expected=80 BROKEN
 //
-// and for phases 1, 2, 3 and 4, accepted=2 balance=90 expected=80 BROKEN,
-// accepted=1 balance=90 expected=90 OK, accepted=45 balance=50 expected=50
-// OK and accepted=10 balance=0 expected=0 OK. Run it with:
+// Run it with:
 //
 //	go run ./cmd/step5-fencing
-//	go run ./cmd/step5-fencing -phase 1b
-//	go run ./cmd/step5-fencing -stalls 10 -json
+//	go run ./cmd/step5-fencing -phase 1b -json
 //
 // It exits 0 when every phase gave the verdict the lesson promises
 // (lesson.Phases), 1 when one did not or a service failed, 2 on bad flags,
 // and 130 after Ctrl-C, once it has deleted its wallet row and keys. One
-// run at a time per -prefix, and the row is the prefix's own.
+// run at a time per -prefix; the row is the prefix's own.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/walletrun"
 	"example.com/walletlock/lock"
@@ -111,7 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	if !given(fs, "wallet-id") {
+	derived := true // 42, or a wallet of the prefix's own
+	fs.Visit(func(f *flag.Flag) { derived = derived && f.Name != "wallet-id" })
+	if derived {
 		*id = walletrun.DefaultID(*prefix, defaultPrefix)
 	}
 	chosen, needRedis := phases[:0:0], false
@@ -133,71 +126,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case c.stalls < 0 || c.stalls > c.n:
 		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
 	}
-	// The bounds keep a phase's hang guard, a minute + n x work + stalls x
-	// pause, far from overflowing.
-	limit := time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause
 	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", c.n, maxN),
 		cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-pause", c.pause), cli.CheckDuration("-work", c.work)); stop {
 		return code
 	}
 
-	w, err := walletrun.Open(ctx, step, *prefix, *id, needRedis)
+	r := report.New(step)
+	w, err := walletrun.Open(ctx, walletrun.Options{Prog: step, Prefix: *prefix, ID: *id, NeedRedis: needRedis, TTL: c.ttl,
+		// A phase that runs past a minute beyond its flags' work and
+		// stalls has hung. (The bounds above keep this from overflowing.)
+		Limit:    time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause,
+		Spenders: c.n, Report: r, JSON: *asJSON, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", walletrun.OneLine(err))
 		return 1
 	}
-	r := report.New(step)
-	header := "PostgreSQL " + w.PostgresVersion + ", no Redis"
-	if w.RedisVersion != "" {
-		r.Set("redis_version", w.RedisVersion)
-		header = fmt.Sprintf("Redis %s, PostgreSQL %s; lease TTL %v", w.RedisVersion, w.PostgresVersion, c.ttl)
-	}
-	r.Set("postgres_version", w.PostgresVersion)
 	r.Set("config", map[string]any{"ttl": c.ttl.String(), "pause": c.pause.String(), "work": c.work.String(),
 		"spenders": c.n, "stalls": c.stalls, "wallet_id": *id, "prefix": *prefix})
-	if !*asJSON {
-		fmt.Fprintln(stdout, header)
-	}
-	var failure error
-	cut := " between two phases"
 	for _, p := range chosen {
-		if w.Interrupted() {
-			break
+		o, ok := w.Phase(p.name, func(ctx context.Context) (walletrun.Outcome, error) { return p.run(ctx, env{c, w}) })
+		if !ok {
+			break // Ctrl-C, or a failure: Finish says which
 		}
-		o, err := w.Phase(p.name, limit, func(ctx context.Context) (walletrun.Outcome, error) { return p.run(ctx, env{c, w}) })
-		if w.Interrupted() { // the phase is not judged
-			r.Set("interrupted_during", p.name)
-			cut = " during phase " + p.name + ", which is not judged"
-			break
-		}
-		if failure = err; err != nil {
-			break
-		}
-		if !*asJSON {
-			what, _ := lesson.Lookup(step, p.name)
-			fmt.Fprintf(stdout, "\nphase %s: %s\n", p.name, strings.Replace(what.What, "50 ", fmt.Sprint(c.n)+" ", 1))
-			for _, line := range append(o.Lines, o.Verdict.String()) {
-				fmt.Fprintln(stdout, "  "+line)
-			}
-		}
-		r.Add(p.name, o.Verdict, o) // o's figures go under "figures"
+		r.Add(p.name, o.Verdict, o) // the check against the lesson; o's figures go under "figures"
 	}
-	w.Close(stderr) // deletes the row and the keys
-	switch {
-	case w.Interrupted():
-		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C%s\n", step, cut)
-		r.Interrupt()
-	case failure != nil && len(r.Phases()) == 0:
-		fmt.Fprintln(stderr, step+":", walletrun.OneLine(failure))
-		return 1
-	case failure != nil:
-		r.Fail(stderr, errors.New(walletrun.OneLine(failure)))
-	}
-	return r.Finish(stdout, stderr, *asJSON)
-}
-
-// given reports whether the flag name was set on the command line.
-func given(fs *flag.FlagSet, name string) (set bool) {
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+	return w.Finish() // deletes the row and the keys, prints -json, and picks the exit code
 }

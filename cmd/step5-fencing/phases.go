@@ -24,61 +24,35 @@ const (
 
 // Phase 1. A plain lease, and SQL that writes whatever it is given.
 func pausedHolder(ctx context.Context, e env) (walletrun.Outcome, error) {
-	t, err := e.play(ctx, timeline.BWritesFirst, timeline.Moves{
+	return e.play(ctx, timeline.Unfenced, timeline.Moves{
 		Acquire: func(ctx context.Context) (*lock.Lock, error) { return lock.Acquire(ctx, e.Redis, e.LockKey, e.ttl) },
 		Read:    func(ctx context.Context, _ int64) (int64, error) { return e.Store.Balance(ctx, e.ID) },
 		Write:   func(ctx context.Context, _, bal int64) error { return e.Store.Write(ctx, e.ID, bal) },
 	})
-	if err != nil {
-		return walletrun.Outcome{}, err
-	}
-	return e.Outcome(ctx, initial, amount, t.Accepted(), 0, t,
-		fmt.Sprintf("A: takes the lease, reads %d, pauses", t.ReadA),
-		fmt.Sprintf("B: takes the lease once A's has expired (A paused %v, TTL %v), reads %d, writes %d", t.Paused(), e.ttl, t.ReadB, t.ReadB-amount),
-		fmt.Sprintf("A: wakes, writes %d: accepted, and stale: A read %d before B's spend, so B's spend is lost", t.ReadA-amount, t.ReadA))
 }
 
 // Phase 1b. Fences, checked on write only: the reads claim nothing, and a
 // write lands when its fence is above the row's (WriteFencedOnly). A wakes
 // after B's read and before B's write, and both writes land.
 func fenceOnWriteOnly(ctx context.Context, e env) (walletrun.Outcome, error) {
-	t, err := e.play(ctx, timeline.AWritesBetween, timeline.Moves{
+	return e.play(ctx, timeline.FencedOnWrite, timeline.Moves{
 		Acquire: e.acquireFenced,
 		Read:    func(ctx context.Context, _ int64) (int64, error) { return e.Store.Balance(ctx, e.ID) },
 		Write: func(ctx context.Context, fence, bal int64) error {
 			return e.Store.WriteFencedOnly(ctx, e.ID, fence, bal)
 		},
 	})
-	if err != nil {
-		return walletrun.Outcome{}, err
-	}
-	return e.Outcome(ctx, initial, amount, t.Accepted(), 0, t,
-		fmt.Sprintf("A: takes the lease with fence %d, reads %d without claiming the row, pauses", t.FenceA, t.ReadA),
-		fmt.Sprintf("B: takes the lease with fence %d once A's has expired (A paused %v), reads %d without claiming the row", t.FenceB, t.Paused(), t.ReadB),
-		fmt.Sprintf("A: wakes, writes %d with fence %d: accepted, the row's fence was 0", t.ReadA-amount, t.FenceA),
-		fmt.Sprintf("B: writes %d with fence %d: accepted, the row's fence was %d; B read %d before A's spend, so A's spend is lost", t.ReadB-amount, t.FenceB, t.FenceA, t.ReadB))
 }
 
 // Phase 2. The timeline of phase 1, fenced and claimed on read: the read
 // stamps the row with the reader's fence (Claim), and the write lands only
 // while the row still carries it (WriteFenced).
 func fenceClaimedOnRead(ctx context.Context, e env) (walletrun.Outcome, error) {
-	t, err := e.play(ctx, timeline.BWritesFirst, timeline.Moves{
+	return e.play(ctx, timeline.ClaimedOnRead, timeline.Moves{
 		Acquire: e.acquireFenced,
 		Read:    func(ctx context.Context, fence int64) (int64, error) { return e.Store.Claim(ctx, e.ID, fence) },
 		Write:   func(ctx context.Context, fence, bal int64) error { return e.Store.WriteFenced(ctx, e.ID, fence, bal) },
 	})
-	if err != nil {
-		return walletrun.Outcome{}, err
-	}
-	said := fmt.Sprintf("refused, the row carries fence %d (B's): A's was the stale write", t.Highest)
-	if t.AAccepted {
-		said = "accepted, and stale: A read before B's spend"
-	}
-	return e.Outcome(ctx, initial, amount, t.Accepted(), 0, t,
-		fmt.Sprintf("A: takes the lease with fence %d, claims the row, reads %d, pauses", t.FenceA, t.ReadA),
-		fmt.Sprintf("B: takes the lease with fence %d once A's has expired (A paused %v), claims the row, reads %d, writes %d", t.FenceB, t.Paused(), t.ReadB, t.ReadB-amount),
-		fmt.Sprintf("A: wakes, writes %d with fence %d: %s", t.ReadA-amount, t.FenceA, said))
 }
 
 // Phase 3. Every spender goes through fencing.Do; a few, chosen at random,
@@ -98,18 +72,11 @@ func fencedSpenders(ctx context.Context, e env) (walletrun.Outcome, error) {
 	tally := wallet.Hammer(e.n, func(i int) (bool, error) {
 		ok, err := fencing.Do(ctx, e.Redis, e.LockKey, e.ttl, func(ctx context.Context, fence int64) (bool, error) {
 			fences[i] = fence
-			if !stalled[i] {
-				return e.Store.SpendFenced(ctx, e.ID, fence, amount, e.work)
+			work := e.work
+			if stalled[i] {
+				work = e.pause // past the lease, between the read and the write
 			}
-			bal, err := e.Store.Claim(ctx, e.ID, fence)
-			if err != nil || bal < amount {
-				return false, err
-			}
-			if err := wallet.Work(ctx, e.pause); err != nil {
-				return false, err
-			}
-			err = e.Store.WriteFenced(ctx, e.ID, fence, bal-amount)
-			return err == nil, err
+			return e.Store.SpendFenced(ctx, e.ID, fence, amount, work)
 		})
 		errs[i] = err
 		return ok, err
@@ -165,11 +132,15 @@ type versions struct {
 
 // play plays the two holders of phases 1, 1b and 2 (package timeline) on
 // a fresh row and fence counter.
-func (e env) play(ctx context.Context, order timeline.Order, m timeline.Moves) (timeline.Figures, error) {
+func (e env) play(ctx context.Context, story timeline.Story, m timeline.Moves) (walletrun.Outcome, error) {
 	if err := e.Fresh(ctx, initial); err != nil {
-		return timeline.Figures{}, err
+		return walletrun.Outcome{}, err
 	}
-	return timeline.Play(ctx, e.Store, e.ID, order, amount, e.work, m)
+	t, err := timeline.Play(ctx, e.Store, e.ID, story, amount, e.work, m)
+	if err != nil {
+		return walletrun.Outcome{}, err
+	}
+	return e.Outcome(ctx, initial, amount, t.Accepted(), 0, t, t.Lines(e.ttl)...)
 }
 
 func (e env) acquireFenced(ctx context.Context) (*lock.Lock, error) {

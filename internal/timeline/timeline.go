@@ -20,15 +20,19 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// Order is when the paused holder A wakes and writes.
-type Order int
+// Story is which of step 5's timelines to play: when the paused holder A
+// wakes, and how the holders' reads and writes are told.
+type Story int
 
 const (
-	// BWritesFirst: A wakes after B has read and written.
-	BWritesFirst Order = iota
-	// AWritesBetween: A wakes after B has read and before B writes, so
-	// that both writes are computed from the same balance.
-	AWritesBetween
+	// Unfenced: a plain lease. A wakes after B has read and written.
+	Unfenced Story = iota
+	// FencedOnWrite: fences, checked on write only. A wakes after B has
+	// read and before B writes, so that both write from the same read.
+	FencedOnWrite
+	// ClaimedOnRead: fences, claimed on read. A wakes after B has read and
+	// written, as in Unfenced.
+	ClaimedOnRead
 )
 
 // Moves are what each holder does: take the lease, read the balance, write
@@ -51,6 +55,9 @@ type Figures struct {
 	PausedMS  float64 `json:"a_paused_ms"`   // A's pause, which outlasted its TTL
 	Stale     string  `json:"stale_writer"`  // whose write came from an overtaken read
 	AErr      error   `json:"-"`             // why A's write was refused, if it was
+
+	story  Story
+	amount int64
 }
 
 // Accepted is how many of the two writes landed.
@@ -66,16 +73,17 @@ func (f Figures) Paused() time.Duration {
 	return time.Duration(f.PausedMS * float64(time.Millisecond)).Round(time.Millisecond)
 }
 
-// Play plays the timeline in the given order, spending amount with work
+// Play plays the story, spending amount with work
 // between B's read and its write, and reads the row's fence at the end
 // from store. A's write may be refused for a stale fence (Figures.AErr,
 // matching wallet.ErrStaleFence); any other error ends the timeline. A's release fails, its lease having expired while it
 // paused: that is the point, so it is not reported.
-func Play(ctx context.Context, store *wallet.Store, id int64, order Order, amount int64, work time.Duration, m Moves) (Figures, error) {
+func Play(ctx context.Context, store *wallet.Store, id int64, story Story, amount int64, work time.Duration, m Moves) (Figures, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // lets B go if A fails before it could
-	f := Figures{Stale: "A"}
-	if order == AWritesBetween {
+	f := Figures{Stale: "A", story: story, amount: amount}
+	between := story == FencedOnWrite // A writes between B's read and B's write
+	if between {
 		f.Stale = "B"
 	}
 	aRead, bRead, aWrote, bDone := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan error, 1)
@@ -97,7 +105,7 @@ func Play(ctx context.Context, store *wallet.Store, id int64, order Order, amoun
 			if err := wallet.Work(ctx, work); err != nil {
 				return err
 			}
-			if order == AWritesBetween {
+			if between {
 				if err := wait(ctx, aWrote); err != nil {
 					return err
 				}
@@ -118,7 +126,7 @@ func Play(ctx context.Context, store *wallet.Store, id int64, order Order, amoun
 	pausedAt := time.Now()
 	close(aRead)
 	var bErr error
-	if order == AWritesBetween {
+	if between {
 		select { // A's pause: until B has read
 		case <-bRead:
 		case bErr = <-bDone:
@@ -136,7 +144,7 @@ func Play(ctx context.Context, store *wallet.Store, id int64, order Order, amoun
 		return f, fmt.Errorf("holder A: %w", f.AErr)
 	}
 	close(aWrote)
-	if order == AWritesBetween {
+	if between {
 		if err := <-bDone; err != nil {
 			return f, fmt.Errorf("holder B: %w", err)
 		}
@@ -153,5 +161,35 @@ func wait(ctx context.Context, ch <-chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Lines tell the story as it happened, one line per move; ttl is the
+// lease's.
+func (f Figures) Lines(ttl time.Duration) []string {
+	a, b := f.ReadA-f.amount, f.ReadB-f.amount // what A and B write
+	switch f.story {
+	case Unfenced:
+		return []string{
+			fmt.Sprintf("A: takes the lease, reads %d, pauses", f.ReadA),
+			fmt.Sprintf("B: takes the lease once A's has expired (A paused %v, TTL %v), reads %d, writes %d", f.Paused(), ttl, f.ReadB, b),
+			fmt.Sprintf("A: wakes, writes %d: accepted, and stale: A read %d before B's spend, so B's spend is lost", a, f.ReadA),
+		}
+	case FencedOnWrite:
+		return []string{
+			fmt.Sprintf("A: takes the lease with fence %d, reads %d without claiming the row, pauses", f.FenceA, f.ReadA),
+			fmt.Sprintf("B: takes the lease with fence %d once A's has expired (A paused %v), reads %d without claiming the row", f.FenceB, f.Paused(), f.ReadB),
+			fmt.Sprintf("A: wakes, writes %d with fence %d: accepted, the row's fence was 0", a, f.FenceA),
+			fmt.Sprintf("B: writes %d with fence %d: accepted, the row's fence was %d; B read %d before A's spend, so A's spend is lost", b, f.FenceB, f.FenceA, f.ReadB),
+		}
+	}
+	said := fmt.Sprintf("refused, the row carries fence %d (B's): A's was the stale write", f.Highest)
+	if f.AAccepted {
+		said = "accepted, and stale: A read before B's spend"
+	}
+	return []string{
+		fmt.Sprintf("A: takes the lease with fence %d, claims the row, reads %d, pauses", f.FenceA, f.ReadA),
+		fmt.Sprintf("B: takes the lease with fence %d once A's has expired (A paused %v), claims the row, reads %d, writes %d", f.FenceB, f.Paused(), f.ReadB, b),
+		fmt.Sprintf("A: wakes, writes %d with fence %d: %s", a, f.FenceA, said),
 	}
 }

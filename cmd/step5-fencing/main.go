@@ -8,7 +8,8 @@
 // phases (phases.go), each with its check line:
 //
 //   - 1: A takes the lease and reads 100, then pauses past its TTL; B takes
-//     the lease, reads 100, writes 90; A wakes, writes 90. BROKEN.
+//     the lease, reads 100, writes 90; A wakes, writes 90. BROKEN: B's
+//     spend is lost.
 //   - 1b: fences checked on write only (WHERE fence < mine). A wakes after
 //     B's read and before B's write: A's 90 lands (1 > 0), then B's (2 >
 //     1). BROKEN: a fence orders writes, it does not make a read fresh.

@@ -2,12 +2,12 @@
 // wallet: A takes the lease and reads, then pauses past its TTL; B takes
 // the lease once A's has expired and reads the same balance; both write.
 // What differs from phase to phase is what a holder does (the Moves: which
-// lease, which read, which write) and when A wakes (the Order).
+// lease, which read, which write) and when A wakes (the Story).
 //
 // The order is set by channels, not by sleeps. The one wait that is a
 // matter of time is B's acquire, which retries until A's lease has expired,
-// and Redis keeps that time: so A's pause outlasts its TTL on every run,
-// however slow the machine, and the verdicts never vary.
+// and Redis keeps that time: so A's lease has expired before A writes on
+// every run, however slow the machine, and the verdicts never vary.
 package timeline
 
 import (
@@ -21,7 +21,10 @@ import (
 )
 
 // Story is which of step 5's timelines to play: when the paused holder A
-// wakes, and how the holders' reads and writes are told.
+// wakes, and how Figures.Lines and Figures.Stale tell what happened, which
+// hold for the moves the story names (Unfenced: a plain lease, read and
+// write; FencedOnWrite: wallet.Store.WriteFencedOnly after a plain read;
+// ClaimedOnRead: Claim, then WriteFenced).
 type Story int
 
 const (
@@ -52,7 +55,7 @@ type Figures struct {
 	AAccepted bool    `json:"a_write_accepted"`
 	BAccepted bool    `json:"b_write_accepted"`
 	Highest   int64   `json:"highest_fence"` // the row's fence once both wrote
-	PausedMS  float64 `json:"a_paused_ms"`   // A's pause, which outlasted its TTL
+	PausedMS  float64 `json:"a_paused_ms"`   // A's pause, from its read until it woke; its lease expired meanwhile
 	Stale     string  `json:"stale_writer"`  // whose write came from an overtaken read
 	AErr      error   `json:"-"`             // why A's write was refused, if it was
 
@@ -73,11 +76,12 @@ func (f Figures) Paused() time.Duration {
 	return time.Duration(f.PausedMS * float64(time.Millisecond)).Round(time.Millisecond)
 }
 
-// Play plays the story, spending amount with work
-// between B's read and its write, and reads the row's fence at the end
-// from store. A's write may be refused for a stale fence (Figures.AErr,
-// matching wallet.ErrStaleFence); any other error ends the timeline. A's release fails, its lease having expired while it
-// paused: that is the point, so it is not reported.
+// Play plays the story on wallet id, each holder spending amount with
+// work between its read and its write, and reads the row's fence from
+// store at the end. A's write may be refused for a stale fence
+// (Figures.AErr, matching wallet.ErrStaleFence); any other error ends the
+// timeline. A's release fails, its lease having expired while it paused:
+// that is the point, so it is not reported.
 func Play(ctx context.Context, store *wallet.Store, id int64, story Story, amount int64, work time.Duration, m Moves) (Figures, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // lets B go if A fails before it could

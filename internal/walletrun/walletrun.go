@@ -1,9 +1,20 @@
 // Package walletrun is what a step program needs around its phases when
 // its wallet is a PostgreSQL row guarded by a Redis lock (step 5): the two
 // services, the run lease on its prefix (cli.Session), a fresh row for
-// each phase, the check of the balance, and the clean-up of the row and
-// the keys, within cli.CleanupTimeout after Ctrl-C even when a service is
-// frozen.
+// each phase, the check of the balance, each phase's text, and the end:
+// the clean-up of the row and the keys, within cli.CleanupTimeout after
+// Ctrl-C even when a service is frozen, and the report's verdict
+// (internal/report).
+//
+//	w, err := walletrun.Open(ctx, walletrun.Options{...})
+//	for _, p := range phases {
+//		o, ok := w.Phase(name, run)
+//		if !ok {
+//			break
+//		}
+//		r.Add(name, o.Verdict, o)
+//	}
+//	return w.Finish()
 package walletrun
 
 import (
@@ -48,10 +59,10 @@ type Run struct {
 
 // Options say what a Run does around its phases.
 type Options struct {
-	Prog, Prefix   string // the program, and the prefix of its keys, which owns its row
-	ID             int64  // the wallet
-	NeedRedis      bool   // false when no phase that runs needs Redis
-	TTL            time.Duration
+	Prog, Prefix   string         // the program, and the prefix of its keys, which owns its row
+	ID             int64          // the wallet
+	NeedRedis      bool           // false when no phase that runs needs Redis
+	TTL            time.Duration  // the lease's, for the first line
 	Limit          time.Duration  // how long a phase may run before it is stopped as hung
 	Spenders       int            // this run's number of spenders, for the lesson's "50 " in a phase's title
 	Report         *report.Report // gets the versions, each phase's result from the caller, and the end

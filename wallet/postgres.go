@@ -5,6 +5,7 @@ package wallet
 //   - Balance and Write: no protection at all, the broken baseline.
 //   - Claim, WriteFenced and SpendFenced: a fencing token from a Redis lock,
 //     checked by PostgreSQL, so a holder whose lease ran out cannot write.
+//     WriteFencedOnly checks the token on write alone, and loses a spend.
 //   - SpendVersioned: no lock, optimistic; the write succeeds only if nobody
 //     wrote since the read, otherwise it reads again.
 //   - SpendForUpdate: no Redis, a database row lock held through the work.
@@ -385,6 +386,32 @@ func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error
 		id, fence, balance)
 	if err != nil {
 		return withCause(ctx, fmt.Errorf("wallet: write wallet %d with fence %d: %w", id, fence, err))
+	}
+	if tag.RowsAffected() == 0 {
+		return withCause(ctx, s.refused(ctx, id, fence))
+	}
+	return nil
+}
+
+// WriteFencedOnly is the fence checked on write only, the mistake the
+// comment above Claim describes, kept so that step 5 can show it lose a
+// spend: it stores balance and stamps the row with fence if the row has
+// seen no fence as high, whatever was written since the caller read. A
+// holder needs no claim before it, and that is the flaw: when A (fence 1)
+// and B (fence 2) both read 100 before either writes, A's 90 lands (1 > 0)
+// and then B's 90 (2 > 1). Two spends, one recorded. Use Claim and
+// WriteFenced.
+//
+// It returns the same errors as WriteFenced.
+func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) error {
+	if fence < 1 {
+		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
+	}
+	tag, err := s.write(ctx,
+		"UPDATE walletlock_wallets SET balance = $3, fence = $2, version = version + 1 WHERE id = $1 AND fence < $2",
+		id, fence, balance)
+	if err != nil {
+		return withCause(ctx, fmt.Errorf("wallet: write wallet %d with fence %d on write only: %w", id, fence, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return withCause(ctx, s.refused(ctx, id, fence))

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -172,13 +173,14 @@ func TestStore_missingWallet(t *testing.T) {
 	ctx := testCtx(t)
 	id := testenv.WalletID(t) // never created
 	calls := map[string]func() error{
-		"Balance":        func() error { _, err := s.Balance(ctx, id); return err },
-		"Write":          func() error { return s.Write(ctx, id, 1) },
-		"Claim":          func() error { _, err := s.Claim(ctx, id, 1); return err },
-		"WriteFenced":    func() error { return s.WriteFenced(ctx, id, 1, 1) },
-		"SpendFenced":    func() error { _, err := s.SpendFenced(ctx, id, 1, 1, 0); return err },
-		"SpendVersioned": func() error { _, _, err := s.SpendVersioned(ctx, id, 1, 0); return err },
-		"SpendForUpdate": func() error { _, err := s.SpendForUpdate(ctx, id, 1, 0); return err },
+		"Balance":         func() error { _, err := s.Balance(ctx, id); return err },
+		"Write":           func() error { return s.Write(ctx, id, 1) },
+		"Claim":           func() error { _, err := s.Claim(ctx, id, 1); return err },
+		"WriteFenced":     func() error { return s.WriteFenced(ctx, id, 1, 1) },
+		"WriteFencedOnly": func() error { return s.WriteFencedOnly(ctx, id, 1, 1) },
+		"SpendFenced":     func() error { _, err := s.SpendFenced(ctx, id, 1, 1, 0); return err },
+		"SpendVersioned":  func() error { _, _, err := s.SpendVersioned(ctx, id, 1, 0); return err },
+		"SpendForUpdate":  func() error { _, err := s.SpendForUpdate(ctx, id, 1, 0); return err },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
@@ -319,47 +321,56 @@ func TestFence_staleAndNewHolderInterleavings(t *testing.T) {
 	}
 }
 
-// The approach this package does NOT use, kept as a warning: a fence
-// checked only at the write (`WHERE fence < $mine`) accepts A's stale write
-// in the "both read, A writes first" ordering, and a spend is lost.
-func TestPlainFenceCheck_losesMoney(t *testing.T) {
-	s, pool := openStore(t)
-	ctx := testCtx(t)
-	id := newWallet(t, s, 100)
-	naiveWrite := func(fence, balance int64) bool {
-		t.Helper()
-		tag, err := pool.Exec(ctx,
-			"UPDATE walletlock_wallets SET balance = $3, fence = $2 WHERE id = $1 AND fence < $2",
-			id, fence, balance)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tag.RowsAffected() == 1
+// The fence checked on write only (WriteFencedOnly), in every ordering of
+// a stale holder A (fence 1) and a newer holder B (fence 2) that each read
+// the balance without claiming it and write back balance-10. It refuses A
+// when B wrote first, but when both read before either writes, both land
+// and a spend is lost: the reason Claim takes the fence at the read.
+func TestWriteFencedOnly_bothReadBeforeEitherWritesLosesASpend(t *testing.T) {
+	const initial, amount = 100, 10
+	fences := map[string]int64{"A": 1, "B": 2}
+	tests := []struct {
+		name     string
+		steps    []string // "A read", "B write", ...
+		accepted map[string]bool
+		ok       bool // whether the books balance
+	}{
+		{"B writes between A's read and A's write: A refused", []string{"A read", "B read", "B write", "A write"}, map[string]bool{"B": true}, true},
+		{"both read, A writes first: both land, a spend is lost", []string{"A read", "B read", "A write", "B write"}, map[string]bool{"A": true, "B": true}, false},
+		{"A writes before B reads: both land, B reads A's result", []string{"A read", "A write", "B read", "B write"}, map[string]bool{"A": true, "B": true}, true},
 	}
-	aRead, err := s.Balance(ctx, id) // A, fence 1, reads and stalls
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openStore(t)
+			ctx := testCtx(t)
+			id := newWallet(t, s, initial)
+			read, accepted := map[string]int64{}, map[string]bool{}
+			for _, st := range tc.steps {
+				who, op, _ := strings.Cut(st, " ")
+				var err error
+				if op == "read" {
+					read[who], err = s.Balance(ctx, id)
+				} else if err = s.WriteFencedOnly(ctx, id, fences[who], read[who]-amount); err == nil {
+					accepted[who] = true
+				} else if errors.Is(err, wallet.ErrStaleFence) {
+					err = nil
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", st, err)
+				}
+			}
+			if !maps.Equal(accepted, tc.accepted) {
+				t.Errorf("accepted %v, want %v", accepted, tc.accepted)
+			}
+			bal, err := s.Balance(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := wallet.Check(initial, amount, len(accepted), bal); v.OK != tc.ok {
+				t.Errorf("%s, want OK = %v", v, tc.ok)
+			}
+		})
 	}
-	bRead, err := s.Balance(ctx, id) // B, fence 2, reads the same 100
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := 0
-	if naiveWrite(1, aRead-10) { // 1 > 0: accepted
-		accepted++
-	}
-	if naiveWrite(2, bRead-10) { // 2 > 1: accepted
-		accepted++
-	}
-	bal, err := s.Balance(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := wallet.Check(100, 10, accepted, bal)
-	if v.OK {
-		t.Fatalf("the plain fence check kept the books straight (%s); this test expects it to lose a spend", v)
-	}
-	t.Logf("plain `WHERE fence < $mine`: %s", v)
 }
 
 func TestClaim_staleFenceReportsHighest(t *testing.T) {

@@ -19,9 +19,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/internal/timeline"
+	"example.com/walletlock/internal/walletrun"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -92,23 +95,26 @@ func checkPhases(r jsonReport, stalls int) error {
 			bad("phase %s: check %q does not end in its verdict %s", p.Phase, p.Check, p.Verdict)
 		}
 		switch p.Phase {
-		case "1", "2":
-			var t timeline
+		case "1", "1b", "2":
+			var t timeline.Figures
 			if err := json.Unmarshal(p.Figures, &t); err != nil {
 				bad("phase %s figures: %v", p.Phase, err)
 				continue
 			}
-			if t.Stale != "A" || t.ReadA != initial || t.ReadB != initial {
-				bad("phase %s: %+v, want A stale, both reading %d", p.Phase, t, initial)
+			if stale := map[bool]string{true: "B", false: "A"}[p.Phase == "1b"]; t.Stale != stale || t.ReadA != initial || t.ReadB != initial || !t.BAccepted {
+				bad("phase %s: %+v, want %s stale, both reading %d, B's write accepted", p.Phase, t, stale, initial)
 			}
 			if p.Phase == "1" && (!t.AAccepted || t.FenceA != 0 || p.Check != "accepted=2 balance=90 expected=80 BROKEN") {
 				bad("phase 1: %+v, %q: want A's stale write accepted, no fences", t, p.Check)
+			}
+			if p.Phase == "1b" && (!t.AAccepted || t.FenceA != 1 || t.FenceB != 2 || t.Highest != 2 || p.Check != "accepted=2 balance=90 expected=80 BROKEN") {
+				bad("phase 1b: %+v, %q: want A (fence 1) and B (fence 2) both accepted, one spend lost", t, p.Check)
 			}
 			if p.Phase == "2" && (t.AAccepted || t.FenceA != 1 || t.FenceB != 2 || t.Highest != 2 || p.Check != "accepted=1 balance=90 expected=90 OK") {
 				bad("phase 2: %+v, %q: want A (fence 1) refused, B (fence 2) written", t, p.Check)
 			}
 		case "3":
-			var c crowd
+			var c fencing.Refusals
 			if err := json.Unmarshal(p.Figures, &c); err != nil {
 				bad("phase 3 figures: %v", err)
 				continue
@@ -133,7 +139,7 @@ func checkPhases(r jsonReport, stalls int) error {
 			}
 		}
 	}
-	if want := []string{"1", "2", "3", "4"}; !slices.Equal(names, want) {
+	if want := []string{"1", "1b", "2", "3", "4"}; !slices.Equal(names, want) {
 		bad("phases %v, want %v", names, want)
 	}
 	return errors.Join(errorsOf(problems)...)
@@ -148,7 +154,7 @@ func errorsOf(msgs []string) []error {
 }
 
 // The verdicts are not a matter of luck: ten runs side by side, each on
-// its own wallet and keys, all give the lesson's four verdicts. The runs
+// its own wallet and keys, all give the lesson's five verdicts. The runs
 // keep the default timings but have 10 spenders and 2 stalls instead of
 // 50 and 5, so that ten at once stay light on a 2-core machine.
 func TestRun_verdictsHoldInTenRuns(t *testing.T) {
@@ -182,6 +188,7 @@ func TestRun_onePhaseText(t *testing.T) {
 		want  []string
 	}{
 		{"1", []string{"phase 1: ", "A: wakes, writes 90: accepted, and stale", "accepted=2 balance=90 expected=80 BROKEN"}},
+		{"1b", []string{"phase 1b: the fence checked on write only", "reads 100 without claiming the row", "A: wakes, writes 90 with fence 1: accepted", "B: writes 90 with fence 2: accepted, the row's fence was 1", "accepted=2 balance=90 expected=80 BROKEN"}},
 		{"2", []string{"phase 2: ", "with fence 1", "with fence 2", "refused, the row carries fence 2 (B's): A's was the stale write", "accepted=1 balance=90 expected=90 OK"}},
 		{"3", []string{"phase 3: 20 fenced spenders, some stalling past the TTL\n", "between read and write (TTL 200ms): 2\n", "stale writes refused: ", " OK\n"}},
 		{"4", []string{"phase 4: ", "version conflicts: ", "accepted=10 balance=0 expected=0 OK"}},
@@ -276,10 +283,10 @@ func TestRun_databaseURLPasswordNeverShown(t *testing.T) {
 		t.Fatal("ConnectPostgres reached a server at 127.0.0.1:1")
 	}
 	msg := testenv.FailsInOneLine(t, run, nil)
-	if want := step + ": " + oneLine(werr) + "\n"; msg != want {
+	if want := step + ": " + walletrun.OneLine(werr) + "\n"; msg != want {
 		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
 	}
-	testenv.NoSecretBeyond(t, msg, oneLine(werr), password)
+	testenv.NoSecretBeyond(t, msg, walletrun.OneLine(werr), password)
 }
 
 // The same for REDIS_URL, once PostgreSQL has answered.
@@ -292,10 +299,10 @@ func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 		t.Fatal("Connect reached a server at 127.0.0.1:1")
 	}
 	msg := testenv.FailsInOneLine(t, run, []string{"-wallet-id", fmt.Sprint(testenv.WalletID(t))})
-	if want := step + ": " + oneLine(werr) + "\n"; msg != want {
+	if want := step + ": " + walletrun.OneLine(werr) + "\n"; msg != want {
 		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
 	}
-	testenv.NoSecretBeyond(t, msg, oneLine(werr), password)
+	testenv.NoSecretBeyond(t, msg, walletrun.OneLine(werr), password)
 }
 
 // Two runs at once on different prefixes, both with the default wallet:
@@ -314,7 +321,9 @@ func TestRun_defaultWalletsOfTwoPrefixesDoNotCollide(t *testing.T) {
 				return
 			}
 			var r struct {
-				Config shown `json:"config"`
+				Config struct {
+					WalletID int64 `json:"wallet_id"`
+				} `json:"config"`
 			}
 			if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 				t.Errorf("run on %s: %v", prefix, err)
@@ -323,6 +332,7 @@ func TestRun_defaultWalletsOfTwoPrefixesDoNotCollide(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	walletFor := func(prefix string) int64 { return walletrun.DefaultID(prefix, defaultPrefix) }
 	if ids[0] == ids[1] || ids[0] != walletFor(prefixes[0]) || ids[1] != walletFor(prefixes[1]) {
 		t.Errorf("wallets %v, want %d and %d, apart", ids, walletFor(prefixes[0]), walletFor(prefixes[1]))
 	}
@@ -500,25 +510,6 @@ func TestRun_postgresDownLeavesNoRowUnnamed(t *testing.T) {
 	}
 }
 
-func TestAgain_triesUntilItWorksOrTimeIsUp(t *testing.T) {
-	calls := 0
-	err := again(t.Context(), func(context.Context) error {
-		if calls++; calls < 3 {
-			return errors.New("connection refused")
-		}
-		return nil
-	})
-	if err != nil || calls != 3 {
-		t.Errorf("again = %v after %d calls, want nil after 3", err, calls)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 250*time.Millisecond)
-	defer cancel()
-	calls = 0
-	if err := again(ctx, func(context.Context) error { calls++; return errors.New("down") }); err == nil || calls < 2 {
-		t.Errorf("again = %v after %d calls, want the last error after a few", err, calls)
-	}
-}
-
 // Redis loses the fence counter mid-phase (a restart without persistence,
 // played here by deleting it): fences are handed out again, PostgreSQL
 // refuses them, fencing.Do heals the counter, and phase 3 says so instead
@@ -555,4 +546,11 @@ func TestRun_phase3SaysWhenTheCounterWentBackwards(t *testing.T) {
 	if strings.Contains(out, "\n  spenders refused without a stall (a busy machine") {
 		t.Errorf("refusals after Redis lost its data are blamed on a busy machine alone:\n%s", out)
 	}
+}
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json.
+func TestRun_jsonKeepsEveryKey(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.JSONKeepsKeys(t, run, "-n", "10", "-stalls", "2", "-wallet-id", fmt.Sprint(testenv.WalletID(t)))
 }

@@ -35,6 +35,7 @@ var Phases = []Phase{
 	{"step4-redislock", "exponential", OK, "bsm/redislock with exponential backoff"},
 	{"step4-redislock", "jitter", OK, "bsm/redislock with random waits"},
 	{"step5-fencing", "1", Broken, "a paused holder writes after its lease expired"},
+	{"step5-fencing", "1b", Broken, "the fence checked on write only: two writes computed from one read both land"},
 	{"step5-fencing", "2", OK, "the same timeline with fencing: PostgreSQL refuses the stale write"},
 	{"step5-fencing", "3", OK, "50 fenced spenders, some stalling past the TTL"},
 	{"step5-fencing", "4", OK, "no Redis: a version column and a conditional UPDATE"},

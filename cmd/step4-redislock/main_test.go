@@ -344,3 +344,7 @@ func TestPrintCheck_unknownOutcomes(t *testing.T) {
 		t.Errorf("got:\n%swant:\n%s", out.String(), want)
 	}
 }
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json.
+func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }

@@ -290,9 +290,11 @@ func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }
 //
 // It runs the program built without -race, as a reader runs it: the race
 // detector slows every spender several-fold, which changes how they
-// collide (under -race these orderings failed in 4 of 10 runs).
+// collide (under -race these orderings failed in 4 of 10 runs). And it runs
+// it on a redis-server of its own: on the shared one, other programs'
+// commands queue with the spenders' and can stall one burst alone.
 func TestRun_strategiesKeepTheirOrder(t *testing.T) {
-	rdb := testenv.Redis(t)
+	rdb := testenv.StartRedis(t).Use(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "step4-redislock")

@@ -6,9 +6,9 @@
 // differs is the cost. Waiters that wake together collide again while the
 // lock sits free between wake-ups; random waits spread them out. Expect
 // three OK check lines, then a table whose figures move from run to run.
-// Two orderings held in every run we measured, and a test holds them
-// (TestRun_strategiesKeepTheirOrder): jitter makes the fewest lock
-// attempts, and exponential takes longer than lockstep.
+// Two orderings do not move, and TestRun_strategiesKeepTheirOrder holds
+// them: jitter makes the fewest lock attempts, and exponential takes
+// longer than lockstep.
 //
 //	lockstep:    accepted=10 balance=0 expected=0 OK
 //	exponential: accepted=10 balance=0 expected=0 OK

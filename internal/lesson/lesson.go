@@ -42,6 +42,7 @@ var Phases = []Phase{
 	{"step6-loadtest", "lock", OK, "the hand-built lease under load"},
 	{"step6-loadtest", "redislock", OK, "bsm/redislock under load"},
 	{"step6-loadtest", "redsync", OK, "go-redsync's mutex on one Redis under load"},
+	{"step6-loadtest", "redlock", OK, "go-redsync's mutex on a majority of three independent Redis nodes (Redlock) under load"},
 	{"step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load"},
 	{"step6-loadtest", "fenced", OK, "lease plus fencing checked by PostgreSQL under load"},
 	{"step6-loadtest", "atomic", OK, "no lock: one Lua script checks and takes, under load"},

@@ -105,7 +105,7 @@ func Dial(ctx context.Context, addrs []string, configure func(*redis.Options)) (
 	n := New(addrs, clients...)
 	if down := n.Down(ctx); len(down) > 0 {
 		n.Close()
-		return nil, fmt.Errorf("%w: %d of %d Redlock nodes answer (%s: %s): start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
+		return nil, fmt.Errorf("%w: %d of %d answer (%s %s not): start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
 			ErrNodesDown, len(addrs)-len(down), len(addrs), strings.Join(down, ", "), verb(len(down)))
 	}
 	return n, nil
@@ -113,9 +113,9 @@ func Dial(ctx context.Context, addrs []string, configure func(*redis.Options)) (
 
 func verb(n int) string {
 	if n == 1 {
-		return "no answer"
+		return "does"
 	}
-	return "no answers"
+	return "do"
 }
 
 // Down returns the addresses of the nodes that do not answer a PING within

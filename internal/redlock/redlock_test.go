@@ -172,7 +172,7 @@ func TestDial_saysHowManyNodesAnswerAndTheFix(t *testing.T) {
 		t.Fatalf("Dial = %v, want ErrNodesDown", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"1 of 3 Redlock nodes answer", addrs[1], addrs[2], "make redlock-up", "REDLOCK_ADDRS"} {
+	for _, want := range []string{"nodes down: 1 of 3 answer", addrs[1], addrs[2], "make redlock-up", "REDLOCK_ADDRS"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error = %q, want it to say %q", msg, want)
 		}

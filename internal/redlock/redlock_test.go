@@ -84,8 +84,10 @@ func TestAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
 	if got := won.Load(); got != 1 {
 		t.Errorf("%d goroutines took the lock, want exactly 1", got)
 	}
-	if got := holders(t, n, "lock:{wallet:1}"); got != 3 {
-		t.Errorf("%d of 3 nodes hold the key, want 3", got)
+	// Not always all three: a loser may hold one node for a moment when
+	// the winner asks it, and the winner then holds a bare majority.
+	if got := holders(t, n, "lock:{wallet:1}"); got < n.Quorum() {
+		t.Errorf("%d of 3 nodes hold the key, want a majority", got)
 	}
 }
 

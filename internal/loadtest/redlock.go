@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/redlock"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -64,6 +65,28 @@ func spendRedlock(r *runner, c call) outcome {
 		},
 		l.Release)
 	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+// addRedlockStats adds to stats, in a redlock phase, the commands each
+// Redlock node ran, so that the row's Redis commands count the lock's
+// too. A node that cannot be read makes the count unknown (see
+// CommandStats.Since), never short.
+func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats services.CommandStats) {
+	if s.name != Redlock || r.redlock == nil {
+		return
+	}
+	for _, c := range r.redlock.Clients() {
+		node, err := services.ReadCommandStats(ctx, c)
+		if err != nil {
+			stats["redlock node unread"] = -1
+			return
+		}
+		// Summed per command, so that Since leaves out the overhead
+		// (INFO, PING) of the nodes as of the wallets' Redis.
+		for name, n := range node {
+			stats[name] += n
+		}
+	}
 }
 
 // clearRedlock deletes every key under the run's prefix on every Redlock

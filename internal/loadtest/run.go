@@ -436,6 +436,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		if before, err = services.ReadCommandStats(ctx, r.rdb); err != nil {
 			return nil, err
 		}
+		r.addRedlockStats(ctx, s, before)
 	}
 	sentBefore := r.calls.sent()
 
@@ -494,6 +495,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 
 	if r.rdb != nil {
 		if now, err := services.ReadCommandStats(after, r.rdb); err == nil {
+			r.addRedlockStats(after, s, now)
 			if n := now.Since(before); n >= 0 {
 				row.RedisCommands, row.RedisPerSpend = perSpend(n, v.Accepted)
 			}

@@ -462,6 +462,9 @@ func TestRun_redlockOnAHotWallet(t *testing.T) {
 	if r.RedisCallsPerSpend == nil || *r.RedisCallsPerSpend < 8 {
 		t.Errorf("redlock: %v Redis calls per spend, want at least 8 (the nodes' calls counted)", r.RedisCallsPerSpend)
 	}
+	if r.RedisPerSpend == nil || *r.RedisPerSpend < 8 {
+		t.Errorf("redlock: %v Redis commands per spend, want at least 8 (the nodes' commands counted)", r.RedisPerSpend)
+	}
 	if p := rep.Phases[0]; p.Phase != loadtest.Redlock || !p.Match() {
 		t.Errorf("phase %+v, want redlock OK", p)
 	}

@@ -5,10 +5,13 @@
 # Services come from scripts/services.sh: whatever already answers and lets
 # us log in, else docker compose, else local redis-server and PostgreSQL
 # binaries, installed first (apt-get or brew) when they are missing.
+# make redlock-up: three independent Redis nodes for step 6's redlock
+#   strategy (REDLOCK_ADDRS, default 127.0.0.1:6380,6381,6382), no
+#   persistence. `make up` leaves them out; demo and workshop start them.
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status demo lint test workshop compare drills
+.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test workshop compare drills
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -17,14 +20,19 @@ up: ## make Redis and PostgreSQL reachable and check that they let us in
 	@scripts/services.sh up
 compose-up: up
 
-down: ## stop what `make up` started, nothing else
+down: ## stop what `make up` (and `make redlock-up`) started, nothing else
 	@scripts/services.sh down
 compose-down: down
+
+redlock-up: ## start three independent Redis nodes for Redlock (REDLOCK_ADDRS), no persistence
+	@scripts/services.sh redlock-up
+redlock-down: ## stop the Redlock nodes `make redlock-up` started, nothing else
+	@scripts/services.sh redlock-down
 
 status: ## say whether Redis and PostgreSQL answer and let us in
 	@scripts/services.sh status
 
-demo: up ## run every step program in order
+demo: up redlock-up ## run every step program in order
 	@echo "== step 1: no lock, lost updates"
 	@$(GO) run ./cmd/step1-race -runs 3
 	@echo "== step 2: a hand-built lease, SET NX PX and a token-checked release"
@@ -45,7 +53,7 @@ lint: ## go vet and staticcheck (a tool dependency in go.mod)
 test: up lint ## make lint, then go test -race against the real services
 	$(GO) test -race ./...
 
-workshop: up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
+workshop: up redlock-up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
 	@$(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
 
 # The facilitator's page: every collected workshop-*.json side by side.

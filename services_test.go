@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The passwords of the servers these tests start. None may ever appear in
@@ -543,5 +545,67 @@ func TestServices_installsWhatIsMissing(t *testing.T) {
 				t.Errorf("up succeeded, but nothing answers on port %d", port)
 			}
 		})
+	}
+}
+
+// redlock-up starts the Redlock nodes that do not answer yet, with no
+// persistence, and uses one that answers as it is; redlock-down stops
+// only those it started.
+func TestServices_redlockUpAndDown(t *testing.T) {
+	bins := binaries(t, "redis-server")
+	root := scriptCopy(t)
+	foreign := startRedis(t, bins["redis-server"])
+	p1, p2 := freePort(t), freePort(t)
+	addrs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p1, p2, foreign)
+	env := []string{"REDLOCK_ADDRS=" + addrs}
+
+	stdout, stderr, code := runServices(t, root, env, "", "redlock-up")
+	checkQuiet(t, stdout, stderr)
+	if code != 0 || !strings.Contains(stderr, "Redlock nodes: 3 of 3 answer at "+addrs+" (started 2 here, 1 already running)") {
+		t.Fatalf("redlock-up = %d, stderr:\n%s", code, stderr)
+	}
+	for _, p := range []int{p1, p2} {
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p)})
+		got, err := rdb.ConfigGet(t.Context(), "*").Result()
+		rdb.Close()
+		if err != nil || got["save"] != "" || got["appendonly"] != "no" || got["bind"] != "127.0.0.1" {
+			t.Errorf("node on port %d: save %q, appendonly %q, bind %q (%v); want no persistence, loopback only",
+				p, got["save"], got["appendonly"], got["bind"], err)
+		}
+	}
+	if _, stderr, code := runServices(t, root, env, "", "redlock-up"); code != 0 || !strings.Contains(stderr, "(started 0 here, 3 already running)") {
+		t.Errorf("a second redlock-up = %d, stderr:\n%s", code, stderr)
+	}
+	if _, stderr, code := runServices(t, root, env, "", "redlock-status"); code != 0 || !strings.Contains(stderr, "3 of 3 answer") {
+		t.Errorf("redlock-status = %d, stderr:\n%s", code, stderr)
+	}
+
+	stdout, stderr, code = runServices(t, root, env, "", "redlock-down")
+	checkQuiet(t, stdout, stderr)
+	if code != 0 || !strings.Contains(stderr, "stopped 2 Redlock node(s)") {
+		t.Errorf("redlock-down = %d, stderr:\n%s", code, stderr)
+	}
+	if answers(p1) || answers(p2) {
+		t.Error("a node redlock-up started still answers after redlock-down")
+	}
+	if !answers(foreign) {
+		t.Error("redlock-down stopped a Redis it did not start")
+	}
+	if _, stderr, code := runServices(t, root, env, "", "redlock-status"); code != 1 || !strings.Contains(stderr, "1 of 3 answer") || !strings.Contains(stderr, "make redlock-up") {
+		t.Errorf("redlock-status with two nodes down = %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestServices_redlockRefusesBadAddresses(t *testing.T) {
+	root := scriptCopy(t)
+	for _, tt := range []struct{ addrs, want string }{
+		{"127.0.0.1:1,nope,127.0.0.1:3", `REDLOCK_ADDRS: "nope" is not host:port`},
+		{"127.0.0.1:1,127.0.0.1:2", "REDLOCK_ADDRS names 2 nodes; Redlock needs at least 3"},
+	} {
+		stdout, stderr, code := runServices(t, root, []string{"REDLOCK_ADDRS=" + tt.addrs}, "", "redlock-up")
+		checkQuiet(t, stdout, stderr)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("redlock-up with %s = %d, stderr %q; want 1 and one line saying %q", tt.addrs, code, stderr, tt.want)
+		}
 	}
 }

@@ -19,6 +19,13 @@
 # repo, in a private temporary folder. `up` twice is harmless; `down` stops
 # only what `up` started. Everything is said on stderr: stdout may be JSON.
 # No password is ever put on a command line or printed.
+#
+# services.sh redlock-up|redlock-down|redlock-status: the three independent
+# Redis nodes of step 6's redlock strategy (REDLOCK_ADDRS, by default
+# 127.0.0.1:6380,127.0.0.1:6381,127.0.0.1:6382), local redis-server
+# processes with no persistence, data and pids in .services/redlock-PORT/.
+# A node that already answers is used as it is. `redlock-down` (and `down`)
+# stop only the nodes `redlock-up` started.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -514,6 +521,97 @@ pg_down() {
   say "stopped PostgreSQL"
 }
 
+# --- Redlock's nodes -------------------------------------------------------------
+
+redlock_addrs=${REDLOCK_ADDRS:-127.0.0.1:6380,127.0.0.1:6381,127.0.0.1:6382}
+
+# redlock_nodes: the host:port of each node, one a line; stops on a bad one.
+redlock_nodes() {
+  local addr
+  local IFS=,
+  for addr in $redlock_addrs; do
+    addr=${addr// /}
+    [[ $addr == *:* && ${addr##*:} =~ ^[0-9]+$ ]] || die "REDLOCK_ADDRS: \"$addr\" is not host:port"
+    echo "$addr"
+  done
+}
+
+redlock_up() {
+  local addr host port dir need=() answered=0 started=0 n=0
+  local nodes
+  nodes=$(redlock_nodes) || exit 1
+  for addr in $nodes; do
+    n=$((n + 1))
+    host=${addr%:*} port=${addr##*:}
+    if reachable "$host" "$port"; then
+      answered=$((answered + 1))
+      continue
+    fi
+    is_local "$host" || die "Redlock node $addr does not answer and is not on this machine: start it there, or change REDLOCK_ADDRS"
+    need+=("$addr")
+  done
+  ((n >= 3)) || die "REDLOCK_ADDRS names $n nodes; Redlock needs at least 3"
+  if ((${#need[@]} > 0)) && ! command -v redis-server >/dev/null 2>&1; then
+    install "nothing answers at ${need[*]} and redis-server is not installed" redis-server redis
+  fi
+  for addr in "${need[@]}"; do
+    host=${addr%:*} port=${addr##*:}
+    dir="$state/redlock-$port"
+    mkdir -p "$dir"
+    # No persistence, on purpose: a node that restarts comes back empty,
+    # which is what the drill shows Redlock cannot survive.
+    {
+      if [[ $host == ::1 ]]; then echo "bind ::1"; else echo "bind 127.0.0.1"; fi
+      echo "port $port"
+      echo "daemonize yes"
+      echo "dir $(rconf "$dir")"
+      echo "pidfile $(rconf "$dir/redis.pid")"
+      echo "logfile $(rconf "$dir/redis.log")"
+      echo 'save ""'
+      echo "appendonly no"
+    } | redis-server - >/dev/null 2>&1 || die "the Redlock node on port $port did not start; see $dir/redis.log"
+    reachable_soon "$host" "$port" || die "the Redlock node on port $port did not start; see $dir/redis.log"
+    echo "$port" >"$dir/started"
+    started=$((started + 1)) answered=$((answered + 1))
+  done
+  local already=""
+  ((answered > started)) && already=", $((answered - started)) already running"
+  say "Redlock nodes: $answered of $n answer at $redlock_addrs (started $started here$already)"
+}
+
+redlock_down() {
+  local f dir pid stopped=0
+  for f in "$state"/redlock-*/started; do
+    [[ -f $f ]] || continue
+    dir=$(dirname "$f")
+    pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
+    if [[ -n $pid ]] && kill "$pid" 2>/dev/null; then
+      # Wait, bounded, until it is gone: a redlock-up right after must
+      # find the port free.
+      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$f"
+    stopped=$((stopped + 1))
+  done
+  ((stopped == 0)) || say "stopped $stopped Redlock node(s)"
+}
+
+redlock_status() {
+  local addr answered=0 n=0 down=()
+  local nodes
+  nodes=$(redlock_nodes) || exit 1
+  for addr in $nodes; do
+    n=$((n + 1))
+    if reachable "${addr%:*}" "${addr##*:}"; then answered=$((answered + 1)); else down+=("$addr"); fi
+  done
+  if ((answered == n)); then
+    say "Redlock nodes: $n of $n answer at $redlock_addrs"
+    return 0
+  fi
+  say "Redlock nodes: $answered of $n answer (nothing at ${down[*]}): make redlock-up"
+  return 1
+}
+
 # --- commands ------------------------------------------------------------------
 
 # welcome: say which servers let us in; stop with the ways out when one
@@ -573,6 +671,7 @@ down() {
   fi
   redis_down
   pg_down
+  redlock_down
 }
 
 status() {
@@ -600,5 +699,8 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  redlock-up) redlock_up ;;
+  redlock-down) redlock_down ;;
+  redlock-status) redlock_status ;;
+  *) echo "usage: $0 up|down|status|redlock-up|redlock-down|redlock-status" >&2; exit 2 ;;
 esac

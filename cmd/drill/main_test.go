@@ -109,6 +109,64 @@ func TestDrill_shortMatchesLesson(t *testing.T) {
 	}
 }
 
+// Redlock under the restart nemesis, two seeds each: a node is down when
+// a holder takes the lock, comes back empty, and one of the holder's two
+// nodes restarts empty. Another spender wins a majority while the first
+// holds, every seed: redlock loses money, redlock-fenced does not. Both
+// count the double grant; each run injects two faults.
+func TestDrill_redlockRestartGrantsTwice(t *testing.T) {
+	prefix, first := needs(t)
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-nemesis", "restart", "-strategy", "redlock,redlock-fenced", "-seeds", "2",
+		"-json", "-prefix", prefix, "-first-id", first}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("drill = %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	seen := 0
+	for dec.More() {
+		var r struct {
+			Strategy, Verdict, Note string
+			Seed                    int64
+			MoneyOff                int64 `json:"money_off"`
+			DoubleGrants            int   `json:"double_grants"`
+			Faults                  int
+		}
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("a row is not JSON: %v", err)
+		}
+		seen++
+		name := fmt.Sprintf("%s seed %d", r.Strategy, r.Seed)
+		want := map[string]string{drill.Redlock: lesson.Broken, drill.RedlockFenced: lesson.OK}[r.Strategy]
+		if r.Verdict != want || (r.MoneyOff == 0) != (want == lesson.OK) {
+			t.Errorf("%s: %s with %d off, want %s", name, r.Verdict, r.MoneyOff, want)
+		}
+		if r.DoubleGrants == 0 || r.Faults != 2 || !strings.Contains(r.Note, "won a majority") {
+			t.Errorf("%s: %d double grants, %d faults, note %q; want a double grant after two faults", name, r.DoubleGrants, r.Faults, r.Note)
+		}
+	}
+	if seen != 4 {
+		t.Errorf("%d rows, want 4 (2 strategies x 2 seeds)", seen)
+	}
+	if n := rowsLeft(t, prefix); n != 0 {
+		t.Errorf("%d rows of the drill left in PostgreSQL", n)
+	}
+}
+
+// A Sentinel failover means nothing to Redlock's independent nodes: the
+// drill says so and runs nothing.
+func TestDrill_failoverDoesNotApplyToRedlock(t *testing.T) {
+	prefix, first := needs(t)
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-nemesis", "failover", "-strategy", "redlock", "-prefix", prefix, "-first-id", first}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("drill = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "failover redlock skipped: Redlock's nodes are independent masters") {
+		t.Errorf("stdout does not say failover was skipped:\n%s", stdout.String())
+	}
+}
+
 // Ctrl-C in the middle of a run: the drill kills what it started, deletes
 // its rows and exits 130, in bounded time.
 func TestDrill_interrupt(t *testing.T) {

@@ -69,6 +69,14 @@ func (r *report) add(res drill.Result) {
 		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
 }
 
+// skip says, in the text report, that a nemesis does not apply to a
+// strategy.
+func (r *report) skip(nemesis, strategy, why string) {
+	if !r.asJSON {
+		fmt.Fprintf(r.w, "%-8s %-7s skipped: %s\n", nemesis, strategy, why)
+	}
+}
+
 // cell gathers the runs of one nemesis and strategy.
 type cell struct {
 	nemesis, strategy                  string

@@ -1,7 +1,9 @@
 // Step 6: every strategy side by side, under load.
 //
 // 64 workers spend from 16 wallets for 4 s per strategy: no lock (the
-// control), the hand-built lock, bsm/redislock, go-redsync, the fair lock
+// control), the hand-built lock, bsm/redislock, go-redsync, go-redsync
+// over three independent nodes (redlock: `make redlock-up` starts them;
+// without them the default run leaves it out and says so), the fair lock
 // (waiters queue, a release hands off), a fenced lease checked by
 // PostgreSQL, one Lua script that checks and takes (atomic, no lock), a
 // version column, and SELECT ... FOR UPDATE. Each gets fresh wallets and
@@ -11,7 +13,7 @@
 // wallet. Then the ceiling (the best rate this machine allows, from round
 // trips measured at the start), each rate against none's, and each p99
 // lock wait against a queue served in turn. Expect none BROKEN and every
-// other row OK; the rates depend on the machine. It takes about 40 s and
+// other row OK; the rates depend on the machine. It takes about 45 s and
 // ends with a check line per strategy, summed over the wallets, such as:
 //
 //	none:       accepted=88583 balance=15999779470 expected=15999114170 BROKEN
@@ -38,10 +40,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/term"
@@ -49,6 +53,7 @@ import (
 	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/loadtest"
+	"example.com/walletlock/internal/redlock"
 )
 
 func main() { cli.Main(run) }
@@ -103,6 +108,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	env, err := loadtest.Dial(ctx, c)
+	if errors.Is(err, redlock.ErrNodesDown) && *which == "all" {
+		// Redlock's three nodes come from `make redlock-up`, not `make
+		// up`: the default run goes on without them, and says so.
+		fmt.Fprintln(stderr, "step6-loadtest: leaving redlock out:", err)
+		c.Strategies = slices.DeleteFunc(c.Strategies, func(s string) bool { return s == loadtest.Redlock })
+		env, err = loadtest.Dial(ctx, c)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return interrupted(stderr, false)

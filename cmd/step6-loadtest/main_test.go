@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +87,7 @@ func TestRun_postgresUnreachable(t *testing.T) {
 func TestRun_jsonReport(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	args, _ := ownArgs(t, "-duration", "300ms", "-json")
+	redlockNodes(t)
 	code := run(context.Background(), args, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
@@ -116,6 +119,69 @@ func TestRun_jsonReport(t *testing.T) {
 		if r.Workers != 6 {
 			t.Errorf("%s: workers %d, want 6", r.Strategy, r.Workers)
 		}
+	}
+}
+
+// redlockNodes starts three redis-servers of the test's own and points
+// REDLOCK_ADDRS at them for the rest of the test.
+func redlockNodes(t *testing.T) {
+	t.Helper()
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, testenv.StartRedis(t).Addr)
+	}
+	t.Setenv("REDLOCK_ADDRS", strings.Join(addrs, ","))
+}
+
+// deadRedlock points REDLOCK_ADDRS at three loopback ports where nothing
+// listens, and returns them.
+func deadRedlock(t *testing.T) []string {
+	t.Helper()
+	var addrs []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, l.Addr().String())
+		l.Close()
+	}
+	t.Setenv("REDLOCK_ADDRS", strings.Join(addrs, ","))
+	return addrs
+}
+
+// Asked for redlock without its nodes, the run fails at once, in one line
+// that says how many answered and how to start them.
+func TestRun_redlockWithoutItsNodes(t *testing.T) {
+	args, _ := ownArgs(t, "-strategy", "redlock")
+	dead := deadRedlock(t)
+	testenv.FailsInOneLine(t, run, args, "0 of 3 answer", dead[0], "make redlock-up", "REDLOCK_ADDRS")
+}
+
+// The default run needs only `make up`: without the Redlock nodes it runs
+// every other strategy, and one line on stderr says what it left out.
+func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args, _ := ownArgs(t, "-duration", "100ms", "-json")
+	deadRedlock(t)
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	if msg := stderr.String(); strings.Count(msg, "\n") != 1 ||
+		!strings.HasPrefix(msg, "step6-loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
+		t.Errorf("stderr = %q, want one line that leaves redlock out and names make redlock-up", msg)
+	}
+	var rep loadtest.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not one report: %v", err)
+	}
+	var got []string
+	for _, p := range rep.Phases {
+		got = append(got, p.Phase)
+	}
+	want := slices.DeleteFunc(loadtest.Strategies(), func(s string) bool { return s == loadtest.Redlock })
+	if !slices.Equal(got, want) {
+		t.Errorf("phases %v, want %v", got, want)
 	}
 }
 

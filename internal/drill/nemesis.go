@@ -62,6 +62,9 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 		return 1, fmt.Sprintf("killed spender %d after it read wallet %d, started spender %d", g.s.n, g.e.Wallet, n), nil
 
 	case Restart:
+		if isRedlock(r.c.Strategy) {
+			return r.restartRedlock(ctx)
+		}
 		g, ok := r.grabRead(ctx, 5*time.Second, nil)
 		if !ok {
 			return 0, "no spend came by", ctx.Err()

@@ -25,7 +25,7 @@ const (
 	None     = "none"     // the control
 	Pause    = "pause"    // SIGSTOP a holder between its read and its write
 	Crash    = "crash"    // SIGKILL a holder, start another spender
-	Restart  = "restart"  // SIGKILL the Redis primary, start it again empty
+	Restart  = "restart"  // SIGKILL the Redis primary, start it again empty (Redlock: see restartRedlock)
 	Failover = "failover" // cut the replica off, kill the primary, let Sentinel promote the replica
 )
 
@@ -75,6 +75,7 @@ type runner struct {
 	primary, replica *Server
 	proxy            *Proxy
 	sentinels        []*Server
+	nodes            []*Server // Redlock's, instead of the primary
 
 	mu       sync.Mutex
 	spenders []*spenderProc
@@ -115,6 +116,9 @@ func Run(ctx context.Context, procs *Procs, c Config) (Result, error) {
 	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
 		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
 	res := Result{Nemesis: c.Nemesis, Strategy: c.Strategy, Seed: c.Seed}
+	if ok, why := Applies(c.Nemesis, c.Strategy); !ok {
+		return res, fmt.Errorf("drill: %s does not apply to %s: %s", c.Nemesis, c.Strategy, why)
+	}
 	defer r.stopServers()
 	if err := r.startServers(ctx); err != nil {
 		return res, err
@@ -161,6 +165,9 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (r *runner) startServers(ctx context.Context) error {
+	if isRedlock(r.c.Strategy) {
+		return r.startRedlock(ctx)
+	}
 	var err error
 	if r.primary, err = r.procs.StartRedis(ctx, r.c.Dir); err != nil {
 		return err
@@ -209,7 +216,7 @@ func (r *runner) startServers(ctx context.Context) error {
 }
 
 func (r *runner) stopServers() {
-	for _, s := range append([]*Server{r.primary, r.replica}, r.sentinels...) {
+	for _, s := range append(append([]*Server{r.primary, r.replica}, r.sentinels...), r.nodes...) {
 		if s != nil {
 			s.proc.Kill(3 * time.Second)
 		}
@@ -239,11 +246,16 @@ func (r *runner) startSpender(n int) error {
 	sc := SpenderConfig{Strategy: c.Strategy, Prefix: c.Prefix, First: c.First, Wallets: c.Wallets,
 		Amount: c.Amount, TTL: c.TTL, Work: c.Work, Conc: c.Conc, Hold: c.Nemesis != None,
 		Seed: uint64(c.Seed)<<16 | uint64(n)}
-	if len(r.sentinels) > 0 {
+	switch {
+	case len(r.nodes) > 0:
+		for _, s := range r.nodes {
+			sc.Nodes = append(sc.Nodes, s.Addr)
+		}
+	case len(r.sentinels) > 0:
 		for _, s := range r.sentinels {
 			sc.Sentinels = append(sc.Sentinels, s.Addr)
 		}
-	} else {
+	default:
 		sc.Redis = r.primary.Addr
 	}
 	js, _ := json.Marshal(sc)

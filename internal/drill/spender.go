@@ -23,8 +23,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -42,15 +44,27 @@ const (
 	Fenced  = "fenced"  // AcquireFenced, and PostgreSQL checks the fence
 	Version = "version" // no Redis: a version column in PostgreSQL
 	Fair    = "fair"    // lock.Fair's lease, then the plain read and write
+	// Redlock: go-redsync's mutex on a majority of three independent
+	// nodes, then the plain read and write.
+	Redlock = "redlock"
+	// RedlockFenced: the same Redlock, and PostgreSQL checks a fence.
+	// Redlock hands out no number, so the fence comes from a PostgreSQL
+	// sequence (see FenceSequence), taken once the lock is held.
+	RedlockFenced = "redlock-fenced"
 )
 
 // Strategies lists them in the order of the report.
-var Strategies = []string{Lock, Wait, Fenced, Version, Fair}
+var Strategies = []string{Lock, Wait, Fenced, Version, Fair, Redlock, RedlockFenced}
+
+// isRedlock reports whether a strategy takes its lock on the drill's three
+// Redlock nodes rather than on one Redis.
+func isRedlock(strategy string) bool { return strategy == Redlock || strategy == RedlockFenced }
 
 // SpenderConfig is what a spender process is told.
 type SpenderConfig struct {
 	Strategy  string        `json:"strategy"`
 	Redis     string        `json:"redis,omitempty"`     // the primary, when there are no sentinels
+	Nodes     []string      `json:"nodes,omitempty"`     // the Redlock nodes, for redlock and redlock-fenced
 	Sentinels []string      `json:"sentinels,omitempty"` // follow the primary through these
 	Prefix    string        `json:"prefix"`              // of the lock keys
 	First     int64         `json:"first"`               // wallet ids First .. First+Wallets-1
@@ -107,10 +121,12 @@ func RunSpender(c SpenderConfig, stdin io.Reader, stdout, stderr io.Writer) int 
 }
 
 type spender struct {
-	c     SpenderConfig
-	rdb   *redis.Client
-	fair  *lock.Fair
-	store *wallet.Store
+	c       SpenderConfig
+	rdb     *redis.Client
+	fair    *lock.Fair
+	redlock *redlock.Nodes // for redlock and redlock-fenced
+	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
+	store   *wallet.Store
 
 	out     sync.Mutex
 	enc     *json.Encoder
@@ -135,8 +151,15 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := &spender{c: c, store: store, enc: json.NewEncoder(stdout), holds: map[int64]chan struct{}{}}
-	if c.Strategy != Version {
+	s := &spender{c: c, store: store, pool: pool, enc: json.NewEncoder(stdout), holds: map[int64]chan struct{}{}}
+	if isRedlock(c.Strategy) {
+		clients := make([]redis.UniversalClient, len(c.Nodes))
+		for i, a := range c.Nodes {
+			clients[i] = NewClient(a)
+		}
+		s.redlock = redlock.New(c.Nodes, clients...)
+		defer s.redlock.Close()
+	} else if c.Strategy != Version {
 		if len(c.Sentinels) > 0 {
 			s.rdb = NewFailoverClient(c.Sentinels)
 		} else {
@@ -245,18 +268,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		return
 	}
 	key := wallet.LockKey(s.c.Prefix, id)
-	actx, acancel := context.WithTimeout(ctx, 4*s.c.TTL+time.Second)
-	var l *lock.Lock
-	var err error
-	switch s.c.Strategy {
-	case Fenced:
-		l, err = lock.AcquireFenced(actx, s.rdb, key, s.c.TTL)
-	case Fair:
-		l, err = s.fair.Acquire(actx, key, s.c.TTL)
-	default:
-		l, err = lock.Acquire(actx, s.rdb, key, s.c.TTL)
-	}
-	acancel()
+	holder, fence, release, err := s.acquire(ctx, key)
 	if err != nil { // no lock, no spend: Redis is down or busy
 		time.Sleep(20 * time.Millisecond)
 		return
@@ -264,9 +276,9 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	defer func() {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer rcancel()
-		l.Release(rctx)
+		release(rctx)
 	}()
-	e.Holder, e.Fence = shortID(l.ID()), l.Fence
+	e.Holder, e.Fence = holder, fence
 	if s.c.Strategy == Wait {
 		n, err := s.rdb.Wait(ctx, 1, s.c.TTL/5).Result()
 		if err != nil || n < 1 { // gave up before touching the wallet
@@ -281,9 +293,18 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	}
 	e.Start = time.Now().UnixNano()
 	var bal int64
-	if s.c.Strategy == Fenced {
-		bal, err = s.store.Claim(ctx, id, l.Fence)
-		if se := (*wallet.StaleFenceError)(nil); errors.As(err, &se) && se.Highest >= l.Fence {
+	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced
+	if s.c.Strategy == RedlockFenced {
+		// The lock is held: now take a number no holder has had, from
+		// the database that will check it.
+		if e.Fence, err = NextFence(ctx, s.pool); err != nil {
+			s.done(e, false, err)
+			return
+		}
+	}
+	if fenced {
+		bal, err = s.store.Claim(ctx, id, e.Fence)
+		if se := (*wallet.StaleFenceError)(nil); s.c.Strategy == Fenced && errors.As(err, &se) && se.Highest >= e.Fence {
 			// Redis handed out a fence PostgreSQL has seen: its counter
 			// went back (a restart, a failover). Raise it for the next one.
 			lock.RaiseFence(ctx, s.rdb, key, se.Highest)
@@ -304,12 +325,40 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		s.done(e, false, err)
 		return
 	}
-	if s.c.Strategy == Fenced {
-		err = s.store.WriteFenced(ctx, id, l.Fence, bal-s.c.Amount)
+	if fenced {
+		err = s.store.WriteFenced(ctx, id, e.Fence, bal-s.c.Amount)
 	} else {
 		err = s.store.Write(ctx, id, bal-s.c.Amount)
 	}
 	s.done(e, err == nil, err)
+}
+
+// acquire takes the strategy's lock on key, waiting at most 4 TTLs and a
+// second, and returns the holder's name as the reports carry it, the
+// lock's fence (0 when it has none) and the release.
+func (s *spender) acquire(ctx context.Context, key string) (holder string, fence int64, release func(context.Context), err error) {
+	ctx, cancel := context.WithTimeout(ctx, 4*s.c.TTL+time.Second)
+	defer cancel()
+	if isRedlock(s.c.Strategy) {
+		rl, err := s.redlock.Acquire(ctx, key, s.c.TTL)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		return holderID(rl.Token()), 0, func(ctx context.Context) { rl.Release(ctx) }, nil
+	}
+	var l *lock.Lock
+	switch s.c.Strategy {
+	case Fenced:
+		l, err = lock.AcquireFenced(ctx, s.rdb, key, s.c.TTL)
+	case Fair:
+		l, err = s.fair.Acquire(ctx, key, s.c.TTL)
+	default:
+		l, err = lock.Acquire(ctx, s.rdb, key, s.c.TTL)
+	}
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return shortID(l.ID()), l.Fence, func(ctx context.Context) { l.Release(ctx) }, nil
 }
 
 // holderID names the holder of a token, as the spenders report it: the

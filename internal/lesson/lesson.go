@@ -43,6 +43,7 @@ var Phases = []Phase{
 	{"step6-loadtest", "lock", OK, "the hand-built lease under load"},
 	{"step6-loadtest", "redislock", OK, "bsm/redislock under load"},
 	{"step6-loadtest", "redsync", OK, "go-redsync's mutex on one Redis under load"},
+	{"step6-loadtest", "redlock", OK, "go-redsync's mutex on a majority of three independent Redis nodes (Redlock) under load"},
 	{"step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load"},
 	{"step6-loadtest", "fenced", OK, "lease plus fencing checked by PostgreSQL under load"},
 	{"step6-loadtest", "atomic", OK, "no lock: one Lua script checks and takes, under load"},
@@ -110,7 +111,7 @@ func NewResult(step, phase, check string, ok bool) Result {
 // DrillCell is what one strategy must give under one nemesis.
 type DrillCell struct {
 	Nemesis  string // none, pause, crash, restart or failover
-	Strategy string // lock, wait, fenced, version or fair
+	Strategy string // lock, wait, fenced, version, fair, redlock or redlock-fenced
 	Want     string // OK or BROKEN
 	// Share is the least share of seeds that must give Want: 1 means
 	// every seed. The drill times each fault to land inside a critical
@@ -127,21 +128,29 @@ var Drills = []DrillCell{
 	{"none", "fenced", OK, 1, "the control, fenced"},
 	{"none", "version", OK, 1, "the control, PostgreSQL only"},
 	{"none", "fair", OK, 1, "the control, the fair hand-off"},
+	{"none", "redlock", OK, 1, "the control, Redlock over three nodes"},
+	{"none", "redlock-fenced", OK, 1, "the control, Redlock and a fence from a PostgreSQL sequence"},
 	{"pause", "lock", Broken, 1, "a holder stopped past its TTL writes a balance another holder has spent from"},
 	{"pause", "wait", Broken, 1, "the replica had the lock; waiting for it does nothing for a stopped holder"},
 	{"pause", "fenced", OK, 1, "the next holder's claim moves the fence, and the stale write finds no row"},
 	{"pause", "version", OK, 1, "the version moved on while the spender was stopped: its write is refused and retried"},
 	{"pause", "fair", Broken, 1, "a fair queue hands the lock on at expiry just the same: no fence, lost update"},
+	{"pause", "redlock", Broken, 1, "the lock expires on every node alike: a majority cannot wait for a stopped holder"},
+	{"pause", "redlock-fenced", OK, 1, "the next holder's claim takes a higher number from the sequence: the stale write finds no row"},
 	{"crash", "lock", OK, 1, "the killed holder wrote nothing; its lease expires and the others go on"},
 	{"crash", "wait", OK, 1, "the same with a replica"},
 	{"crash", "fenced", OK, 1, "the same with a fence"},
 	{"crash", "version", OK, 1, "a killed spender leaves nothing half-written"},
 	{"crash", "fair", OK, 1, "the queue skips the dead holder once its lease expires"},
+	{"crash", "redlock", OK, 1, "the dead holder's lock expires on every node and the others go on"},
+	{"crash", "redlock-fenced", OK, 1, "the same with a fence"},
 	{"restart", "lock", Broken, 1, "Redis comes back empty and grants the held lock again: two holders, one lost update"},
 	{"restart", "wait", Broken, 1, "the replica resyncs from the empty primary: waiting bought nothing"},
 	{"restart", "fenced", OK, 1, "the fence counter restarts low, PostgreSQL refuses it, the holder raises it"},
 	{"restart", "version", OK, 1, "no Redis in the path"},
 	{"restart", "fair", Broken, 1, "the queue and the lock are gone: granted twice, as with lock"},
+	{"restart", "redlock", Broken, 1, "a node was down when the lock was taken, one of the two that granted it restarts empty: a second client wins a majority, two holders"},
+	{"restart", "redlock-fenced", OK, 1, "granted twice just the same, but the second holder's claim takes a higher number and the first one's write finds no row"},
 	{"failover", "lock", Broken, 1, "the promoted replica never saw the lock and grants it again"},
 	{"failover", "wait", OK, 1, "a holder whose WAIT timed out gave up before it wrote"},
 	{"failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},

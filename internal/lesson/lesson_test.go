@@ -61,3 +61,19 @@ func TestLookup_findsTheDrillsCellsAsPhases(t *testing.T) {
 		t.Error("Lookup(drill, pause) found a cell without a strategy")
 	}
 }
+
+func TestDrillWant_redlockCells(t *testing.T) {
+	for _, tt := range []struct{ nemesis, strategy, want string }{
+		{"restart", "redlock", Broken},
+		{"restart", "redlock-fenced", OK},
+		{"pause", "redlock", Broken},
+		{"pause", "redlock-fenced", OK},
+	} {
+		if c, ok := DrillWant(tt.nemesis, tt.strategy); !ok || c.Want != tt.want || c.Share != 1 {
+			t.Errorf("DrillWant(%s, %s) = %+v, %v; want %s in every seed", tt.nemesis, tt.strategy, c, ok, tt.want)
+		}
+	}
+	if _, ok := DrillWant("failover", "redlock"); ok {
+		t.Error("DrillWant(failover, redlock) found a cell; a failover does not apply to Redlock")
+	}
+}

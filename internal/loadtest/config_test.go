@@ -137,7 +137,7 @@ func TestConfig_levels(t *testing.T) {
 }
 
 func TestStrategies_inTheOrderOfTheLesson(t *testing.T) {
-	want := []string{"none", "lock", "redislock", "redsync", "fair", "fenced", "atomic", "version", "forupdate"}
+	want := []string{"none", "lock", "redislock", "redsync", "redlock", "fair", "fenced", "atomic", "version", "forupdate"}
 	if got := loadtest.Strategies(); !slices.Equal(got, want) {
 		t.Errorf("Strategies() = %v, want %v", got, want)
 	}

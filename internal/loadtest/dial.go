@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 )
 
@@ -45,6 +47,10 @@ type Env struct {
 	Postgres *pgxpool.Pool
 
 	calls *callCounter // the commands sent to Redis; nil when Dial did not make Redis
+
+	// Redlock is the nodes of the redlock strategy; nil when the run
+	// has none.
+	Redlock *redlock.Nodes
 }
 
 // callCounter is a go-redis hook that counts the commands a client sends,
@@ -109,6 +115,12 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	env.Redis = redis.NewClient(opt)
 	env.calls = &callCounter{}
 	env.Redis.AddHook(env.calls)
+	if slices.Contains(cfg.Strategies, Redlock) {
+		if env.Redlock, err = dialRedlock(ctx, cfg, env.calls); err != nil {
+			env.Close()
+			return nil, err
+		}
+	}
 	if needPostgres {
 		probe, err := services.ConnectPostgres(ctx)
 		if err != nil {
@@ -188,5 +200,8 @@ func (e *Env) Close() {
 	}
 	if e.Postgres != nil {
 		e.Postgres.Close()
+	}
+	if e.Redlock != nil {
+		e.Redlock.Close()
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
@@ -67,8 +68,9 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	needRedis, needPostgres := cfg.needs()
-	if env == nil || env.Redis == nil || (needPostgres && env.Postgres == nil) {
-		return nil, errors.New("loadtest: Run needs Redis, and PostgreSQL when a strategy uses it (see Dial)")
+	if env == nil || env.Redis == nil || (needPostgres && env.Postgres == nil) ||
+		(slices.Contains(cfg.Strategies, Redlock) && env.Redlock == nil) {
+		return nil, errors.New("loadtest: Run needs Redis, PostgreSQL when a strategy uses it, and the Redlock nodes for redlock (see Dial)")
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
@@ -87,6 +89,9 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		}
 		if slices.Contains(cfg.Strategies, "redsync") {
 			r.redsync = redsync.New(goredis.NewPool(env.Redis))
+		}
+		if slices.Contains(cfg.Strategies, Redlock) {
+			r.redlock = env.Redlock
 		}
 		var stop context.CancelFunc
 		r.spends, stop = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
@@ -245,6 +250,7 @@ type runner struct {
 	store   *wallet.Store    // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *lock.Fair       // nil when the run has no fair strategy
 	redsync *redsync.Redsync // nil when the run has no redsync strategy
+	redlock *redlock.Nodes   // nil when the run has no redlock strategy
 	calls   *callCounter     // commands sent to Redis; nil: not counted
 	w       *wallets
 	lease   *runlease.Lease
@@ -270,6 +276,9 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 		return err
 	}
 	rep.WorkTime = work
+	if err := r.clearRedlock(ctx); err != nil {
+		return err
+	}
 	if r.rdb != nil {
 		v, err := services.RedisVersion(ctx, r.rdb)
 		if err != nil {
@@ -332,8 +341,13 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 		// take that run's keys and rows.
 		rep.Leftovers = leftovers(env, r.cfg.Prefix, r.w.touched > 0, r.store != nil,
 			fmt.Errorf("the run lease was lost: %w", context.Cause(r.lease.Context())))
-	} else if redisLeft, pgLeft, err := r.w.cleanup(ctx); err != nil {
-		rep.Leftovers = leftovers(env, r.cfg.Prefix, redisLeft, pgLeft, err)
+	} else {
+		if redisLeft, pgLeft, err := r.w.cleanup(ctx); err != nil {
+			rep.Leftovers = leftovers(env, r.cfg.Prefix, redisLeft, pgLeft, err)
+		}
+		// Every key on the Redlock nodes expires within the TTL: one
+		// this misses is not left behind for long.
+		_ = r.clearRedlock(ctx)
 	}
 	// Close waits for a refresh in flight and its own release, each within
 	// commandTimeout; a lease not given back expires within runlease.TTL.
@@ -422,6 +436,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		if before, err = services.ReadCommandStats(ctx, r.rdb); err != nil {
 			return nil, err
 		}
+		r.addRedlockStats(ctx, s, before)
 	}
 	sentBefore := r.calls.sent()
 
@@ -480,6 +495,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 
 	if r.rdb != nil {
 		if now, err := services.ReadCommandStats(after, r.rdb); err == nil {
+			r.addRedlockStats(after, s, now)
 			if n := now.Since(before); n >= 0 {
 				row.RedisCommands, row.RedisPerSpend = perSpend(n, v.Accepted)
 			}

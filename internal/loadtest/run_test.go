@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
+	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -30,6 +33,9 @@ func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) 
 		c.Strategies = strategies
 	}
 	c.Wallets, c.Workers, c.Duration = 4, 8, 700*time.Millisecond
+	if slices.Contains(c.Strategies, loadtest.Redlock) {
+		redlockNodes(t)
+	}
 	c.Prefix = testenv.Prefix(t, rdb)
 	c.FirstID = testenv.WalletID(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -40,6 +46,18 @@ func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) 
 	}
 	t.Cleanup(env.Close)
 	return c, env
+}
+
+// redlockNodes starts three redis-servers of the test's own and points
+// REDLOCK_ADDRS at them for the rest of the test.
+func redlockNodes(t *testing.T) []string {
+	t.Helper()
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, testenv.StartRedis(t).Addr)
+	}
+	t.Setenv("REDLOCK_ADDRS", strings.Join(addrs, ","))
+	return addrs
 }
 
 // run calls Run, bounded by a generous deadline so that a hang fails the
@@ -63,6 +81,13 @@ func assertCleanedUp(t *testing.T, env *loadtest.Env, c loadtest.Config) {
 	if env.Redis != nil {
 		if keys, err := env.Redis.Keys(ctx, c.Prefix+"*").Result(); err != nil || len(keys) > 0 {
 			t.Errorf("Redis keys left under the prefix: %v (%v)", keys, err)
+		}
+	}
+	if env.Redlock != nil {
+		for i, node := range env.Redlock.Clients() {
+			if keys, err := node.Keys(ctx, c.Prefix+"*").Result(); err != nil || len(keys) > 0 {
+				t.Errorf("keys left under the prefix on Redlock node %s: %v (%v)", env.Redlock.Addrs()[i], keys, err)
+			}
 		}
 	}
 	if env.Postgres == nil {
@@ -105,7 +130,7 @@ func TestRun_everyLockingStrategyIsOK(t *testing.T) {
 		if r.Attempts < r.Spends {
 			t.Errorf("%s: %d attempts for %d spends", r.Strategy, r.Attempts, r.Spends)
 		}
-		if (r.LockWait != nil) != slices.Contains([]string{"lock", "redislock", "redsync", "fair", "fenced"}, r.Strategy) {
+		if (r.LockWait != nil) != slices.Contains([]string{"lock", "redislock", "redsync", "redlock", "fair", "fenced"}, r.Strategy) {
 			t.Errorf("%s: lock wait %+v, want one only for the strategies that take a lock", r.Strategy, r.LockWait)
 		}
 		// atomic works outside any critical section: no serial ceiling.
@@ -410,4 +435,78 @@ func rowNames(rep *loadtest.Report) []string {
 		names = append(names, r.Strategy)
 	}
 	return names
+}
+
+// Redlock on a hot wallet: every spend takes a majority of three nodes of
+// the test's own, the balance stays right, and the run deletes its keys on
+// every node.
+func TestRun_redlockOnAHotWallet(t *testing.T) {
+	c, env := setup(t, loadtest.Redlock)
+	c.Hot, c.Workers, c.Duration = true, 8, 500*time.Millisecond
+	// A lock an interrupted earlier run left on one node is cleared first.
+	stale := wallet.LockKey(c.Prefix, c.FirstID+1)
+	if err := env.Redlock.Clients()[0].Set(t.Context(), stale, "left", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep := run(t, context.Background(), env, c)
+	if len(rep.Rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rep.Rows))
+	}
+	r := rep.Rows[0]
+	if !r.OK || !r.Measured || r.Errors > 0 || r.Accepted == 0 || r.LockWait == nil {
+		t.Errorf("redlock: %s, %d accepted, %d errors (first %q), lock wait %v; want OK, measured, no error",
+			r.Verdict(), r.Accepted, r.Errors, r.FirstError, r.LockWait)
+	}
+	// A spend sends SET NX and a release to each of three nodes, plus GET
+	// and SET: at least 8 calls, where redsync on one Redis needs 4.
+	if r.RedisCallsPerSpend == nil || *r.RedisCallsPerSpend < 8 {
+		t.Errorf("redlock: %v Redis calls per spend, want at least 8 (the nodes' calls counted)", r.RedisCallsPerSpend)
+	}
+	if r.RedisPerSpend == nil || *r.RedisPerSpend < 8 {
+		t.Errorf("redlock: %v Redis commands per spend, want at least 8 (the nodes' commands counted)", r.RedisPerSpend)
+	}
+	if p := rep.Phases[0]; p.Phase != loadtest.Redlock || !p.Match() {
+		t.Errorf("phase %+v, want redlock OK", p)
+	}
+	assertCleanedUp(t, env, c)
+}
+
+// Without its nodes, Dial fails at once, in one line that says how many
+// answered and how to start them.
+func TestDial_redlockNodesDown(t *testing.T) {
+	testenv.Redis(t)
+	live := testenv.StartRedis(t).Addr
+	dead := []string{deadAddr(t), deadAddr(t)}
+	t.Setenv("REDLOCK_ADDRS", strings.Join(append([]string{live}, dead...), ","))
+	c := loadtest.Defaults()
+	c.Strategies = []string{loadtest.Redlock}
+	start := time.Now()
+	env, err := loadtest.Dial(t.Context(), c)
+	if err == nil {
+		env.Close()
+		t.Fatal("Dial with 2 of 3 Redlock nodes down returned no error")
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Dial took %v to fail, want a few seconds at most", took)
+	}
+	msg := err.Error()
+	if !errors.Is(err, redlock.ErrNodesDown) || strings.Contains(msg, "\n") {
+		t.Errorf("Dial = %q, want one line wrapping redlock.ErrNodesDown", msg)
+	}
+	for _, want := range []string{"1 of 3 answer", dead[0], dead[1], "make redlock-up"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Dial = %q, want it to say %q", msg, want)
+		}
+	}
+}
+
+// deadAddr is a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

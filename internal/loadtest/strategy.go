@@ -62,6 +62,11 @@ var strategies = []strategy{
 	// The same again, made by go-redsync: SET NX's reply and its release
 	// script's request (1), GET (1), SET (1).
 	{name: "redsync", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedsync},
+	// go-redsync's mutex over three independent nodes (Redlock, see
+	// redlock.go): SET NX goes to every node at once, and the reply that
+	// completes a majority and the release script's request are 1; then
+	// GET (1) and SET (1) on the wallets' Redis.
+	{name: Redlock, trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedlock},
 	// The fair lock (lock.Fair): the release script makes the first
 	// waiter the holder inside Redis, and its message reaches the waiter
 	// half a round trip later; with the release's request, that is 1.

@@ -1,0 +1,140 @@
+//go:build unix
+
+package drill
+
+// Redlock in the drill: three redis-server nodes of the drill's own, no
+// persistence, and the fence redlock-fenced takes from PostgreSQL.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// FenceSequence is the PostgreSQL sequence redlock-fenced takes its fences
+// from. Redlock hands out no number that grows with each grant (every
+// node would need the same counter, and a node that restarts empty would
+// count again from 1), and the fence is only worth what checks it: so it
+// comes from the database that holds the ledger. A sequence never goes
+// back, not across a Redis restart, not across a double grant, so a holder
+// that took the lock later than another and claimed the row later always
+// wins the row.
+const FenceSequence = "walletlock_redlock_fence"
+
+// CreateFenceSequence creates FenceSequence unless it exists. Two drills
+// may create it at once: the loser finds it there.
+func CreateFenceSequence(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, "CREATE SEQUENCE IF NOT EXISTS "+FenceSequence)
+	if err != nil {
+		var exists bool
+		if pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", FenceSequence).Scan(&exists) == nil && exists {
+			return nil
+		}
+		return fmt.Errorf("drill: create the sequence %s: %w", FenceSequence, err)
+	}
+	return nil
+}
+
+// NextFence takes the next number of FenceSequence.
+func NextFence(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	if err := pool.QueryRow(ctx, "SELECT nextval($1)", FenceSequence).Scan(&n); err != nil {
+		return 0, fmt.Errorf("drill: take a fence from %s: %w", FenceSequence, err)
+	}
+	return n, nil
+}
+
+// Applies reports whether a nemesis means anything to a strategy, and
+// why not. A Sentinel failover promotes a replica; Redlock's nodes are
+// independent masters with none.
+func Applies(nemesis, strategy string) (bool, string) {
+	if nemesis == Failover && isRedlock(strategy) {
+		return false, "Redlock's nodes are independent masters with no replica to promote"
+	}
+	return true, ""
+}
+
+// startRedlock starts the three nodes, with no persistence.
+func (r *runner) startRedlock(ctx context.Context) error {
+	for range 3 {
+		s, err := r.procs.StartRedis(ctx, r.c.Dir)
+		if err != nil {
+			return err
+		}
+		r.nodes = append(r.nodes, s)
+	}
+	return nil
+}
+
+// restartRedlock is the restart nemesis against Redlock, timed so that
+// a node that forgets a lock decides who holds it:
+//
+//  1. one node goes down (SIGKILL); the spenders go on with a majority
+//     of the two left;
+//  2. holder A takes a wallet's lock on those two and reads the balance;
+//  3. the dead node comes back, empty, and one of A's two nodes is
+//     killed and started again, empty: A's lock is left on one node;
+//  4. another spender wins the two empty nodes, a majority, while A
+//     still holds; A writes when it is let go.
+//
+// Every node restarts as Redis does without persistence. Redlock's answer
+// to this is a restart delayed by at least the TTL (or fsync on every
+// write); the drill restarts at once, as a supervisor would.
+func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
+	perm := r.rng.Perm(len(r.nodes))
+	down, again := r.nodes[perm[0]], r.nodes[perm[1]]
+	if !down.proc.Kill(3 * time.Second) {
+		return 0, "", fmt.Errorf("drill: the Redlock node %s did not die", down.Addr)
+	}
+	g, ok := r.grabRead(ctx, 5*time.Second, nil)
+	if !ok {
+		err := errors.Join(ctx.Err(), r.procs.start(ctx, down))
+		return 1, "no spend came by while a node was down", err
+	}
+	struck := time.Now()
+	err := r.procs.start(ctx, down)
+	if err == nil {
+		err = r.procs.Restart(ctx, again)
+	}
+	var second int64
+	if err == nil {
+		poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
+			second = r.spendSince(g.e.Wallet, struck.UnixNano(), g.s)
+			return second != 0
+		})
+	}
+	r.ack(g.s, g.e)
+	if err != nil {
+		return 2, "", err
+	}
+	what := "no other spender took the wallet"
+	if second != 0 {
+		after := time.Duration(second - g.e.Start)
+		within := "inside"
+		if after >= r.c.TTL {
+			within = "past"
+		}
+		what = fmt.Sprintf("another spender won a majority %v after spender %d's grant, %s its %v TTL",
+			after.Round(time.Millisecond), g.s.n, within, r.c.TTL)
+	}
+	return 2, fmt.Sprintf("killed Redlock node %d; spender %d took wallet %d on the other two; node %d came back empty and node %d restarted empty; %s",
+		perm[0]+1, g.s.n, g.e.Wallet, perm[0]+1, perm[1]+1, what), nil
+}
+
+// spendSince returns when the first critical section on wallet that began
+// after t (Unix ns), by another spender process than sp, and was
+// accepted, began; 0 when there is none.
+func (r *runner) spendSince(wallet, t int64, sp *spenderProc) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first int64
+	for _, s := range r.sections {
+		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (first == 0 || s.start < first) {
+			first = s.start
+		}
+	}
+	return first
+}

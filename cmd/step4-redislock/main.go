@@ -200,7 +200,7 @@ type measured struct {
 
 // cutShort reads back what the strategy that Ctrl-C cut short did, within
 // the clean-up time, and says what it measured.
-func cutShort(s *cli.Session, rdb *redis.Client, prefix string, m measured, done bool, cut **result) string {
+func cutShort(s *cli.Session, rdb redis.UniversalClient, prefix string, m measured, done bool, cut **result) string {
 	if !done || !m.r.ran {
 		return "Redis did not answer in time, nothing was measured"
 	}
@@ -223,7 +223,7 @@ func appendCut(results []result, cut *result) []result {
 // spendAll runs the spenders with one strategy and measures them. When
 // ctx ends while they run, the result says so (cut) and the balance may
 // still have to be read back.
-func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r result, err error) {
+func spendAll(ctx context.Context, rdb redis.UniversalClient, s strategy, c config) (r result, err error) {
 	balanceKey := wallet.BalanceKey(c.prefix, wallet.DemoWallet)
 	lockKey := wallet.LockKey(c.prefix, wallet.DemoWallet)
 	r = result{Strategy: s.name, Retry: s.retry, commands: -1}
@@ -286,7 +286,7 @@ func spendAll(ctx context.Context, rdb *redis.Client, s strategy, c config) (r r
 // readBack counts the commands the spenders caused, skipped quietly when
 // INFO fails, and checks the balance, counting spends whose outcome is
 // unknown apart (wallet.CheckUnknown).
-func (r *result) readBack(ctx context.Context, rdb *redis.Client, prefix string) error {
+func (r *result) readBack(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
 	if after, err := services.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
 		r.commands = after.Since(r.before)
 	}

@@ -101,7 +101,7 @@ func needsRedis(chosen []phase) bool {
 type env struct {
 	config
 	store *wallet.Store // owned by the prefix: it resets and deletes only this run's row
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 }
 
 func (e *env) lockKey() string { return wallet.LockKey(e.prefix, e.id) }

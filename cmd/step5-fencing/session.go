@@ -23,10 +23,10 @@ type session struct {
 	parent  context.Context // the ctx of run: it ends at Ctrl-C
 	ctx     context.Context // the work's: it ends at Ctrl-C, or when the run lease is lost
 	pool    *pgxpool.Pool
-	rdb     *redis.Client // the lease's; nil when phase 4 runs alone and no Redis answers
-	phases  *redis.Client // the phases'; nil when phase 4 runs alone
-	run     *cli.Session  // the run lease; nil without Redis
-	pgStuck bool          // PostgreSQL did not answer the clean-up in time
+	rdb     redis.UniversalClient // the lease's; nil when phase 4 runs alone and no Redis answers
+	phases  redis.UniversalClient // the phases'; nil when phase 4 runs alone
+	run     *cli.Session          // the run lease; nil without Redis
+	pgStuck bool                  // PostgreSQL did not answer the clean-up in time
 }
 
 // connect opens the services, fills in their versions and takes the run
@@ -139,7 +139,7 @@ func (s *session) finish(stderr io.Writer, e *env) {
 
 // close closes the services.
 func (s *session) close() {
-	for _, rdb := range []*redis.Client{s.phases, s.rdb} {
+	for _, rdb := range []redis.UniversalClient{s.phases, s.rdb} {
 		if rdb != nil {
 			rdb.Close()
 		}

@@ -79,7 +79,7 @@ cluster-status: ## say what each node of the cluster answers
 # cluster this target started is stopped afterwards, pass or fail; one that
 # was already up is left running.
 test-cluster: up ## the lock's tests and short runs of steps 2, 5 and 6 on a cluster
-	@kept=$$(test -f .services/cluster.started && echo yes); \
+	@kept=$$(test -f .services/cluster-$(CLUSTER_PORT).started && echo yes); \
 	scripts/cluster.sh up || exit 1; \
 	status=0; \
 	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \

@@ -11,7 +11,7 @@
 # ones; otherwise it starts six local redis-server processes, installing
 # redis-server first (apt-get or brew) as `make up` does, joins them with
 # `redis-cli --cluster create`, and waits until every node says
-# cluster_state:ok. Data lives in .services/cluster/ and is thrown away:
+# cluster_state:ok. Data lives in .services/cluster-7001/ and is thrown away:
 # each `up` of a stopped cluster starts an empty one. `up` twice is
 # harmless; `down` stops only the processes `up` started, by their pid
 # files. Everything is said on stderr.
@@ -24,14 +24,15 @@ die() { echo "cluster: $*" >&2; exit 1; }
 say() { echo "cluster: $*" >&2; }
 
 first=${CLUSTER_PORT:-7001}
-[[ $first =~ ^[0-9]+$ ]] && ((first >= 1024 && first <= 65535 - 5)) ||
-  die "CLUSTER_PORT must be a port number from 1024 to 65530, not \"$first\""
-# A node also listens on its port + 10000 for the cluster bus.
-((first + 5 + 10000 <= 65535)) || die "CLUSTER_PORT $first: the cluster bus ports (+10000) would pass 65535; pick 7001 or so"
+# A node also listens on its port + 10000, for the cluster bus.
+if ! [[ $first =~ ^[0-9]+$ ]] || ((first < 1024 || first + 5 + 10000 > 65535)); then
+  die "CLUSTER_PORT must be a port from 1024 to 55530 (each node also takes its port + 10000), not \"$first\""
+fi
 ports=()
 for ((p = first; p < first + 6; p++)); do ports+=("$p"); done
-dir="$state/cluster"
-started="$state/cluster.started"
+# One folder per CLUSTER_PORT: two clusters on other ports are two clusters.
+dir="$state/cluster-$first"
+started="$state/cluster-$first.started"
 
 # addrs [N]: the first N (default all six) nodes as 127.0.0.1:port words.
 addrs() {

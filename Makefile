@@ -2,6 +2,9 @@
 # make test: start them if needed, lint, then run the tests with -race
 #   (cmd/drill's test runs a short drill: pause and restart, lock and fenced).
 # make drills: real processes, real faults (cmd/drill), short; SEEDS=20 for more.
+# make cluster-up: a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:7001-7006
+#   (CLUSTER_PORT=8001 for others); make test-cluster: the lock's tests and
+#   short runs of steps 2, 5 and 6 on it, then the cluster is stopped.
 # Services come from scripts/services.sh: whatever already answers and lets
 # us log in, else docker compose, else local redis-server and PostgreSQL
 # binaries, installed first (apt-get or brew) when they are missing.
@@ -11,10 +14,11 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test workshop compare drills
+.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test workshop compare drills \
+	cluster-up cluster-down cluster-status test-cluster
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 up: ## make Redis and PostgreSQL reachable and check that they let us in
 	@scripts/services.sh up
@@ -65,3 +69,33 @@ compare: ## put the room's machines side by side in room.html (FILES="a.json b.j
 SEEDS ?= 3
 drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)
 	@$(GO) run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds $(SEEDS)
+
+# A Redis Cluster beside the main Redis: the programs use it when REDIS_ADDR
+# lists its nodes, comma-separated (or REDIS_URL has addr= parameters).
+CLUSTER_PORT ?= 7001
+CLUSTER_ADDR = 127.0.0.1:$(CLUSTER_PORT),127.0.0.1:$(shell expr $(CLUSTER_PORT) + 1),127.0.0.1:$(shell expr $(CLUSTER_PORT) + 2)
+export CLUSTER_PORT
+
+cluster-up: ## start a Redis Cluster, 3 masters + 3 replicas on 127.0.0.1:7001-7006 (CLUSTER_PORT=7001)
+	@scripts/cluster.sh up
+cluster-down: ## stop the cluster that `make cluster-up` started, nothing else
+	@scripts/cluster.sh down
+cluster-status: ## say what each node of the cluster answers
+	@scripts/cluster.sh status
+
+# The lock's tests and steps 2, 5 and 6, briefly, on a real cluster. A
+# cluster this target started is stopped afterwards, pass or fail; one that
+# was already up is left running.
+test-cluster: up ## the lock's tests and short runs of steps 2, 5 and 6 on a cluster
+	@kept=$$(test -f .services/cluster-$(CLUSTER_PORT).started && echo yes); \
+	scripts/cluster.sh up || exit 1; \
+	status=0; \
+	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \
+	echo "== go test -race ./lock ./internal/services on the cluster $$REDIS_ADDR" && \
+	$(GO) test -race ./lock ./internal/services && \
+	echo "== step 2 on the cluster" && $(GO) run ./cmd/step2-lock && \
+	echo "== step 5 on the cluster" && $(GO) run ./cmd/step5-fencing && \
+	echo "== step 6 on the cluster" && $(GO) run ./cmd/step6-loadtest -duration 300ms -strategy lock,fair,fenced,atomic \
+	|| status=$$?; \
+	[ -n "$$kept" ] || scripts/cluster.sh down; \
+	exit $$status

@@ -21,6 +21,7 @@ type composeFile struct {
 
 type composeService struct {
 	Image       string            `yaml:"image"`
+	Profiles    []string          `yaml:"profiles"`
 	Ports       []string          `yaml:"ports"`
 	Environment map[string]string `yaml:"environment"`
 	Healthcheck *struct {
@@ -59,8 +60,15 @@ func TestComposeFile_services(t *testing.T) {
 			"POSTGRES_DB":       "walletlock",
 		}, "pg_isready"},
 	}
-	if len(f.Services) != len(tests) {
-		t.Errorf("services = %d, want %d (redis and postgres)", len(f.Services), len(tests))
+	// `make up` starts the services without a profile; the cluster has one.
+	always := 0
+	for _, s := range f.Services {
+		if len(s.Profiles) == 0 {
+			always++
+		}
+	}
+	if always != len(tests) {
+		t.Errorf("services without a profile = %d, want %d (redis and postgres)", always, len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.service, func(t *testing.T) {
@@ -127,5 +135,27 @@ func TestComposeFile_matchesDefaults(t *testing.T) {
 		if got := pg.Environment[k]; got != want {
 			t.Errorf("postgres %s = %q, DefaultDatabaseURL says %q", k, got, want)
 		}
+	}
+}
+
+// The cluster profile publishes the six nodes on loopback, port for port
+// (each node announces 127.0.0.1:port to the clients), and is healthy only
+// when every node says cluster_state:ok.
+func TestComposeFile_cluster(t *testing.T) {
+	s, ok := readCompose(t).Services["redis-cluster"]
+	if !ok {
+		t.Fatal("no service redis-cluster")
+	}
+	if len(s.Profiles) != 1 || s.Profiles[0] != "cluster" {
+		t.Errorf("profiles = %q, want [cluster]: `make up` must not start it", s.Profiles)
+	}
+	if s.Image != "redis:8.10.2" {
+		t.Errorf("image = %q, want the main Redis's, redis:8.10.2", s.Image)
+	}
+	if want := "127.0.0.1:7001-7006:7001-7006"; len(s.Ports) != 1 || s.Ports[0] != want {
+		t.Errorf("ports = %q, want [%q]", s.Ports, want)
+	}
+	if hc := s.Healthcheck; hc == nil || !strings.Contains(strings.Join(hc.Test, " "), "cluster_state:ok") {
+		t.Error("the healthcheck does not wait for cluster_state:ok")
 	}
 }

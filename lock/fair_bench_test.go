@@ -37,7 +37,7 @@ var contenders = []int{1, 2, 8, 50}
 func BenchmarkFair_handoff(b *testing.B) {
 	for _, n := range contenders {
 		b.Run(fmt.Sprintf("contenders=%d", n), func(b *testing.B) {
-			hotKey(b, n, func(rdb *redis.Client) acquireFunc {
+			hotKey(b, n, func(rdb redis.UniversalClient) acquireFunc {
 				f := lock.NewFair(rdb)
 				b.Cleanup(func() { f.Close() })
 				return f.Acquire
@@ -52,7 +52,7 @@ func BenchmarkFair_handoff(b *testing.B) {
 func BenchmarkFair_versusPolling(b *testing.B) {
 	for _, n := range contenders {
 		b.Run(fmt.Sprintf("contenders=%d", n), func(b *testing.B) {
-			hotKey(b, n, func(rdb *redis.Client) acquireFunc {
+			hotKey(b, n, func(rdb redis.UniversalClient) acquireFunc {
 				return func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
 					return lock.Acquire(ctx, rdb, key, ttl)
 				}
@@ -64,7 +64,7 @@ func BenchmarkFair_versusPolling(b *testing.B) {
 type acquireFunc func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)
 
 // hotKey runs b.N acquisitions of one key, shared among n contenders.
-func hotKey(b *testing.B, n int, newAcquire func(*redis.Client) acquireFunc) {
+func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireFunc) {
 	rdb := testenv.Redis(b)
 	key := testenv.Prefix(b, rdb) + "lock:{hot}"
 	var sent commandCounter

@@ -819,7 +819,7 @@ func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
 // deafClient subscribes on another server, where no hand-off is ever
 // published: every message its Fair waits for is lost.
 type deafClient struct {
-	*redis.Client
+	redis.UniversalClient
 	elsewhere *redis.Client
 }
 

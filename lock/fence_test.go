@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"example.com/walletlock/lock"
 )
 
@@ -149,5 +151,37 @@ func TestFenceKey_sharesTheSlot(t *testing.T) {
 					tt.key, got, hashedPart(got), hashedPart(tt.key), same, tt.sameSlot)
 			}
 		})
+	}
+}
+
+// On a cluster, a key whose fence counter lands in another slot (see
+// FenceKey) makes the acquire script fail at once, in one line that names
+// CROSSSLOT, and leaves nothing behind. `make test-cluster` runs it.
+func TestAcquireFenced_keysInTwoSlotsFailWithCROSSSLOT(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		t.Skip("REDIS_ADDR names one server, where every key shares the one node; `make test-cluster` runs this on a cluster")
+	}
+	key = strings.TrimSuffix(key, "lock:{wallet:1}") + "lock:{}:7" // "{}" is no hash tag
+	ctx := ctxFor(t, 10*time.Second)
+	start := time.Now()
+	l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+	if err == nil {
+		l.Release(ctx)
+		t.Fatalf("AcquireFenced(%s) on a cluster succeeded, want CROSSSLOT", key)
+	}
+	t.Log(err)
+	if msg := err.Error(); !strings.Contains(msg, "CROSSSLOT") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q: want one line that names CROSSSLOT", msg)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("AcquireFenced took %v to give up: a CROSSSLOT is no reason to retry", took)
+	}
+	// One EXISTS of both keys would itself be CROSSSLOT: one by one.
+	for _, k := range []string{key, lock.FenceKey(key)} {
+		if n := rdb.Exists(ctx, k).Val(); n != 0 {
+			t.Errorf("%s was left behind", k)
+		}
 	}
 }

@@ -95,7 +95,7 @@ func (f *faultyClient) ScriptLoad(ctx context.Context, script string) *redis.Str
 
 // setup returns a Redis client and a lock key under a prefix of the test's
 // own.
-func setup(t *testing.T) (*redis.Client, string) {
+func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
 	rdb := testenv.Redis(t)
 	return rdb, testenv.Prefix(t, rdb) + "lock:{wallet:1}"
@@ -121,7 +121,7 @@ func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *
 }
 
 // holder returns the token stored at key, "" when the key does not exist.
-func holder(t *testing.T, rdb *redis.Client, key string) string {
+func holder(t *testing.T, rdb redis.UniversalClient, key string) string {
 	t.Helper()
 	v, err := rdb.Get(ctxFor(t, 5*time.Second), key).Result()
 	if errors.Is(err, redis.Nil) {

@@ -195,17 +195,17 @@ func gobOf(v any) (string, error) {
 }
 
 // otherTypes puts a value of each non-string type at key.
-var otherTypes = map[string]func(ctx context.Context, rdb *redis.Client, key string) error{
-	"hash": func(ctx context.Context, rdb *redis.Client, key string) error {
+var otherTypes = map[string]func(ctx context.Context, rdb redis.UniversalClient, key string) error{
+	"hash": func(ctx context.Context, rdb redis.UniversalClient, key string) error {
 		return rdb.HSet(ctx, key, "f", "v").Err()
 	},
-	"list": func(ctx context.Context, rdb *redis.Client, key string) error {
+	"list": func(ctx context.Context, rdb redis.UniversalClient, key string) error {
 		return rdb.RPush(ctx, key, "v").Err()
 	},
-	"set": func(ctx context.Context, rdb *redis.Client, key string) error {
+	"set": func(ctx context.Context, rdb redis.UniversalClient, key string) error {
 		return rdb.SAdd(ctx, key, "v").Err()
 	},
-	"zset": func(ctx context.Context, rdb *redis.Client, key string) error {
+	"zset": func(ctx context.Context, rdb redis.UniversalClient, key string) error {
 		return rdb.ZAdd(ctx, key, redis.Z{Score: 1, Member: "v"}).Err()
 	},
 }
@@ -250,11 +250,11 @@ func TestAcquire_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 func TestAcquireFenced_brokenCounterFailsAtOnce(t *testing.T) {
 	tests := []struct {
 		name string
-		put  func(ctx context.Context, rdb *redis.Client, counter string) error
+		put  func(ctx context.Context, rdb redis.UniversalClient, counter string) error
 		want error
 		says string
 	}{
-		{"a hash", func(ctx context.Context, rdb *redis.Client, counter string) error {
+		{"a hash", func(ctx context.Context, rdb redis.UniversalClient, counter string) error {
 			return rdb.HSet(ctx, counter, "f", "1").Err()
 		}, lock.ErrWrongType, "holds a hash, not a number"},
 		{"a word", setTo("seven"), lock.ErrWrongType, `holds "seven", not a whole number`},
@@ -292,8 +292,8 @@ func TestAcquireFenced_brokenCounterFailsAtOnce(t *testing.T) {
 	}
 }
 
-func setTo(v string) func(ctx context.Context, rdb *redis.Client, counter string) error {
-	return func(ctx context.Context, rdb *redis.Client, counter string) error {
+func setTo(v string) func(ctx context.Context, rdb redis.UniversalClient, counter string) error {
+	return func(ctx context.Context, rdb redis.UniversalClient, counter string) error {
 		return rdb.Set(ctx, counter, v, 0).Err()
 	}
 }
@@ -355,10 +355,10 @@ func TestRaiseFence_refusesWhatAScriptCannotHoldExactly(t *testing.T) {
 func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 	tests := []struct {
 		name string
-		put  func(ctx context.Context, rdb *redis.Client, counter string) error
+		put  func(ctx context.Context, rdb redis.UniversalClient, counter string) error
 		want error // nil: it is repaired and raised
 	}{
-		{"a hash is left alone", func(ctx context.Context, rdb *redis.Client, counter string) error {
+		{"a hash is left alone", func(ctx context.Context, rdb redis.UniversalClient, counter string) error {
 			return rdb.HSet(ctx, counter, "f", "1").Err()
 		}, lock.ErrWrongType},
 		{"a value above 2^53 is reported", setTo("9007199254740993"), lock.ErrFenceOverflow},
@@ -402,7 +402,7 @@ func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 // the TTL: it reads that TTL, or one millisecond less when the clock of
 // Redis ticked in between.
 type pttlSpy struct {
-	*redis.Client
+	redis.UniversalClient
 	pttl []time.Duration
 }
 
@@ -420,7 +420,7 @@ func (s *pttlSpy) tx(ctx context.Context, key string, cmd redis.Cmder) {
 
 func (s *pttlSpy) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
 	if ttl >= time.Second {
-		return s.Client.SetNX(ctx, key, value, ttl) // not under test here
+		return s.UniversalClient.SetNX(ctx, key, value, ttl) // not under test here
 	}
 	// What go-redis's SetNX sends for a TTL under a second.
 	cmd := redis.NewBoolCmd(ctx, "set", key, value, "px", ttl.Milliseconds(), "nx")
@@ -483,7 +483,7 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 			// once in a thousand), so a few tries settle it.
 			var seen []time.Duration
 			for try := range 5 {
-				spy := &pttlSpy{Client: rdb}
+				spy := &pttlSpy{UniversalClient: rdb}
 				if err := c.call(ctx, spy, fmt.Sprintf("%s:%d", prefix, try)); err != nil {
 					t.Fatal(err)
 				}

@@ -43,13 +43,13 @@ func TestRelease_deletesTheKeyOnce(t *testing.T) {
 
 // delexSpy counts the DELEX calls that reach the server.
 type delexSpy struct {
-	*redis.Client
+	redis.UniversalClient
 	delex atomic.Int64
 }
 
 func (s *delexSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd {
 	s.delex.Add(1)
-	return s.Client.DelExArgs(ctx, key, a)
+	return s.UniversalClient.DelExArgs(ctx, key, a)
 }
 
 // Release asks the server once whether it has DELEX (Redis 8.4 and later)
@@ -64,7 +64,7 @@ func TestRelease_picksDelexWhereTheServerHasIt(t *testing.T) {
 	}
 	t.Logf("server has DELEX: %v", has)
 
-	spy := &delexSpy{Client: rdb}
+	spy := &delexSpy{UniversalClient: rdb}
 	for i := range 2 {
 		l := mustAcquire(t, spy, key, 10*time.Second)
 		if err := l.Release(ctx); err != nil {
@@ -83,7 +83,7 @@ func TestRelease_picksDelexWhereTheServerHasIt(t *testing.T) {
 		t.Errorf("%d DELEX calls for two releases, want %d (DELEX on the server: %v)", n, want, has)
 	}
 
-	lua := &delexSpy{Client: rdb}
+	lua := &delexSpy{UniversalClient: rdb}
 	l := mustAcquire(t, lua, key, 10*time.Second)
 	if err := l.ReleaseLua(ctx); err != nil {
 		t.Fatalf("ReleaseLua: %v", err)

@@ -695,6 +695,9 @@ status() {
   return $rc
 }
 
+# scripts/cluster.sh sources this file for its helpers: then no command runs.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
+
 case "${1:-}" in
   up) up ;;
   down) down ;;

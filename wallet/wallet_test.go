@@ -216,7 +216,7 @@ func TestHammer_runsAllAtOnce(t *testing.T) {
 // setBalance stores a balance under a fresh key with a one hour TTL. A
 // write by Spend (a plain SET) clears the TTL, so a TTL still there proves
 // that nothing was written, even a value equal to the old one.
-func setBalance(t *testing.T, rdb *redis.Client, balance int64) string {
+func setBalance(t *testing.T, rdb redis.UniversalClient, balance int64) string {
 	t.Helper()
 	ctx := context.Background()
 	key := wallet.BalanceKey(testenv.Prefix(t, rdb), wallet.DemoWallet)
@@ -231,7 +231,7 @@ func setBalance(t *testing.T, rdb *redis.Client, balance int64) string {
 
 // assertUntouched fails unless key still holds balance and the TTL that
 // setBalance gave it.
-func assertUntouched(t *testing.T, rdb *redis.Client, key string, balance int64) {
+func assertUntouched(t *testing.T, rdb redis.UniversalClient, key string, balance int64) {
 	t.Helper()
 	ctx := context.Background()
 	got, err := wallet.Balance(ctx, rdb, key)

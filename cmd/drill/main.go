@@ -10,11 +10,13 @@
 // its write (pause), a holder killed (crash), the Redis primary killed and
 // started again empty (restart), the replica cut off and the primary
 // killed so that Sentinel promotes a replica that never saw the lock
-// (failover). Each run prints the usual check line and the double grants:
-// how many times two critical sections on one wallet overlapped. The
-// redlock strategies take their lock on three redis-server nodes of the
+// (failover), and the same on a Redis Cluster of the drill's own, three
+// masters and a replica each, where the master of the wallet's slot dies
+// (cluster-failover). Each run prints the usual check line and the double
+// grants: how many times two critical sections on one wallet overlapped.
+// The redlock strategies take their lock on three redis-server nodes of the
 // drill's own instead (go-redsync's Redlock); their restart kills one node
-// and restarts another empty under a holder, and failover does not apply.
+// and restarts another empty under a holder, and the failovers do not apply.
 //
 // Expect, on every run, the verdicts of lesson.Drills:
 //
@@ -25,6 +27,7 @@
 //
 //	go run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds 3   # make drills
 //	go run ./cmd/drill -seeds 20                                               # everything
+//	go run ./cmd/drill -nemesis cluster-failover -strategy lock,fenced         # on a Redis Cluster
 //	go run ./cmd/drill -json                                                   # one JSON row per run
 //
 // It exits 0 when every cell gives the verdict the lesson table says, 1

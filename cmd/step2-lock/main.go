@@ -195,7 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // hasDelex reports whether the server knows DELEX (Redis 8.4 and later):
 // COMMAND INFO answers nil for a command it does not have.
-func hasDelex(ctx context.Context, rdb *redis.Client) (bool, error) {
+func hasDelex(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
 	info, err := rdb.Do(ctx, "command", "info", "delex").Slice()
 	if err != nil {
 		return false, fmt.Errorf("ask whether Redis has DELEX: %w", err)

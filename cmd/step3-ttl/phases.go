@@ -27,7 +27,7 @@ type env struct {
 	ttl, work time.Duration
 	n         int
 	prefix    string
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	run       *cli.Session
 }
 

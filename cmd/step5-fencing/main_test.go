@@ -43,7 +43,7 @@ type jsonReport struct {
 // runJSON runs the program with -json on a wallet and key prefix of its
 // own, and checks that it cleaned up after itself.
 // It may run in a goroutine of its own, so it reports instead of failing.
-func runJSON(t *testing.T, rdb *redis.Client, pool *pgxpool.Pool, extra ...string) (jsonReport, error) {
+func runJSON(t *testing.T, rdb redis.UniversalClient, pool *pgxpool.Pool, extra ...string) (jsonReport, error) {
 	prefix, id := testenv.Prefix(t, rdb), testenv.WalletID(t)
 	args := append([]string{"-json", "-prefix", prefix, "-wallet-id", fmt.Sprint(id)}, extra...)
 	var stdout, stderr bytes.Buffer
@@ -348,7 +348,7 @@ func TestRun_defaultWalletsOfTwoPrefixesDoNotCollide(t *testing.T) {
 // startSlow starts a run of phase 3 that lasts a second or so, and waits
 // until its wallet row exists. It returns the prefix, the wallet and a
 // channel that yields the run's exit code and output when it ends.
-func startSlow(t *testing.T, ctx context.Context, rdb *redis.Client, pool *pgxpool.Pool, extra ...string) (string, int64, <-chan string) {
+func startSlow(t *testing.T, ctx context.Context, rdb redis.UniversalClient, pool *pgxpool.Pool, extra ...string) (string, int64, <-chan string) {
 	t.Helper()
 	prefix, id := testenv.Prefix(t, rdb), testenv.WalletID(t)
 	args := append([]string{"-phase", "3", "-n", "4", "-stalls", "2", "-ttl", "300ms", "-pause", "1s", "-prefix", prefix, "-wallet-id", fmt.Sprint(id)}, extra...)

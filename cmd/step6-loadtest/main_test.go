@@ -24,7 +24,7 @@ import (
 type own struct {
 	prefix  string
 	firstID int64
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 }
 
 // ownArgs returns flags that keep a run on keys and wallet ids of the

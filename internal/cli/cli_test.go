@@ -94,12 +94,15 @@ func TestRefuse_printsTheFirstErrorInOneLine(t *testing.T) {
 func TestRedisDel(t *testing.T) {
 	tests := []struct {
 		name string
-		opt  redis.Options
+		opt  redis.UniversalOptions
 		want string
 	}{
-		{"the default server", redis.Options{Addr: "localhost:6379"}, `redis-cli del 'p:balance:{wallet:42}' 'it'\''s'`},
-		{"another server", redis.Options{Addr: "10.0.0.5:6380", DB: 2, Password: "s3cret", Username: "alice", TLSConfig: &tls.Config{}},
+		{"the default server", redis.UniversalOptions{Addrs: []string{"localhost:6379"}}, `redis-cli del 'p:balance:{wallet:42}' 'it'\''s'`},
+		{"another server", redis.UniversalOptions{Addrs: []string{"10.0.0.5:6380"}, DB: 2, Password: "s3cret", Username: "alice", TLSConfig: &tls.Config{}},
 			`redis-cli -h 10.0.0.5 -p 6380 -n 2 --tls --askpass del 'p:balance:{wallet:42}' 'it'\''s'`},
+		// Two keys in two slots: one DEL each, or CROSSSLOT.
+		{"a cluster", redis.UniversalOptions{Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002"}},
+			`for k in 'p:balance:{wallet:42}' 'it'\''s'; do redis-cli -c -h 127.0.0.1 -p 7001 del "$k"; done`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,8 +112,14 @@ func TestRedisDel(t *testing.T) {
 		})
 	}
 	// The pattern matches the prefix itself, not what its * or ? would.
-	got := RedisDelPrefix(&redis.Options{Addr: "localhost:6379"}, "walletlock:a*b?:")
+	got := RedisDelPrefix(&redis.UniversalOptions{Addrs: []string{"localhost:6379"}}, "walletlock:a*b?:")
 	if want := `redis-cli --scan --pattern 'walletlock:a\*b\?:*' | xargs redis-cli del`; got != want {
 		t.Errorf("RedisDelPrefix = %q, want %q", got, want)
+	}
+	// On a cluster SCAN sees one node: every master is scanned.
+	got = RedisDelPrefix(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002"}}, "walletlock:")
+	if want := `for n in $(redis-cli -c -h 127.0.0.1 -p 7001 cluster nodes | awk '/master/ {sub(/@.*/, "", $2); print $2}'); do ` +
+		`redis-cli -c -h "${n%:*}" -p "${n##*:}" --scan --pattern 'walletlock:*' | xargs -n 1 redis-cli -c -h "${n%:*}" -p "${n##*:}" del; done`; got != want {
+		t.Errorf("RedisDelPrefix on a cluster = %q, want %q", got, want)
 	}
 }

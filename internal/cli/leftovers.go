@@ -18,23 +18,40 @@ import (
 //
 // It adds -h and -p for a server other than localhost:6379, -n for another
 // database, --tls and --askpass where needed, and never a user name or a
-// password.
-func RedisDel(opt *redis.Options, keys ...string) string {
+// password. On a cluster (several addresses) it deletes key by key, with
+// -c so that redis-cli follows each key to its master: one DEL of keys in
+// several slots would be refused with CROSSSLOT.
+func RedisDel(opt *redis.UniversalOptions, keys ...string) string {
 	quoted := make([]string, len(keys))
 	for i, k := range keys {
 		quoted[i] = shellQuote(k)
 	}
-	return redisCLI(opt) + " del " + strings.Join(quoted, " ")
+	if !services.IsCluster(opt) {
+		return redisCLI(opt, "") + " del " + strings.Join(quoted, " ")
+	}
+	cli := redisCLI(opt, opt.Addrs[0])
+	if len(keys) == 1 {
+		return cli + " del " + quoted[0]
+	}
+	return "for k in " + strings.Join(quoted, " ") + `; do ` + cli + ` del "$k"; done`
 }
 
 // RedisDelPrefix returns the command that deletes every key under prefix,
 // for a run that wrote too many keys to name:
 //
 //	redis-cli --scan --pattern 'walletlock:demo:step6:*' | xargs redis-cli del
-func RedisDelPrefix(opt *redis.Options, prefix string) string {
-	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(prefix) + "*"
-	cli := redisCLI(opt)
-	return cli + " --scan --pattern " + shellQuote(pattern) + " | xargs " + cli + " del"
+//
+// On a cluster SCAN sees one node only: the command asks the first node for
+// the masters (CLUSTER NODES), scans each, and deletes key by key.
+func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
+	pattern := shellQuote(services.GlobEscape(prefix) + "*")
+	if !services.IsCluster(opt) {
+		cli := redisCLI(opt, "")
+		return cli + " --scan --pattern " + pattern + " | xargs " + cli + " del"
+	}
+	node := redisCLI(opt, "$n")
+	return "for n in $(" + redisCLI(opt, opt.Addrs[0]) + ` cluster nodes | awk '/master/ {sub(/@.*/, "", $2); print $2}'); do ` +
+		node + " --scan --pattern " + pattern + " | xargs -n 1 " + node + " del; done"
 }
 
 // PostgresDelete returns the command that deletes the wallet rows of owner
@@ -61,10 +78,21 @@ func PostgresDelete(owner string, ids ...int64) string {
 	return "psql " + target + " -c " + shellQuote(sql)
 }
 
-func redisCLI(opt *redis.Options) string {
+// redisCLI is the redis-cli command for the server opt describes; for a
+// cluster node, node is its address (or "$n", a shell variable holding it)
+// and the command follows redirections (-c).
+func redisCLI(opt *redis.UniversalOptions, node string) string {
 	args := []string{"redis-cli"}
-	if host, port, err := net.SplitHostPort(opt.Addr); err == nil && opt.Addr != "localhost:6379" {
-		args = append(args, "-h", host, "-p", port)
+	switch {
+	case node == "$n":
+		args = append(args, "-c", "-h", `"${n%:*}"`, "-p", `"${n##*:}"`)
+	case node != "":
+		host, port, _ := net.SplitHostPort(node)
+		args = append(args, "-c", "-h", host, "-p", port)
+	case opt.Addrs[0] != "localhost:6379":
+		if host, port, err := net.SplitHostPort(opt.Addrs[0]); err == nil {
+			args = append(args, "-h", host, "-p", port)
+		}
 	}
 	if opt.DB != 0 {
 		args = append(args, "-n", strconv.Itoa(opt.DB))

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/runlease"
+	"example.com/walletlock/internal/services"
 )
 
 // ExitInterrupted is the exit status of a program stopped by Ctrl-C, as a
@@ -37,7 +38,7 @@ const ExitInterrupted = 130
 //     not delete it names in one line, with the command that deletes them.
 type Session struct {
 	prog, prefix string
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	lease        *runlease.Lease
 	work         context.Context
 	stop         context.CancelCauseFunc
@@ -49,7 +50,7 @@ type Session struct {
 // Start takes the run lease on prefix for the program prog. Its error is
 // one line: when another run holds the prefix, it matches runlease.ErrBusy
 // and says how to choose another.
-func Start(ctx context.Context, rdb *redis.Client, prog, prefix string) (*Session, error) {
+func Start(ctx context.Context, rdb redis.UniversalClient, prog, prefix string) (*Session, error) {
 	lease, err := runlease.Take(ctx, rdb, prefix)
 	if err != nil {
 		return nil, err
@@ -92,7 +93,7 @@ func (s *Session) Close(stderr io.Writer, keys ...string) {
 	defer s.stop(context.Canceled)
 	var delErr error
 	if len(keys) > 0 {
-		delErr = s.rdb.Del(ctx, keys...).Err()
+		delErr = services.DeleteKeys(ctx, s.rdb, keys...)
 	}
 	// A release after a timeout waits out lock.ReleaseTimeout of its own:
 	// the clean-up does not wait for it past its deadline.
@@ -113,7 +114,7 @@ func (s *Session) Close(stderr io.Writer, keys ...string) {
 		why = fmt.Sprintf("Redis did not answer within the %v clean-up time", CleanupTimeout)
 	}
 	fmt.Fprintf(stderr, "%s: could not delete the run's keys (%s); they may still be there, delete them with: %s\n",
-		s.prog, why, RedisDel(s.rdb.Options(), keys...))
+		s.prog, why, RedisDel(services.OptionsOf(s.rdb), keys...))
 }
 
 // Await runs fn and returns its result and true. After Ctrl-C, or when the

@@ -79,6 +79,9 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 
 	case Failover:
 		return r.failover(ctx)
+
+	case ClusterFailover:
+		return r.clusterFailover(ctx)
 	}
 	return 0, "", fmt.Errorf("drill: no nemesis %q", r.c.Nemesis)
 }

@@ -27,10 +27,14 @@ const (
 	Crash    = "crash"    // SIGKILL a holder, start another spender
 	Restart  = "restart"  // SIGKILL the Redis primary, start it again empty (Redlock: see restartRedlock)
 	Failover = "failover" // cut the replica off, kill the primary, let Sentinel promote the replica
+	// ClusterFailover is Failover on a Redis Cluster: cut the replicas off,
+	// kill the master of the wallet's slot, let the cluster promote its
+	// replica.
+	ClusterFailover = "cluster-failover"
 )
 
 // Nemeses lists them in the order of the report.
-var Nemeses = []string{None, Pause, Crash, Restart, Failover}
+var Nemeses = []string{None, Pause, Crash, Restart, Failover, ClusterFailover}
 
 // Config is one run: one nemesis against one strategy with one seed.
 type Config struct {
@@ -76,6 +80,12 @@ type runner struct {
 	proxy            *Proxy
 	sentinels        []*Server
 	nodes            []*Server // Redlock's, instead of the primary
+
+	// The cluster of ClusterFailover: masters[i] has replicas[i] and
+	// announces proxies[i], which direct maps back to the master.
+	masters, replicas []*Server
+	proxies           []*Proxy
+	direct            map[string]string
 
 	mu       sync.Mutex
 	spenders []*spenderProc
@@ -168,6 +178,9 @@ func (r *runner) startServers(ctx context.Context) error {
 	if isRedlock(r.c.Strategy) {
 		return r.startRedlock(ctx)
 	}
+	if r.c.Nemesis == ClusterFailover {
+		return r.startCluster(ctx)
+	}
 	var err error
 	if r.primary, err = r.procs.StartRedis(ctx, r.c.Dir); err != nil {
 		return err
@@ -216,13 +229,18 @@ func (r *runner) startServers(ctx context.Context) error {
 }
 
 func (r *runner) stopServers() {
-	for _, s := range append(append([]*Server{r.primary, r.replica}, r.sentinels...), r.nodes...) {
+	servers := append([]*Server{r.primary, r.replica}, r.sentinels...)
+	servers = append(servers, r.nodes...)
+	for _, s := range append(append(servers, r.masters...), r.replicas...) {
 		if s != nil {
 			s.proc.Kill(3 * time.Second)
 		}
 	}
 	if r.proxy != nil {
 		r.proxy.Close()
+	}
+	for _, p := range r.proxies {
+		p.Close()
 	}
 }
 
@@ -251,6 +269,11 @@ func (r *runner) startSpender(n int) error {
 		for _, s := range r.nodes {
 			sc.Nodes = append(sc.Nodes, s.Addr)
 		}
+	case len(r.masters) > 0:
+		for _, m := range r.masters {
+			sc.Cluster = append(sc.Cluster, m.Addr)
+		}
+		sc.Direct = r.direct
 	case len(r.sentinels) > 0:
 		for _, s := range r.sentinels {
 			sc.Sentinels = append(sc.Sentinels, s.Addr)

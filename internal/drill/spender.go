@@ -62,19 +62,21 @@ func isRedlock(strategy string) bool { return strategy == Redlock || strategy ==
 
 // SpenderConfig is what a spender process is told.
 type SpenderConfig struct {
-	Strategy  string        `json:"strategy"`
-	Redis     string        `json:"redis,omitempty"`     // the primary, when there are no sentinels
-	Nodes     []string      `json:"nodes,omitempty"`     // the Redlock nodes, for redlock and redlock-fenced
-	Sentinels []string      `json:"sentinels,omitempty"` // follow the primary through these
-	Prefix    string        `json:"prefix"`              // of the lock keys
-	First     int64         `json:"first"`               // wallet ids First .. First+Wallets-1
-	Wallets   int           `json:"wallets"`
-	Amount    int64         `json:"amount"`
-	TTL       time.Duration `json:"ttl"`
-	Work      time.Duration `json:"work"`
-	Conc      int           `json:"conc"` // concurrent spends in this process
-	Hold      bool          `json:"hold"` // after each read, wait for "go <req>" on stdin
-	Seed      uint64        `json:"seed"`
+	Strategy  string            `json:"strategy"`
+	Redis     string            `json:"redis,omitempty"`     // the primary, when there are no sentinels
+	Nodes     []string          `json:"nodes,omitempty"`     // the Redlock nodes, for redlock and redlock-fenced
+	Sentinels []string          `json:"sentinels,omitempty"` // follow the primary through these
+	Cluster   []string          `json:"cluster,omitempty"`   // the seed nodes of a cluster
+	Direct    map[string]string `json:"direct,omitempty"`    // a cluster master's announced address: the master's own
+	Prefix    string            `json:"prefix"`              // of the lock keys
+	First     int64             `json:"first"`               // wallet ids First .. First+Wallets-1
+	Wallets   int               `json:"wallets"`
+	Amount    int64             `json:"amount"`
+	TTL       time.Duration     `json:"ttl"`
+	Work      time.Duration     `json:"work"`
+	Conc      int               `json:"conc"` // concurrent spends in this process
+	Hold      bool              `json:"hold"` // after each read, wait for "go <req>" on stdin
+	Seed      uint64            `json:"seed"`
 }
 
 // Event is one line a spender prints.
@@ -122,7 +124,7 @@ func RunSpender(c SpenderConfig, stdin io.Reader, stdout, stderr io.Writer) int 
 
 type spender struct {
 	c       SpenderConfig
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	fair    *lock.Fair
 	redlock *redlock.Nodes // for redlock and redlock-fenced
 	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
@@ -160,9 +162,12 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		s.redlock = redlock.New(c.Nodes, clients...)
 		defer s.redlock.Close()
 	} else if c.Strategy != Version {
-		if len(c.Sentinels) > 0 {
+		switch {
+		case len(c.Cluster) > 0:
+			s.rdb = NewClusterClient(c.Cluster, c.Direct)
+		case len(c.Sentinels) > 0:
 			s.rdb = NewFailoverClient(c.Sentinels)
-		} else {
+		default:
 			s.rdb = NewClient(c.Redis)
 		}
 		defer s.rdb.Close()
@@ -280,7 +285,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	}()
 	e.Holder, e.Fence = holder, fence
 	if s.c.Strategy == Wait {
-		n, err := s.rdb.Wait(ctx, 1, s.c.TTL/5).Result()
+		n, err := s.wait(ctx, key)
 		if err != nil || n < 1 { // gave up before touching the wallet
 			why := "no replica acknowledged the lock"
 			if err != nil {
@@ -359,6 +364,20 @@ func (s *spender) acquire(ctx context.Context, key string) (holder string, fence
 		return "", 0, nil, err
 	}
 	return shortID(l.ID()), l.Fence, func(ctx context.Context) { l.Release(ctx) }, nil
+}
+
+// wait sends WAIT 1 to the server that holds key: on a cluster, its
+// master (WAIT has no key, so a cluster client would send it anywhere).
+func (s *spender) wait(ctx context.Context, key string) (int64, error) {
+	c, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return s.rdb.(*redis.Client).Wait(ctx, 1, s.c.TTL/5).Result()
+	}
+	m, err := c.MasterForKey(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return m.Wait(ctx, 1, s.c.TTL/5).Result()
 }
 
 // holderID names the holder of a token, as the spenders report it: the

@@ -19,7 +19,7 @@ import (
 const ttl = time.Minute
 
 type fixture struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	store *wallet.Store
 	key   string // the lock key
 	id    int64  // the wallet, holding 100 at the start

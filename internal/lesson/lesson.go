@@ -110,7 +110,7 @@ func NewResult(step, phase, check string, ok bool) Result {
 
 // DrillCell is what one strategy must give under one nemesis.
 type DrillCell struct {
-	Nemesis  string // none, pause, crash, restart or failover
+	Nemesis  string // none, pause, crash, restart, failover or cluster-failover
 	Strategy string // lock, wait, fenced, version, fair, redlock or redlock-fenced
 	Want     string // OK or BROKEN
 	// Share is the least share of seeds that must give Want: 1 means
@@ -156,6 +156,11 @@ var Drills = []DrillCell{
 	{"failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},
 	{"failover", "version", OK, 1, "no Redis in the path"},
 	{"failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
+	{"cluster-failover", "lock", Broken, 1, "the replica promoted for the wallet's slot never saw the lock and grants it again"},
+	{"cluster-failover", "wait", OK, 1, "a holder whose WAIT timed out gave up before it wrote"},
+	{"cluster-failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},
+	{"cluster-failover", "version", OK, 1, "no Redis in the path"},
+	{"cluster-failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
 }
 
 // DrillStep is the step name of the drill's cells in Lookup and Result.

@@ -110,7 +110,7 @@ func measureWork(ctx context.Context, work time.Duration) (*RTT, error) {
 	return &rtt, nil
 }
 
-func redisPing(rdb *redis.Client) func(context.Context) error {
+func redisPing(rdb redis.UniversalClient) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("loadtest: time Redis round trips: %w", err)

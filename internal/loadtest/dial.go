@@ -43,8 +43,10 @@ const commandTimeout = time.Second
 // on its prefix in it (see Run). Postgres is nil when none of the chosen
 // strategies needs it.
 type Env struct {
-	Redis    *redis.Client
+	Redis    redis.UniversalClient // a *redis.ClusterClient when REDIS_ADDR names a cluster
 	Postgres *pgxpool.Pool
+
+	redisPool int // connections per Redis server (per node on a cluster)
 
 	calls *callCounter // the commands sent to Redis; nil when Dial did not make Redis
 
@@ -112,7 +114,8 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	// A command that timed out may have run: a spend counts it as an
 	// unknown outcome, and must not send it a second time.
 	opt.MaxRetries = -1
-	env.Redis = redis.NewClient(opt)
+	env.Redis = redis.NewUniversalClient(opt)
+	env.redisPool = opt.PoolSize
 	env.calls = &callCounter{}
 	env.Redis.AddHook(env.calls)
 	if slices.Contains(cfg.Strategies, Redlock) {
@@ -147,18 +150,19 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 // warm opens every connection of both pools: it takes them all at once,
 // then gives them back.
 func (e *Env) warm(ctx context.Context) error {
-	if e.Redis != nil {
+	if rdb, ok := e.Redis.(*redis.Client); ok {
 		// One at a time: go-redis v9.23 races with itself when several
 		// Conns set up new connections concurrently. A dial is a fraction
-		// of a millisecond on the same machine.
-		conns := make([]*redis.Conn, 0, e.Redis.Options().PoolSize)
+		// of a millisecond on the same machine. A cluster client has a
+		// pool per node and no Conn: its pools fill as the run goes.
+		conns := make([]*redis.Conn, 0, e.redisPool)
 		defer func() {
 			for _, c := range conns {
 				c.Close()
 			}
 		}()
 		for range cap(conns) {
-			c := e.Redis.Conn()
+			c := rdb.Conn()
 			conns = append(conns, c)
 			if err := c.Ping(ctx).Err(); err != nil {
 				return fmt.Errorf("loadtest: open the Redis pool: %w", err)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/services"
 )
 
 // Leftovers is what a run could not delete (a frozen service, the time
@@ -36,7 +37,7 @@ func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *
 	}
 	l := &Leftovers{Cause: strings.Join(strings.Fields(cause.Error()), " ")}
 	if inRedis && env.Redis != nil {
-		l.Redis = cli.RedisDelPrefix(env.Redis.Options(), prefix)
+		l.Redis = cli.RedisDelPrefix(services.OptionsOf(env.Redis), prefix)
 	}
 	if inPostgres && env.Postgres != nil {
 		c := env.Postgres.Config().ConnConfig

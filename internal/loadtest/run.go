@@ -246,12 +246,12 @@ func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context
 // runner carries what every spend of a run needs.
 type runner struct {
 	cfg     Config
-	rdb     *redis.Client    // nil when no strategy spends through Redis
-	store   *wallet.Store    // owned by the prefix; nil when no strategy uses PostgreSQL
-	fair    *lock.Fair       // nil when the run has no fair strategy
-	redsync *redsync.Redsync // nil when the run has no redsync strategy
-	redlock *redlock.Nodes   // nil when the run has no redlock strategy
-	calls   *callCounter     // commands sent to Redis; nil: not counted
+	rdb     redis.UniversalClient // nil when no strategy spends through Redis
+	store   *wallet.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
+	fair    *lock.Fair            // nil when the run has no fair strategy
+	redsync *redsync.Redsync      // nil when the run has no redsync strategy
+	redlock *redlock.Nodes        // nil when the run has no redlock strategy
+	calls   *callCounter          // commands sent to Redis; nil: not counted
 	w       *wallets
 	lease   *runlease.Lease
 	bar     *progress
@@ -665,7 +665,7 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		Phases:   []lesson.Result{},
 	}
 	if env != nil && env.Redis != nil {
-		rep.Pools.Redis = env.Redis.Options().PoolSize
+		rep.Pools.Redis = env.redisPool
 	}
 	if env != nil && env.Postgres != nil {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)

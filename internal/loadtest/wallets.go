@@ -23,7 +23,7 @@ type wallets struct {
 	prefix  string
 	first   int64
 	n       int
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	store   *wallet.Store // nil when no strategy of the run uses PostgreSQL
 	touched int           // the wallets 0 .. touched-1 may have keys in Redis
 }

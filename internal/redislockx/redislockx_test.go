@@ -382,7 +382,7 @@ func TestRefresh_ofNoLockIsNotHeld(t *testing.T) {
 // TTL: it reads that TTL, or one millisecond less when the clock of Redis
 // ticked in between.
 type pttlSpy struct {
-	*redis.Client
+	redis.UniversalClient
 	pttl []time.Duration
 }
 
@@ -441,7 +441,7 @@ func TestObtainAndRefresh_roundAFractionOfAMillisecondUp(t *testing.T) {
 			// thousand), so a few tries settle it.
 			var seen []time.Duration
 			for try := range 5 {
-				spy := &pttlSpy{Client: rdb}
+				spy := &pttlSpy{UniversalClient: rdb}
 				if err := call(ctx, spy, fmt.Sprintf("%s%s:%d", prefix, name, try)); err != nil {
 					t.Fatal(err)
 				}

@@ -73,7 +73,7 @@ type Bench struct {
 	Setting
 	Step            string // the program's name, for its messages
 	Session         *cli.Session
-	Redis           redis.Cmdable
+	Redis           redis.UniversalClient
 	BalanceKey      string // set to Initial before each burst
 	LockKey         string // deleted before each burst: a lease left by a run that died
 	Initial, Amount int64

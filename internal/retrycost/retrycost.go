@@ -56,7 +56,7 @@ type Run struct {
 }
 
 // Start reads Redis's command counts and starts the clock.
-func Start(ctx context.Context, rdb redis.Cmdable, strategy, retry string) *Run {
+func Start(ctx context.Context, rdb redis.UniversalClient, strategy, retry string) *Run {
 	r := &Run{Strategy: strategy, Retry: retry, Commands: -1}
 	r.before, _ = services.ReadCommandStats(ctx, rdb)
 	r.start = time.Now()
@@ -92,7 +92,7 @@ func (r *Run) Stop(ctx context.Context, t wallet.Tally) {
 
 // ReadBack counts the commands the spenders caused (quietly none when INFO
 // fails) and reads the balance at key.
-func (r *Run) ReadBack(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) {
+func (r *Run) ReadBack(ctx context.Context, rdb redis.UniversalClient, key string) (int64, error) {
 	if after, err := services.ReadCommandStats(ctx, rdb); err == nil && r.before != nil {
 		r.Commands = after.Since(r.before)
 	}

@@ -32,7 +32,7 @@ const takeTimeout = 3 * time.Second
 var ErrBusy = errors.New("runlease: prefix in use by another run")
 
 // Client is what a lease needs from go-redis: the lock's commands and
-// EXISTS. *redis.Client satisfies it.
+// EXISTS. *redis.Client and *redis.ClusterClient satisfy it.
 type Client interface {
 	lock.Client
 	Exists(ctx context.Context, keys ...string) *redis.IntCmd

@@ -45,9 +45,16 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // where they are read: REDIS_URL (redis:// or rediss://, with user, password
 // and db) wins over REDIS_ADDR, which defaults to localhost:6379.
 //
+// They follow go-redis's convention for a cluster: REDIS_ADDR with several
+// comma-separated addresses, or a REDIS_URL with addr= parameters (read by
+// redis.ParseClusterURL), names the seed nodes of a Redis Cluster. The
+// options then hold more than one address, and redis.NewUniversalClient
+// (and Connect) make a *redis.ClusterClient of them; with one address, a
+// *redis.Client.
+//
 // Errors never contain the URL, nor any part of its user and password.
-func RedisOptions() (*redis.Options, error) {
-	var opt *redis.Options
+func RedisOptions() (*redis.UniversalOptions, error) {
+	var opt *redis.UniversalOptions
 	if raw := os.Getenv("REDIS_URL"); raw != "" {
 		if userinfoNeedsEscaping(raw) {
 			return nil, errors.New("REDIS_URL: " + escapeAdvice + "; the form is redis://user:password@host:6379/0")
@@ -73,19 +80,32 @@ func RedisOptions() (*redis.Options, error) {
 			// "user:password"; do not print it.
 			return nil, errors.New("REDIS_URL does not name a valid host; the form is redis://user:password@host:6379/0")
 		}
-		opt, err = redis.ParseURL(raw)
-		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL: %v", err)
+		if u.Query().Has("addr") {
+			copt, err := redis.ParseClusterURL(raw)
+			if err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %v; a cluster is redis://user:password@host:7001?addr=host:7002&addr=host:7003", err)
+			}
+			opt = fromCluster(copt)
+		} else {
+			sopt, err := redis.ParseURL(raw)
+			if err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %v", err)
+			}
+			opt = fromSingle(sopt)
 		}
 	} else {
-		addr := os.Getenv("REDIS_ADDR")
-		if addr == "" {
-			addr = DefaultRedisAddr
+		list := os.Getenv("REDIS_ADDR")
+		if list == "" {
+			list = DefaultRedisAddr
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return nil, fmt.Errorf("REDIS_ADDR %q is not host:port", addr)
+		opt = &redis.UniversalOptions{}
+		for addr := range strings.SplitSeq(list, ",") {
+			addr = strings.TrimSpace(addr)
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return nil, fmt.Errorf("REDIS_ADDR %q is not host:port (or host:port,host:port,... for a cluster)", addr)
+			}
+			opt.Addrs = append(opt.Addrs, addr)
 		}
-		opt = &redis.Options{Addr: addr}
 	}
 	// Let context deadlines cut socket reads short; without this go-redis
 	// waits out its own ReadTimeout instead of the caller's context.
@@ -96,6 +116,39 @@ func RedisOptions() (*redis.Options, error) {
 	return opt, nil
 }
 
+// IsCluster reports whether opt names the seeds of a Redis Cluster rather
+// than one server: redis.NewUniversalClient's rule.
+func IsCluster(opt *redis.UniversalOptions) bool { return len(opt.Addrs) > 1 || opt.IsClusterMode }
+
+// fromSingle carries what redis.ParseURL read into UniversalOptions.
+func fromSingle(o *redis.Options) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs: []string{o.Addr}, ClientName: o.ClientName, DB: o.DB, Protocol: o.Protocol,
+		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff, MaxRetryBackoff: o.MaxRetryBackoff,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolFIFO: o.PoolFIFO, PoolSize: o.PoolSize, PoolTimeout: o.PoolTimeout,
+		MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns, MaxActiveConns: o.MaxActiveConns,
+		ConnMaxIdleTime: o.ConnMaxIdleTime, ConnMaxLifetime: o.ConnMaxLifetime,
+		DisableIdentity: o.DisableIdentity, IdentitySuffix: o.IdentitySuffix,
+	}
+}
+
+// fromCluster carries what redis.ParseClusterURL read into UniversalOptions.
+func fromCluster(o *redis.ClusterOptions) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs: o.Addrs, ClientName: o.ClientName, Protocol: o.Protocol,
+		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		MaxRetries: o.MaxRetries, MinRetryBackoff: o.MinRetryBackoff, MaxRetryBackoff: o.MaxRetryBackoff,
+		ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolFIFO: o.PoolFIFO, PoolSize: o.PoolSize, PoolTimeout: o.PoolTimeout,
+		MinIdleConns: o.MinIdleConns, MaxIdleConns: o.MaxIdleConns, MaxActiveConns: o.MaxActiveConns,
+		ConnMaxIdleTime: o.ConnMaxIdleTime, ConnMaxLifetime: o.ConnMaxLifetime,
+		MaxRedirects: o.MaxRedirects, ReadOnly: o.ReadOnly, RouteByLatency: o.RouteByLatency, RouteRandomly: o.RouteRandomly,
+		IsClusterMode: true,
+	}
+}
+
 // quoted matches what Go's parsers quote with %q.
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
@@ -104,9 +157,10 @@ var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 // the handshake hangs, reports only that the caller's context ran out; a
 // plain Redis never answers a TLS hello, so that is what a wrong scheme
 // looks like. A handshake that fails is a *tlsError.
-func shakeHands(ctx context.Context, opt *redis.Options) error {
+func shakeHands(ctx context.Context, opt *redis.UniversalOptions) error {
+	addr := opt.Addrs[0]
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", opt.Addr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -114,7 +168,7 @@ func shakeHands(ctx context.Context, opt *redis.Options) error {
 	conf := opt.TLSConfig
 	if conf.ServerName == "" {
 		conf = conf.Clone()
-		conf.ServerName, _, _ = net.SplitHostPort(opt.Addr)
+		conf.ServerName, _, _ = net.SplitHostPort(addr)
 	}
 	if err := tls.Client(conn, conf).HandshakeContext(ctx); err != nil {
 		return &tlsError{err}
@@ -129,10 +183,12 @@ func (e *tlsError) Error() string { return "tls handshake: " + e.err.Error() }
 func (e *tlsError) Unwrap() error { return e.err }
 
 // Connect returns a Redis client for the configured server after checking
-// that it answers. The error is one line that names the server as
-// redis://host:port/db (never the user or password), what went wrong and
-// the fix.
-func Connect(ctx context.Context) (*redis.Client, error) {
+// that it answers: a *redis.Client for one address, a *redis.ClusterClient
+// for several (see RedisOptions), after checking that every node of the
+// cluster answers and says cluster_state:ok. The error is one line that
+// names the server as redis://host:port/db (never the user or password),
+// what went wrong and the fix.
+func Connect(ctx context.Context) (redis.UniversalClient, error) {
 	opt, err := RedisOptions()
 	if err != nil {
 		return nil, err
@@ -144,7 +200,15 @@ func Connect(ctx context.Context) (*redis.Client, error) {
 			return nil, redisError(opt, err)
 		}
 	}
-	rdb := redis.NewClient(opt)
+	if IsCluster(opt) {
+		rdb := redis.NewClusterClient(opt.Cluster())
+		if err := clusterOK(pctx, rdb, opt); err != nil {
+			rdb.Close()
+			return nil, redisError(opt, err)
+		}
+		return rdb, nil
+	}
+	rdb := redis.NewClient(opt.Simple())
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
 		return nil, redisError(opt, err)
@@ -216,26 +280,39 @@ func oneLine(err error) string {
 }
 
 // redisURL names the server opt points at, as redis://host:port/db or
-// rediss://..., without the user and password.
-func redisURL(opt *redis.Options) string {
+// rediss://..., without the user and password; a cluster as
+// redis://host:port,host:port,...
+func redisURL(opt *redis.UniversalOptions) string {
 	scheme := "redis"
 	if opt.TLSConfig != nil {
 		scheme = "rediss"
 	}
-	return scheme + "://" + opt.Addr + "/" + strconv.Itoa(opt.DB)
+	if IsCluster(opt) {
+		return scheme + "://" + strings.Join(opt.Addrs, ",")
+	}
+	return scheme + "://" + opt.Addrs[0] + "/" + strconv.Itoa(opt.DB)
 }
 
 // redisError turns a failed first PING into one line that says what is
 // wrong and what to do. A reply from the server means it runs and refused
 // us for a reason of its own; only the rest asks whether it runs at all.
-func redisError(opt *redis.Options, err error) error {
+func redisError(opt *redis.UniversalOptions, err error) error {
 	where, msg := redisURL(opt), oneLine(err)
+	up := "make up"
+	if IsCluster(opt) {
+		where, up = "the Redis Cluster at "+where, "make cluster-up"
+	}
 	var tlsErr *tlsError
+	var notOK *clusterNotOK
 	switch {
+	case errors.As(err, &notOK):
+		return fmt.Errorf("%s is not ok (%s): start it, or wait for it to settle, with `make cluster-up`", where, msg)
+	case strings.Contains(msg, "cluster support disabled"):
+		return fmt.Errorf("%s is not a cluster (%s): several addresses in REDIS_ADDR name the nodes of a Redis Cluster; give one address for a single server", where, msg)
 	case errors.As(err, &tlsErr):
 		return fmt.Errorf("%s: the TLS handshake failed (%s): check the scheme of REDIS_URL, rediss:// is for a server with TLS, redis:// for one without", where, oneLine(tlsErr.err))
 	case strings.HasPrefix(msg, "NOAUTH"):
-		fix := fmt.Sprintf("set REDIS_URL=redis://:PASSWORD@%s/%d", opt.Addr, opt.DB)
+		fix := fmt.Sprintf("set REDIS_URL=redis://:PASSWORD@%s/%d", opt.Addrs[0], opt.DB)
 		if opt.Username != "" {
 			// redis://secret@host names a user, not a password.
 			fix = "REDIS_URL names a user but no password; a password alone is written redis://:PASSWORD@host:port/db"
@@ -254,7 +331,7 @@ func redisError(opt *redis.Options, err error) error {
 		// A TLS-only server hangs up on a plain hello.
 		return fmt.Errorf("%s hung up (%s): a server that wants TLS does that, so try rediss://; is it Redis at all?", where, msg)
 	}
-	return fmt.Errorf("%s is not reachable (%s): is Redis running? try `make up`", where, msg)
+	return fmt.Errorf("%s is not reachable (%s): is Redis running? try `%s`", where, msg, up)
 }
 
 // DatabaseURL returns DATABASE_URL, or the default that docker-compose.yml

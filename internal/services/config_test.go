@@ -86,9 +86,9 @@ func TestRedisOptions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RedisOptions: %v", err)
 			}
-			if opt.Addr != tt.wantAddr || opt.Username != tt.wantUser || opt.Password != tt.wantPass || opt.DB != tt.wantDB {
+			if len(opt.Addrs) != 1 || opt.Addrs[0] != tt.wantAddr || opt.Username != tt.wantUser || opt.Password != tt.wantPass || opt.DB != tt.wantDB {
 				t.Errorf("got addr %q user %q password %q db %d; want %q %q %q %d",
-					opt.Addr, opt.Username, opt.Password, opt.DB, tt.wantAddr, tt.wantUser, tt.wantPass, tt.wantDB)
+					opt.Addrs, opt.Username, opt.Password, opt.DB, tt.wantAddr, tt.wantUser, tt.wantPass, tt.wantDB)
 			}
 			// Connect must give up on its own, not wait for the caller.
 			if !opt.ContextTimeoutEnabled || opt.DialTimeout <= 0 || opt.DialTimeout > services.ConnectTimeout {
@@ -118,6 +118,8 @@ func TestRedisOptions_badConfig(t *testing.T) {
 		{name: "hash in the password", url: "redis://app:hunter#2x@localhost:6379", secret: "hunter", want: "REDIS_URL"},
 		{name: "bad escape in the password", url: "redis://app:hunter2%zz@localhost:6379", secret: "%zz", want: "REDIS_URL"},
 		{name: "REDIS_ADDR without a port", addr: "localhost", want: "REDIS_ADDR"},
+		{name: "a cluster address without a port", addr: "127.0.0.1:7001,127.0.0.1", want: "REDIS_ADDR"},
+		{name: "a cluster URL with a bad addr", url: "redis://:hunter2@localhost:7001?addr=localhost", secret: "hunter2", want: "REDIS_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +127,7 @@ func TestRedisOptions_badConfig(t *testing.T) {
 			t.Setenv("REDIS_ADDR", tt.addr)
 			opt, err := services.RedisOptions()
 			if err == nil {
-				t.Fatalf("RedisOptions accepted %q (addr %q)", tt.url, opt.Addr)
+				t.Fatalf("RedisOptions accepted %q (addrs %q)", tt.url, opt.Addrs)
 			}
 			assertOneLine(t, err.Error(), []string{tt.want}, tt.secret)
 			// Connect reports the same problem without dialling.
@@ -197,7 +199,7 @@ func TestConnect_neverShowsTheUserInfo(t *testing.T) {
 				t.Setenv(v.env, raw)
 				var err error
 				if v.env == "REDIS_URL" {
-					var rdb *redis.Client
+					var rdb redis.UniversalClient
 					if rdb, err = services.Connect(t.Context()); err == nil {
 						rdb.Close()
 					}

@@ -5,6 +5,11 @@
 // also reads the servers' versions and Redis's command counters for the
 // reports.
 //
+// Redis may be one server or a Redis Cluster (several addresses, see
+// RedisOptions): Connect returns a redis.UniversalClient either way, and
+// cluster.go holds what a cluster needs done differently (deleting keys in
+// several slots, SCAN and INFO on every master).
+//
 // It is plumbing, kept out of package wallet, which is only the domain: the
 // balance, the spend and the check.
 package services

@@ -14,15 +14,27 @@ import (
 // Lua scripts run count as well as the EVALSHA that ran them.
 type CommandStats map[string]int64
 
-// ReadCommandStats asks the server for INFO commandstats.
-func ReadCommandStats(ctx context.Context, rdb redis.Cmdable) (CommandStats, error) {
+// ReadCommandStats asks the server for INFO commandstats; on a cluster,
+// every master, and sums their counters (INFO reaches one node only).
+// Replicas are left out: what they replay is the masters' writes again.
+func ReadCommandStats(ctx context.Context, rdb redis.UniversalClient) (CommandStats, error) {
 	ictx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
-	info, err := rdb.Info(ictx, "commandstats").Result()
+	calls := CommandStats{}
+	err := ForEachMaster(ictx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+		info, err := node.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		for name, n := range ParseCommandStats(info) {
+			calls[name] += n
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("services: redis INFO commandstats: %w", err)
 	}
-	return ParseCommandStats(info), nil
+	return calls, nil
 }
 
 // ParseCommandStats reads lines such as

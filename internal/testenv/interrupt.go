@@ -107,7 +107,7 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 
 // appears polls until key exists, for at most a minute, or until the
 // program returns (false).
-func appears(t *testing.T, rdb *redis.Client, key string, done <-chan int) bool {
+func appears(t *testing.T, rdb redis.UniversalClient, key string, done <-chan int) bool {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if rdb.Exists(context.Background(), key).Val() > 0 {

@@ -114,7 +114,7 @@ func (s *RedisServer) Use(t testing.TB) *redis.Client {
 	t.Helper()
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("REDIS_ADDR", s.Addr)
-	return Redis(t)
+	return Redis(t).(*redis.Client) // one address: one server
 }
 
 // Freeze stops the server with SIGSTOP: it keeps its connections and

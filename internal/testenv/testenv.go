@@ -31,8 +31,10 @@ func unavailable(t testing.TB, what string, err error) {
 	t.Skip(msg)
 }
 
-// Redis returns a client for the configured Redis, closed when the test ends.
-func Redis(t testing.TB) *redis.Client {
+// Redis returns a client for the configured Redis, closed when the test
+// ends: a *redis.Client, or a *redis.ClusterClient when REDIS_ADDR names
+// the nodes of a cluster (see services.RedisOptions).
+func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	rdb, err := services.Connect(context.Background())
 	if err != nil {
@@ -72,10 +74,7 @@ func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Del(ctx, iter.Val())
-		}
+		services.DeletePrefix(ctx, rdb, prefix)
 	})
 	return prefix
 }

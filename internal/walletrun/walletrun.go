@@ -49,12 +49,12 @@ type Run struct {
 	o           Options
 	parent, ctx context.Context // run's ctx (it ends at Ctrl-C), and the work's (also when the run lease is lost)
 	pool        *pgxpool.Pool
-	lease       *redis.Client // the run lease's; nil when no phase needs Redis and none answers
-	phases      *redis.Client // the phases'; closed as soon as the work ends
-	session     *cli.Session  // nil without Redis
-	pgStuck     bool          // PostgreSQL did not answer the clean-up in time
-	cut         string        // the phase Ctrl-C cut short, if any
-	failure     error         // what stopped the run, if anything did
+	lease       redis.UniversalClient // the run lease's; nil when no phase needs Redis and none answers
+	phases      redis.UniversalClient // the phases'; closed as soon as the work ends
+	session     *cli.Session          // nil without Redis
+	pgStuck     bool                  // PostgreSQL did not answer the clean-up in time
+	cut         string                // the phase Ctrl-C cut short, if any
+	failure     error                 // what stopped the run, if anything did
 }
 
 // Options say what a Run does around its phases.
@@ -300,7 +300,7 @@ func (r *Run) cleanup(stderr io.Writer) {
 }
 
 func (r *Run) close() {
-	for _, rdb := range []*redis.Client{r.phases, r.lease} {
+	for _, rdb := range []redis.UniversalClient{r.phases, r.lease} {
 		if rdb != nil {
 			rdb.Close()
 		}

@@ -44,10 +44,6 @@ import (
 	"example.com/walletlock/internal/services"
 )
 
-// namespace is where every workshop run keeps its keys, under a tag of its
-// own; the tests use a prefix of theirs.
-var namespace = "walletlock:workshop:"
-
 // plan is what the workshop runs, in tutorial order. Each step also gets
 // -json and a -prefix of its own (see runStep); the steps that keep
 // wallets in PostgreSQL get ids of their own from ids.
@@ -102,7 +98,7 @@ func main() { cli.Main(run) }
 
 type options struct {
 	json, save, compare bool
-	host, html          string
+	host, html, prefix  string
 }
 
 func flags() (*flag.FlagSet, *options) {
@@ -113,6 +109,7 @@ func flags() (*flag.FlagSet, *options) {
 	fs.BoolVar(&o.save, "save", false, "print the table, and write the JSON to workshop-<host>.json for the facilitator")
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
+	fs.StringVar(&o.prefix, "prefix", "walletlock:workshop:", "where the run keeps its Redis keys and owns its PostgreSQL rows, under a tag of its own")
 	return fs, &o
 }
 
@@ -144,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case strings.TrimSpace(opt.host) == "":
 		bad = errors.New("-host must not be empty: it names this machine on the facilitator's page")
 	}
-	if code, stop := cli.Refuse(fs, stderr, bad); stop {
+	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(opt.prefix)); stop {
 		return code
 	}
 	if opt.compare {
@@ -199,7 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if p.args != nil {
 			args = p.args(ids)
 		}
-		prefix := namespace + tag + ":" + p.step + ":"
+		prefix := opt.prefix + tag + ":" + p.step + ":"
 		out, err := runStep(ctx, filepath.Join(bin, p.step), prefix, args, stderr)
 		if out != nil {
 			rep.Steps[p.step] = out
@@ -218,7 +215,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rep.Interrupted = p.step
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && !exit.Exited() {
-				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, leftovers(namespace+tag+":"))
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, leftovers(opt.prefix+tag+":"))
 			}
 			break
 		}

@@ -60,6 +60,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "-html without -compare", Args: []string{"-html", "room.html"}, Want: "-html goes with -compare"},
 		{Name: "-compare with -save", Args: []string{"-compare", "-save", "a.json"}, Want: "neither -json nor -save"},
 		{Name: "an empty -host", Args: []string{"-host", " "}, Want: "-host must not be empty"},
+		{Name: "an empty -prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
 	})
 }
 
@@ -79,15 +80,13 @@ func TestRun_postgresUnreachable(t *testing.T) {
 func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	rdb := testenv.Redis(t)
 	pool := testenv.Postgres(t)
-	saved := namespace
-	namespace = testenv.Prefix(t, rdb)
-	t.Cleanup(func() { namespace = saved })
+	namespace := testenv.Prefix(t, rdb)
 
 	ctx, ctrlC := context.WithCancel(t.Context())
 	defer ctrlC()
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, nil, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"-prefix", namespace}, &stdout, &stderr) }()
 
 	// Step 3 runs for about 7 s; the Ctrl-C comes a second into it. Before
 	// that, the steps are built (slow the first time) and steps 1 and 2 run.
@@ -134,4 +133,12 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	if rows > 0 {
 		t.Errorf("%d PostgreSQL rows left under the run's tag", rows)
 	}
+}
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json, every step's output
+// within it included. It runs every step, about a minute.
+func TestRun_jsonKeepsEveryKey(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.JSONKeepsKeys(t, run)
 }

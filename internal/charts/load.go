@@ -156,7 +156,7 @@ func SaveLoad(path string, rep *loadtest.Report) error {
 }
 
 // WriteLoad writes step 6's report, given in its JSON form
-// (loadtest.Report.WriteJSON), as one HTML page: the table, accepted
+// (loadtest.Report), as one HTML page: the table, accepted
 // spends per second and p99 lock wait per strategy, and for a sweep over
 // several -workers, efficiency and p99 wait against contention with the
 // fair-queue bound. The page fetches nothing: the charts are inline SVG.

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets to spend from, at most %d", loadtest.MaxWallets))
 	workers := fs.String("workers", fmt.Sprint(c.Workers), fmt.Sprintf("concurrent spenders, at most %d; a `list` such as 2,8,50 runs every strategy at each count\n(at most %d counts): the contention sweep", loadtest.MaxWorkers, loadtest.MaxLevels))
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "how long each strategy runs")
-	fs.Int64Var(&c.Ops, "ops", c.Ops, "stop each strategy after this many spends (0: run for -duration)")
+	fs.Int64Var(&c.Ops, "ops", c.Ops, "stop each strategy after this many spends, or at -duration if that comes first (0: no limit)")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write of a spend")
 	fs.Int64Var(&c.Amount, "amount", c.Amount, "amount each spend takes")
 	fs.Int64Var(&c.Initial, "initial", c.Initial, "starting balance of every wallet")

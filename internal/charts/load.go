@@ -241,11 +241,7 @@ func setupLine(l load) string {
 		}
 		workers = strings.Join(each, ", ")
 	}
-	hot := ""
-	if p.Hot {
-		hot = ", every spend on one wallet (-hot)"
-	}
-	return fmt.Sprintf("%s workers spending from %d %s%s, %s of work, %s per strategy.", workers, p.Wallets, plural(p.Wallets, "wallet"), hot, p.Work, p.Duration)
+	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
 }
 
 // loadCharts draws the run: per strategy, then against contention.

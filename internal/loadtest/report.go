@@ -285,6 +285,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "%s: no update was lost this time; with more contention (try -hot) it is BROKEN\n", label)
 		}
 	}
+	if rep.Params.Ops > 0 && len(rep.Rows) > 0 {
+		b.WriteString(rep.opsLine())
+	}
 	if rep.Interrupted && len(rep.Rows) == 0 {
 		b.WriteString("interrupted before the first strategy ran\n")
 	} else if rep.Interrupted {
@@ -317,11 +320,33 @@ func (rep *Report) intro() string {
 	if p.Ops > 0 {
 		target = fmt.Sprintf("%d spends or %s%s, whichever comes first", p.Ops, p.Duration, per)
 	}
-	hot := ""
-	if p.Hot {
-		hot = ", every spend on one wallet (-hot)"
+	return fmt.Sprintf("%s spending %d %s, %s of work, %s", who, p.Amount, Spread(p.Wallets, p.Hot), p.Work, target)
+}
+
+// Spread says where the spends go: "from 16 wallets", or with -hot "from
+// one wallet (-hot: the other 15 of the 16 stay idle)".
+func Spread(wallets int, hot bool) string {
+	switch {
+	case hot && wallets > 1:
+		return fmt.Sprintf("from one wallet (-hot: the other %d of the %d stay idle)", wallets-1, wallets)
+	case hot:
+		return "from one wallet (-hot)"
 	}
-	return fmt.Sprintf("%s spending %d from %d wallets%s, %s of work, %s", who, p.Amount, p.Wallets, hot, p.Work, target)
+	return fmt.Sprintf("from %d %s", wallets, plural(wallets, "wallet"))
+}
+
+// opsLine says how long each strategy took for its -ops spends, and
+// which ones -duration ended first.
+func (rep *Report) opsLine() string {
+	var took []string
+	for _, r := range rep.Rows {
+		s := fmt.Sprintf("%s %.2fs", rep.label(r), r.Seconds)
+		if r.Spends < rep.Params.Ops && !r.Interrupted {
+			s += fmt.Sprintf(" (only %d: -duration ended it)", r.Spends)
+		}
+		took = append(took, s)
+	}
+	return fmt.Sprintf("Time for %d spends (-ops): %s.\n", rep.Params.Ops, strings.Join(took, ", "))
 }
 
 // ceilingIntro explains the ceiling table with this run's numbers.

@@ -433,8 +433,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 			// -seed gives every worker the same sequence on every run.
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
 			for run.Err() == nil {
+				// Past -ops this worker stops, and the spends the others
+				// have started run to their end: ending run here would cut
+				// their lock waits short, and the row would count fewer.
 				if cfg.Ops > 0 && issued.Add(1) > cfg.Ops {
-					stop()
 					return
 				}
 				i := 0

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -179,14 +180,23 @@ func TestRun_noneIsBrokenOnAHotWallet(t *testing.T) {
 	}
 }
 
-// -ops ends a strategy after that many spends, long before -duration.
+// -ops ends a strategy after that many spends, long before -duration:
+// exactly that many, also where the spends started last still wait for a
+// lock on a hot wallet (ending the phase used to cut those waits short).
+// The table says how long each strategy took for them.
 func TestRun_opsEndsTheStrategy(t *testing.T) {
-	c, env := setup(t, "forupdate")
-	c.Ops, c.Duration = 40, time.Minute
+	c, env := setup(t, "forupdate", "lock")
+	c.Ops, c.Duration, c.Hot = 40, time.Minute, true
 	rep := run(t, context.Background(), env, c)
-	r := rep.Rows[0]
-	if r.Spends != 40 || r.Accepted != 40 || !r.OK {
-		t.Errorf("%d spends, %d accepted, %s; want 40, 40, OK", r.Spends, r.Accepted, r.Check)
+	for _, r := range rep.Rows {
+		if r.Spends != 40 || r.Accepted != 40 || r.Abandoned != 0 || !r.OK {
+			t.Errorf("%s: %d spends, %d accepted, %d abandoned, %s; want 40, 40, none, OK", r.Strategy, r.Spends, r.Accepted, r.Abandoned, r.Check)
+		}
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	if line := regexp.MustCompile(`(?m)^Time for 40 spends \(-ops\): forupdate [\d.]+s, lock [\d.]+s\.$`); !line.MatchString(table.String()) {
+		t.Errorf("the table does not match %s:\n%s", line, table.String())
 	}
 }
 
@@ -399,4 +409,24 @@ func rowNames(rep *loadtest.Report) []string {
 		names = append(names, r.Strategy)
 	}
 	return names
+}
+
+// The report's first line says where the spends go; with -hot it says
+// that every other wallet is idle, not merely that one is spent from.
+func TestSpread(t *testing.T) {
+	tests := []struct {
+		wallets int
+		hot     bool
+		want    string
+	}{
+		{16, false, "from 16 wallets"},
+		{1, false, "from 1 wallet"},
+		{16, true, "from one wallet (-hot: the other 15 of the 16 stay idle)"},
+		{1, true, "from one wallet (-hot)"},
+	}
+	for _, tt := range tests {
+		if got := loadtest.Spread(tt.wallets, tt.hot); got != tt.want {
+			t.Errorf("Spread(%d, %v) = %q, want %q", tt.wallets, tt.hot, got, tt.want)
+		}
+	}
 }

@@ -122,10 +122,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	bin, err := workshop.Build(ctx, stderr)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
 		return cli.ExitInterrupted
-	} else if err != nil {
+	case err != nil:
 		return fail(err)
 	}
 	defer os.RemoveAll(bin)

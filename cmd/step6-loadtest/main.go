@@ -111,9 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer env.Close()
-	rep, err := loadtest.Run(ctx, env, c)
+	rep, runErr := loadtest.Run(ctx, env, c)
 	if rep == nil { // it failed before anything was measured
-		fmt.Fprintln(stderr, step+":", err)
+		fmt.Fprintln(stderr, step+":", runErr)
 		return 1
 	}
 	if !*asJSON {
@@ -132,10 +132,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			r.AddAt(row.Strategy, row.Workers, row.Sum, nil)
 		}
 	}
-	if err := r.SetAll(rep); err != nil {
-		r.Fail(stderr, err)
+	if runErr != nil { // a service failed: the rows measured before it stand
+		r.Fail(stderr, runErr)
 	}
-	if err != nil {
+	if err := r.SetAll(rep); err != nil { // the figures, beside the phases in -json
 		r.Fail(stderr, err)
 	}
 	if *htmlFile != "" {

@@ -141,9 +141,10 @@ func (r *Report) phase(name string, v wallet.Verdict, figures any) Phase {
 }
 
 // Finish prints the JSON object on stdout when asJSON, one line on stderr
-// for each phase whose verdict is not the lesson's (not after Ctrl-C), and
-// returns the exit code: 130 (cli.ExitInterrupted) after Ctrl-C, 1 when a
-// phase missed the lesson or Fail was called, 0 otherwise.
+// for each phase whose verdict is not the lesson's (not after Ctrl-C, and
+// never for a Control), and returns the exit code: 130
+// (cli.ExitInterrupted) after Ctrl-C, 1 when such a phase missed the
+// lesson or Fail was called, 0 otherwise.
 func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 	if asJSON {
 		if err := r.encode(stdout); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
@@ -82,6 +83,17 @@ func TestRun_postgresUnreachable(t *testing.T) {
 	testenv.PostgresUnreachable(t, run, "-strategy", "version")
 }
 
+// jsonReport is step 6's -json: the figures, and every row's verdict as a
+// phase of the lesson with its worker count.
+type jsonReport struct {
+	loadtest.Report
+	Step   string `json:"step"`
+	Phases []struct {
+		lesson.Result
+		Workers int `json:"workers"`
+	} `json:"phases"`
+}
+
 // -json prints one object a workshop runner can read: every strategy's
 // verdict as a lesson.Result, and nothing on stderr (no bar off a terminal).
 func TestRun_jsonReport(t *testing.T) {
@@ -95,7 +107,7 @@ func TestRun_jsonReport(t *testing.T) {
 	if stderr.Len() > 0 {
 		t.Errorf("stderr = %q, want nothing", stderr.String())
 	}
-	var rep loadtest.Report
+	var rep jsonReport
 	dec := json.NewDecoder(&stdout)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
@@ -107,7 +119,10 @@ func TestRun_jsonReport(t *testing.T) {
 	if len(rep.Phases) != len(loadtest.Strategies()) {
 		t.Fatalf("%d phases, want %d", len(rep.Phases), len(loadtest.Strategies()))
 	}
-	for _, p := range rep.Phases {
+	for i, p := range rep.Phases {
+		if p.Step != step || p.Phase != rep.Rows[i].Strategy || p.Workers != 6 || p.Check != rep.Rows[i].Check {
+			t.Errorf("phase %+v, want row %d's strategy, check and workers", p, i)
+		}
 		if p.Phase != "none" && !p.Match() {
 			t.Errorf("phase %s: %s, want %s", p.Phase, p.Check, p.Want)
 		}
@@ -171,7 +186,11 @@ func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {
 		!strings.HasPrefix(msg, "step6-loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
 		t.Errorf("stderr = %q, want one line that leaves redlock out and names make redlock-up", msg)
 	}
-	var rep loadtest.Report
+	var rep struct {
+		Phases []struct {
+			Phase string `json:"phase"`
+		} `json:"phases"`
+	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not one report: %v", err)
 	}
@@ -200,7 +219,10 @@ func TestRun_sweepJSON(t *testing.T) {
 			Sweep   []int `json:"workers_sweep"`
 		} `json:"params"`
 		Rows   []map[string]any `json:"strategies"`
-		Phases []struct{ Phase, Verdict, Want string }
+		Phases []struct {
+			Phase, Verdict, Want string
+			Workers              int
+		}
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not a report: %v\n%s", err, stdout.String())
@@ -222,8 +244,12 @@ func TestRun_sweepJSON(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("rows %v, want %v", got, want)
 	}
-	if len(rep.Phases) != len(want) {
-		t.Errorf("%d phases, want one per row (%d)", len(rep.Phases), len(want))
+	got = nil
+	for _, p := range rep.Phases {
+		got = append(got, fmt.Sprintf("%s %d", p.Phase, p.Workers))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("phases %v, want one per row: %v", got, want)
 	}
 	for _, p := range rep.Phases {
 		if p.Phase != "none" && p.Verdict != p.Want {
@@ -382,4 +408,11 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 			t.Errorf("the first run was disturbed:\n%s", first.String())
 		}
 	})
+}
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json, a run of every strategy.
+func TestRun_jsonKeepsEveryKey(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.JSONKeepsKeys(t, run, "-first-id", fmt.Sprint(testenv.WalletID(t)), "-duration", "300ms", "-workers", "6", "-wallets", "3")
 }

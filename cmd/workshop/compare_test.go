@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"example.com/walletlock/internal/workshop"
 )
 
 // The testdata files are three real runs of make workshop JSON=1: one
@@ -89,7 +91,7 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 		return path
 	}
 	newer := filepath.Join(dir, "newer.json")
-	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = formatVersion + 1 })
+	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = workshop.FormatVersion + 1 })
 	tests := []struct {
 		name, file, want string
 	}{
@@ -113,44 +115,6 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 				t.Error("the page was written all the same")
 			}
 		})
-	}
-}
-
-func TestFileSafe(t *testing.T) {
-	tests := []struct{ label, want string }{
-		{"lab-b", "lab-b"},
-		{"lab c", "lab-c"},
-		{"Ana's MacBook Pro", "Ana-s-MacBook-Pro"},
-		{"../../etc/passwd", "etc-passwd"},
-		{"café", "caf"},
-		{"***", "host"},
-	}
-	for _, tt := range tests {
-		if got := fileSafe(tt.label); got != tt.want {
-			t.Errorf("fileSafe(%q) = %q, want %q", tt.label, got, tt.want)
-		}
-	}
-}
-
-// -save writes workshop-<host>.json in the current directory, the JSON
-// -json prints, and says so.
-func TestSaveJSON_namesTheFileByHost(t *testing.T) {
-	t.Chdir(t.TempDir())
-	var errb bytes.Buffer
-	rep := report{Format: formatVersion, Host: "lab c", Go: "go1.26.8"}
-	if err := saveJSON(rep, &errb); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile("workshop-lab-c.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got report
-	if err := json.Unmarshal(data, &got); err != nil || got.Host != "lab c" || got.Format != formatVersion {
-		t.Errorf("saved %s (%v), want the report with host %q and format %d", data, err, "lab c", formatVersion)
-	}
-	if msg := errb.String(); !strings.Contains(msg, "wrote workshop-lab-c.json") {
-		t.Errorf("stderr = %q, want the file named", msg)
 	}
 }
 

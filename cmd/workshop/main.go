@@ -11,7 +11,7 @@
 // the machine's host label (-host, the hostname by default) and its Go,
 // Redis and PostgreSQL versions, so a room's results can be collected and
 // compared. The facilitator puts the files side by side with -compare,
-// which runs nothing (see compare.go):
+// which runs nothing:
 //
 //	go run ./cmd/workshop -compare -html room.html workshop-*.json
 //
@@ -21,36 +21,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
-	"unicode"
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/services"
+	"example.com/walletlock/internal/report"
+	"example.com/walletlock/internal/workshop"
 )
 
-// namespace is where every workshop run keeps its keys, under a tag of its
-// own; the tests use a prefix of theirs.
-var namespace = "walletlock:workshop:"
-
-// plan is what the workshop runs, in tutorial order. Each step also gets
-// -json and a -prefix of its own (see runStep); the steps that keep
-// wallets in PostgreSQL get ids of their own from ids.
+// plan is what the workshop runs, in tutorial order, each step briefly.
+// Each also gets -json and a -prefix of its own (see workshop.RunStep);
+// the steps that keep wallets in PostgreSQL get ids of their own from ids.
 var plan = []struct {
 	step string
 	args func(ids int64) []string
@@ -70,49 +59,22 @@ var plan = []struct {
 	}},
 }
 
-// formatVersion is the layout of the JSON document. It only changes when
-// a key changes meaning; adding keys keeps it, and -compare refuses a file
-// of a newer one. Files written before the key existed are version 1.
-const formatVersion = 1
-
-// report is the JSON document; Steps keeps each step's own output whole.
-type report struct {
-	Format   int                        `json:"format"`
-	Host     string                     `json:"host"` // the -host label
-	Go       string                     `json:"go"`
-	OS       string                     `json:"os"`
-	CPUs     int                        `json:"cpus"`
-	Redis    string                     `json:"redis"`
-	Postgres string                     `json:"postgres"`
-	Started  time.Time                  `json:"started"`
-	Seconds  float64                    `json:"seconds"`
-	Phases   []row                      `json:"phases"`
-	Steps    map[string]json.RawMessage `json:"steps"`
-	Failures []string                   `json:"failures,omitempty"`
-	// The step Ctrl-C interrupted; the phases are those run before.
-	Interrupted string `json:"interrupted,omitempty"`
-}
-
-type row struct {
-	lesson.Result
-	Match bool `json:"match"`
-}
-
 func main() { cli.Main(run) }
 
 type options struct {
 	json, save, compare bool
-	host, html          string
+	host, html, prefix  string
 }
 
 func flags() (*flag.FlagSet, *options) {
 	var o options
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
-	fs.StringVar(&o.host, "host", hostname(), "this machine's label in the JSON and in the name of the file -save writes")
+	fs.StringVar(&o.host, "host", workshop.Hostname(), "this machine's label in the JSON and in the name of the file -save writes")
 	fs.BoolVar(&o.save, "save", false, "print the table, and write the JSON to workshop-<host>.json for the facilitator")
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
+	fs.StringVar(&o.prefix, "prefix", "walletlock:workshop:", "where the run keeps its Redis keys and owns its PostgreSQL rows, under a tag of its own")
 	return fs, &o
 }
 
@@ -144,53 +106,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case strings.TrimSpace(opt.host) == "":
 		bad = errors.New("-host must not be empty: it names this machine on the facilitator's page")
 	}
-	if code, stop := cli.Refuse(fs, stderr, bad); stop {
+	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(opt.prefix)); stop {
 		return code
 	}
-	if opt.compare {
-		return compare(files, opt.html, stdout, stderr)
+	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
+	if opt.compare { // the facilitator's side: the room's files, side by side
+		if err := workshop.Compare(files, opt.html, stdout); err != nil {
+			return fail(err)
+		}
+		return 0
 	}
 
-	rep := report{
-		Format:  formatVersion,
-		Host:    strings.TrimSpace(opt.host),
-		Go:      runtime.Version(),
-		OS:      runtime.GOOS + "/" + runtime.GOARCH,
-		CPUs:    runtime.NumCPU(),
-		Started: time.Now().UTC().Truncate(time.Second),
-		Steps:   map[string]json.RawMessage{},
-	}
-	if err := versions(ctx, &rep); err != nil {
-		fmt.Fprintln(stderr, "workshop:", err)
-		return 1
-	}
-
-	// Build once, so the timings of the steps do not include compiling.
-	bin, err := os.MkdirTemp("", "walletlock-workshop-")
+	doc, err := workshop.New(ctx, strings.TrimSpace(opt.host))
 	if err != nil {
-		fmt.Fprintln(stderr, "workshop:", err)
-		return 1
+		return fail(err)
+	}
+	bin, err := workshop.Build(ctx, stderr)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
+		return cli.ExitInterrupted
+	case err != nil:
+		return fail(err)
 	}
 	defer os.RemoveAll(bin)
-	// The package path, not ./cmd/..., so that it builds from any directory
-	// of the module (the tests run in cmd/workshop).
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "example.com/walletlock/cmd/...")
-	build.Stderr = stderr
-	if err := build.Run(); err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
-			return cli.ExitInterrupted
-		}
-		fmt.Fprintln(stderr, "workshop: go build ./cmd/... failed:", err)
-		return 1
-	}
 
 	// A room may share one Redis and one PostgreSQL. Two laptops running the
 	// workshop at once must not spend from each other's wallets, or both
 	// would see lost updates that no lock could prevent: every run gets
 	// keys and wallet ids of its own.
-	tag := fmt.Sprintf("%08x", rand.Uint32())
+	tag := opt.prefix + fmt.Sprintf("%08x", rand.Uint32()) + ":"
 	ids := 2_000_000_000 + rand.Int64N(1_000_000_000)
+	r := report.New("workshop") // every step's phases, held to the lesson
+	failed := func(err error) {
+		doc.Failures = append(doc.Failures, err.Error())
+		r.Fail(stderr, err)
+	}
 	for _, p := range plan {
 		if !opt.json {
 			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
@@ -199,226 +150,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if p.args != nil {
 			args = p.args(ids)
 		}
-		prefix := namespace + tag + ":" + p.step + ":"
-		out, err := runStep(ctx, filepath.Join(bin, p.step), prefix, args, stderr)
-		if out != nil {
-			rep.Steps[p.step] = out
+		ran := workshop.RunStep(ctx, bin, p.step, tag+p.step+":", args, stderr)
+		if ran.Out != nil {
+			doc.Steps[p.step] = ran.Out
 		}
-		var got struct{ Phases []lesson.Result }
-		jerr := json.Unmarshal(out, &got)
-		if p.step == lesson.DrillStep {
-			got.Phases, jerr = drillPhases(out)
-		}
-		for _, r := range got.Phases {
-			rep.Phases = append(rep.Phases, row{r, r.Match()})
+		for _, res := range ran.Phases {
+			r.AddResult(res)
 		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,
 			// unless it took too long and was killed.
-			rep.Interrupted = p.step
-			var exit *exec.ExitError
-			if errors.As(err, &exit) && !exit.Exited() {
-				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, leftovers(namespace+tag+":"))
+			doc.Interrupted = p.step
+			if ran.Killed {
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, workshop.Leftovers(tag))
 			}
 			break
 		}
-		if out == nil || jerr != nil {
-			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: %v", p.step, err))
+		if ran.Failed != nil {
+			failed(ran.Failed)
 		}
 	}
-	if rep.Interrupted == "" {
-		rep.Failures = append(rep.Failures, missing(rep.Phases)...)
+	if doc.Interrupted == "" {
+		for _, m := range workshop.Missing(r.Phases()) {
+			failed(errors.New(m))
+		}
 	}
-	rep.Seconds = time.Since(rep.Started).Round(time.Second).Seconds()
 
-	ok := len(rep.Failures) == 0
-	for _, r := range rep.Phases {
-		ok = ok && r.Match
-	}
+	doc.Finish(r.Phases())
 	if opt.json {
-		writeJSON(stdout, rep)
+		doc.WriteJSON(stdout)
 	} else {
-		printTable(stdout, rep)
+		doc.PrintTable(stdout)
 	}
-	var saveErr error
 	if opt.save {
-		saveErr = saveJSON(rep, stderr)
-	}
-	switch {
-	case saveErr != nil:
-		fmt.Fprintln(stderr, "workshop:", saveErr)
-		return 1
-	case rep.Interrupted != "":
-		fmt.Fprintf(stderr, "workshop: interrupted by Ctrl-C during %s; the table shows the %d phases that ran in full\n", rep.Interrupted, len(rep.Phases))
-		return cli.ExitInterrupted
-	case !ok:
-		fmt.Fprintln(stderr, "workshop: some phases did not print what the tutorial says; see the table")
-		return 1
-	}
-	return 0
-}
-
-// leftovers gives the commands that delete whatever a killed step wrote
-// under prefix: Redis keys, and the PostgreSQL rows it owns.
-func leftovers(prefix string) string {
-	redisCmd := "redis-cli --scan --pattern '" + prefix + "*' | xargs redis-cli del"
-	if opt, err := services.RedisOptions(); err == nil {
-		redisCmd = cli.RedisDelPrefix(opt, prefix)
-	}
-	return fmt.Sprintf(`%s; psql "$DATABASE_URL" -c "DELETE FROM walletlock_wallets WHERE owner LIKE '%s%%'"`, redisCmd, prefix)
-}
-
-// missing lists the phases the lesson promises that no step reported: a
-// step that stops printing a phase must not pass unnoticed.
-func missing(rows []row) []string {
-	seen := map[string]bool{}
-	for _, r := range rows {
-		seen[r.Step+"/"+r.Phase] = true
-	}
-	var out []string
-	for _, p := range lesson.Phases {
-		if !seen[p.Step+"/"+p.Phase] {
-			out = append(out, fmt.Sprintf("%s phase %s: not reported", p.Step, p.Phase))
+		if err := doc.Save(stderr); err != nil {
+			return fail(err)
 		}
 	}
-	return out
-}
-
-// runStep runs one step with -json and returns its JSON output. A step
-// exits 1 when a phase misses its verdict but still prints its JSON, so
-// the output is returned whenever there is some. What the step writes to
-// stderr goes to stderr as it comes, and into the error.
-func runStep(ctx context.Context, path, prefix string, args []string, stderr io.Writer) (json.RawMessage, error) {
-	args = append([]string{"-json", "-prefix", prefix}, args...)
-	var out, errb bytes.Buffer
-	cmd := cli.Command(ctx, path, args...) // Ctrl-C reaches it as one interrupt
-	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(stderr, &errb)
-	err := cmd.Run()
-	if err != nil {
-		err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
+	if doc.Interrupted != "" {
+		fmt.Fprintf(stderr, "workshop: interrupted by Ctrl-C during %s; the table shows the %d phases that ran in full\n", doc.Interrupted, len(doc.Phases))
+		r.Interrupt()
 	}
-	if raw, ok := jsonDoc(out.Bytes()); ok {
-		return raw, err
-	}
-	return nil, err
-}
-
-// jsonDoc is a step's -json output as one JSON value: the steps print one
-// document, the drill one JSON line per run, which become an array.
-func jsonDoc(b []byte) (json.RawMessage, bool) {
-	b = bytes.TrimSpace(b)
-	if json.Valid(b) {
-		return json.RawMessage(b), true
-	}
-	lines := bytes.Split(b, []byte("\n"))
-	for _, l := range lines {
-		if !json.Valid(l) {
-			return nil, false
-		}
-	}
-	return json.RawMessage(append(append([]byte("["), bytes.Join(lines, []byte(","))...), ']')), true
-}
-
-// drillPhases turns the drill's rows into phases of the step "drill",
-// named nemesis/strategy and judged by lesson.Drills.
-func drillPhases(out json.RawMessage) ([]lesson.Result, error) {
-	var rows []struct {
-		Nemesis, Strategy, Check string
-		OK                       bool
-	}
-	if err := json.Unmarshal(out, &rows); err != nil {
-		return nil, fmt.Errorf("drill: %w", err)
-	}
-	var phases []lesson.Result
-	for _, r := range rows {
-		phases = append(phases, lesson.NewResult(lesson.DrillStep, lesson.DrillPhase(r.Nemesis, r.Strategy), r.Check, r.OK))
-	}
-	return phases, nil
-}
-
-func writeJSON(w io.Writer, rep report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
-}
-
-// saveJSON writes the JSON document to workshop-<host>.json in the current
-// directory, so that a facilitator collects one file per machine without
-// renaming any.
-func saveJSON(rep report, stderr io.Writer) error {
-	name := "workshop-" + fileSafe(rep.Host) + ".json"
-	var b bytes.Buffer
-	writeJSON(&b, rep)
-	if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	fmt.Fprintf(stderr, "workshop: wrote %s; send it to the facilitator\n", name)
-	return nil
-}
-
-// fileSafe turns a host label into part of a file name: letters, digits,
-// dots, dashes and underscores, every other run of characters one dash.
-func fileSafe(label string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range label {
-		switch {
-		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r)):
-			b.WriteRune(r)
-			dash = false
-		case !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	if s := strings.Trim(b.String(), "-."); s != "" {
-		return s
-	}
-	return "host"
-}
-
-// hostname is the default -host: the machine's name, its first label.
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "unknown"
-	}
-	h, _, _ = strings.Cut(h, ".")
-	return h
-}
-
-func versions(ctx context.Context, rep *report) error {
-	rdb, err := services.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	if rep.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
-		return err
-	}
-	pool, err := services.ConnectPostgres(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	rep.Postgres, err = services.PostgresVersion(ctx, pool)
-	return err
-}
-
-func printTable(w io.Writer, rep report) {
-	fmt.Fprintf(w, "walletlock workshop: %s %s, %d CPUs, Redis %s, PostgreSQL %s, %.0fs\n\n",
-		rep.Go, rep.OS, rep.CPUs, rep.Redis, rep.Postgres, rep.Seconds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tPHASE\tEXPECTED\tACTUAL\tMATCH\tCHECK")
-	for _, r := range rep.Phases {
-		match := "yes"
-		if !r.Match {
-			match = "NO"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Step, r.Phase, r.Want, r.Verdict, match, r.Check)
-	}
-	tw.Flush()
-	for _, f := range rep.Failures {
-		fmt.Fprintln(w, "FAILED:", f)
-	}
+	return r.Finish(stdout, stderr, false) // 1 when a phase differs from the lesson or a step failed
 }

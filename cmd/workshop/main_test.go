@@ -8,49 +8,8 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
 )
-
-func TestMissing_namesEveryPhaseNotReported(t *testing.T) {
-	var all []row
-	for _, p := range lesson.Phases {
-		all = append(all, row{Result: lesson.Result{Step: p.Step, Phase: p.Phase}})
-	}
-	if got := missing(all); len(got) != 0 {
-		t.Errorf("missing(every phase) = %q, want nothing", got)
-	}
-	got := missing(all[1:])
-	first := lesson.Phases[0]
-	if len(got) != 1 || !strings.Contains(got[0], first.Step) || !strings.Contains(got[0], first.Phase) {
-		t.Errorf("missing(all but the first) = %q, want one line naming %s phase %s", got, first.Step, first.Phase)
-	}
-}
-
-func TestPrintTable_marksMismatches(t *testing.T) {
-	rep := report{Phases: []row{
-		{lesson.NewResult("step2-lock", "lock", "accepted=10 balance=0 expected=0 OK", true), true},
-		{lesson.NewResult("step3-ttl", "2", "accepted=2 balance=90 expected=80 BROKEN", false), false},
-	}}
-	var out bytes.Buffer
-	printTable(&out, rep)
-	lines := strings.Split(out.String(), "\n")
-	var ok, bad string
-	for _, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "step2-lock"):
-			ok = l
-		case strings.HasPrefix(l, "step3-ttl"):
-			bad = l
-		}
-	}
-	if !strings.Contains(ok, " yes ") {
-		t.Errorf("matching row = %q, want it marked yes", ok)
-	}
-	if !strings.Contains(bad, " NO ") || !strings.Contains(bad, "BROKEN") {
-		t.Errorf("mismatched row = %q, want it marked NO with the actual verdict", bad)
-	}
-}
 
 func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
@@ -60,6 +19,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "-html without -compare", Args: []string{"-html", "room.html"}, Want: "-html goes with -compare"},
 		{Name: "-compare with -save", Args: []string{"-compare", "-save", "a.json"}, Want: "neither -json nor -save"},
 		{Name: "an empty -host", Args: []string{"-host", " "}, Want: "-host must not be empty"},
+		{Name: "an empty -prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
 	})
 }
 
@@ -79,15 +39,13 @@ func TestRun_postgresUnreachable(t *testing.T) {
 func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	rdb := testenv.Redis(t)
 	pool := testenv.Postgres(t)
-	saved := namespace
-	namespace = testenv.Prefix(t, rdb)
-	t.Cleanup(func() { namespace = saved })
+	namespace := testenv.Prefix(t, rdb)
 
 	ctx, ctrlC := context.WithCancel(t.Context())
 	defer ctrlC()
 	var stdout, stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, nil, &stdout, &stderr) }()
+	go func() { done <- run(ctx, []string{"-prefix", namespace}, &stdout, &stderr) }()
 
 	// Step 3 runs for about 7 s; the Ctrl-C comes a second into it. Before
 	// that, the steps are built (slow the first time) and steps 1 and 2 run.
@@ -134,4 +92,12 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	if rows > 0 {
 		t.Errorf("%d PostgreSQL rows left under the run's tag", rows)
 	}
+}
+
+// -json keeps every key a run printed before the shared report
+// (internal/report): testdata/json-contract.json, every step's output
+// within it included. It runs every step, about a minute.
+func TestRun_jsonKeepsEveryKey(t *testing.T) {
+	testenv.Postgres(t)
+	testenv.JSONKeepsKeys(t, run)
 }

@@ -156,7 +156,7 @@ func SaveLoad(path string, rep *loadtest.Report) error {
 }
 
 // WriteLoad writes step 6's report, given in its JSON form
-// (loadtest.Report.WriteJSON), as one HTML page: the table, accepted
+// (loadtest.Report), as one HTML page: the table, accepted
 // spends per second and p99 lock wait per strategy, and for a sweep over
 // several -workers, efficiency and p99 wait against contention with the
 // fair-queue bound. The page fetches nothing: the charts are inline SVG.
@@ -241,11 +241,7 @@ func setupLine(l load) string {
 		}
 		workers = strings.Join(each, ", ")
 	}
-	hot := ""
-	if p.Hot {
-		hot = ", every spend on one wallet (-hot)"
-	}
-	return fmt.Sprintf("%s workers spending from %d %s%s, %s of work, %s per strategy.", workers, p.Wallets, plural(p.Wallets, "wallet"), hot, p.Work, p.Duration)
+	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
 }
 
 // loadCharts draws the run: per strategy, then against contention.

@@ -16,9 +16,6 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// Step is the name of the step program in package lesson's table.
-const Step = "step6-loadtest"
-
 // ErrBadConfig is matched by every error Config.Validate and
 // ParseStrategies return: a program maps it to exit status 2.
 var ErrBadConfig = errors.New("loadtest: bad configuration")

@@ -1,36 +1,33 @@
 package loadtest
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
-	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/wallet"
 )
 
-// Report is everything a run measured. Its JSON form (WriteJSON) is what
-// workshop groups compare between machines; Phases holds the verdicts in
-// the form every step program reports them.
+// Report is everything a run measured. Its JSON form is what workshop
+// groups compare between machines; the program that runs it judges each
+// row against the lesson (see Row.Sum).
 type Report struct {
-	Step         string          `json:"step"`
-	Started      string          `json:"started"` // RFC 3339, UTC
-	Seconds      float64         `json:"seconds"` // the whole run
-	Params       Params          `json:"params"`
-	System       System          `json:"system"`
-	Pools        Pools           `json:"pools"`
-	RedisRTT     *RTT            `json:"redis_round_trip,omitempty"` // nil: Redis not used
-	PostgresRTT  *RTT            `json:"postgres_round_trip,omitempty"`
-	WorkTime     *RTT            `json:"work_time,omitempty"` // how long -work really took here; nil: not timed (see measureWork)
-	Parallel     int             `json:"parallel"`            // critical sections that can run at once, at the most workers
-	Rows         []Row           `json:"strategies"`          // one per strategy and worker count
-	Phases       []lesson.Result `json:"phases"`
-	Interrupted  bool            `json:"interrupted"`         // ctx ended (Ctrl-C): the last row is partial
-	NotRun       []string        `json:"not_run,omitempty"`   // strategies (in a sweep "fair at 50 workers") an interruption or error left out
-	PeakRSSBytes int64           `json:"peak_rss_bytes"`      // max resident set size of the process so far; 0 if unknown
-	Leftovers    *Leftovers      `json:"leftovers,omitempty"` // what the run could not delete; nil: nothing
+	Started      string     `json:"started"` // RFC 3339, UTC
+	Seconds      float64    `json:"seconds"` // the whole run
+	Params       Params     `json:"params"`
+	System       System     `json:"system"`
+	Pools        Pools      `json:"pools"`
+	RedisRTT     *RTT       `json:"redis_round_trip,omitempty"` // nil: Redis not used
+	PostgresRTT  *RTT       `json:"postgres_round_trip,omitempty"`
+	WorkTime     *RTT       `json:"work_time,omitempty"` // how long -work really took here; nil: not timed (see measureWork)
+	Parallel     int        `json:"parallel"`            // critical sections that can run at once, at the most workers
+	Rows         []Row      `json:"strategies"`          // one per strategy and worker count
+	Interrupted  bool       `json:"interrupted"`         // ctx ended (Ctrl-C): the last row is partial
+	NotRun       []string   `json:"not_run,omitempty"`   // strategies (in a sweep "fair at 50 workers") an interruption or error left out
+	PeakRSSBytes int64      `json:"peak_rss_bytes"`      // max resident set size of the process so far; 0 if unknown
+	Leftovers    *Leftovers `json:"leftovers,omitempty"` // what the run could not delete; nil: nothing
 }
 
 // Params are the settings of the run, as the flags give them.
@@ -126,10 +123,13 @@ type Row struct {
 	// section. Compare lock_wait's p99 with it. 0: unknown.
 	FIFOBound float64 `json:"fifo_bound_ms"`
 
-	Check      string `json:"check"` // wallet.Check's line, summed over the wallets; "": balances not read back
-	OK         bool   `json:"ok"`
-	WalletsOff int    `json:"wallets_off"`
-	MoneyOff   int64  `json:"money_off"` // the sum of |balance - expected| over the wallets that are off
+	Check string `json:"check"` // Sum's line; "": balances not read back
+	OK    bool   `json:"ok"`
+	// Sum is the check summed over the wallets, OK only when every wallet
+	// is: what a program holds to the lesson.
+	Sum        wallet.Verdict `json:"-"`
+	WalletsOff int            `json:"wallets_off"`
+	MoneyOff   int64          `json:"money_off"` // the sum of |balance - expected| over the wallets that are off
 
 	// Measured is false when the row says nothing about the strategy: it
 	// accepted no spend, more than 5% of its spends failed or got no
@@ -155,20 +155,6 @@ func (r Row) Verdict() string {
 		v += " (interrupted)"
 	}
 	return v
-}
-
-// Failed returns the strategies that must be OK (every one but none: a
-// lock, a script, a version or a row lock) and are BROKEN, in a sweep with
-// their worker count ("fair at 50 workers"). The control, none, is
-// expected to be BROKEN: its verdict is reported but never fails a run.
-func (rep *Report) Failed() []string {
-	var failed []string
-	for _, r := range rep.Rows {
-		if r.Check != "" && !r.OK && lesson.Want(Step, r.Strategy) == lesson.OK {
-			failed = append(failed, rep.label(r))
-		}
-	}
-	return failed
 }
 
 // Unmeasured returns the strategies whose rows measured nothing (see
@@ -205,13 +191,6 @@ func (rep *Report) compare() {
 			rep.Rows[i].VsNone = r.PerSecond / n
 		}
 	}
-}
-
-// WriteJSON writes the report as one indented JSON object.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
 }
 
 // WriteTable writes the report for a reader: the parameters, one row per
@@ -306,6 +285,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "%s: no update was lost this time; with more contention (try -hot) it is BROKEN\n", label)
 		}
 	}
+	if rep.Params.Ops > 0 && len(rep.Rows) > 0 {
+		b.WriteString(rep.opsLine())
+	}
 	if rep.Interrupted && len(rep.Rows) == 0 {
 		b.WriteString("interrupted before the first strategy ran\n")
 	} else if rep.Interrupted {
@@ -338,11 +320,33 @@ func (rep *Report) intro() string {
 	if p.Ops > 0 {
 		target = fmt.Sprintf("%d spends or %s%s, whichever comes first", p.Ops, p.Duration, per)
 	}
-	hot := ""
-	if p.Hot {
-		hot = ", every spend on one wallet (-hot)"
+	return fmt.Sprintf("%s spending %d %s, %s of work, %s", who, p.Amount, Spread(p.Wallets, p.Hot), p.Work, target)
+}
+
+// Spread says where the spends go: "from 16 wallets", or with -hot "from
+// one wallet (-hot: the other 15 of the 16 stay idle)".
+func Spread(wallets int, hot bool) string {
+	switch {
+	case hot && wallets > 1:
+		return fmt.Sprintf("from one wallet (-hot: the other %d of the %d stay idle)", wallets-1, wallets)
+	case hot:
+		return "from one wallet (-hot)"
 	}
-	return fmt.Sprintf("%s spending %d from %d wallets%s, %s of work, %s", who, p.Amount, p.Wallets, hot, p.Work, target)
+	return fmt.Sprintf("from %d %s", wallets, plural(wallets, "wallet"))
+}
+
+// opsLine says how long each strategy took for its -ops spends, and
+// which ones -duration ended first.
+func (rep *Report) opsLine() string {
+	var took []string
+	for _, r := range rep.Rows {
+		s := fmt.Sprintf("%s %.2fs", rep.label(r), r.Seconds)
+		if r.Spends < rep.Params.Ops && !r.Interrupted {
+			s += fmt.Sprintf(" (only %d: -duration ended it)", r.Spends)
+		}
+		took = append(took, s)
+	}
+	return fmt.Sprintf("Time for %d spends (-ops): %s.\n", rep.Params.Ops, strings.Join(took, ", "))
 }
 
 // ceilingIntro explains the ceiling table with this run's numbers.

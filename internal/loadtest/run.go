@@ -17,7 +17,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
@@ -177,9 +176,6 @@ func (r *runner) phases(ctx context.Context, rep *Report) error {
 		row, err := r.phase(ctx, s, p.workers, rep)
 		if row != nil {
 			rep.Rows = append(rep.Rows, *row)
-			if row.Check != "" {
-				rep.Phases = append(rep.Phases, lesson.NewResult(Step, p.name, row.Check, row.OK))
-			}
 		}
 		if err != nil {
 			if row == nil {
@@ -452,8 +448,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 			// -seed gives every worker the same sequence on every run.
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
 			for run.Err() == nil {
+				// Past -ops this worker stops, and the spends the others
+				// have started run to their end: ending run here would cut
+				// their lock waits short, and the row would count fewer.
 				if cfg.Ops > 0 && issued.Add(1) > cfg.Ops {
-					stop()
 					return
 				}
 				i := 0
@@ -489,7 +487,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		return row, err
 	}
 	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
-	row.Check, row.OK, row.WalletsOff, row.MoneyOff = v.String(), v.OK, off, money
+	row.Sum, row.Check, row.OK, row.WalletsOff, row.MoneyOff = v, v.String(), v.OK, off, money
 	row.UnknownLanded = int64(v.Landed)
 	row.Measured, row.Note = measured(row)
 
@@ -636,7 +634,6 @@ func latencyOf(h *hdrhistogram.Histogram) Latency {
 
 func newReport(cfg Config, env *Env, started time.Time) *Report {
 	rep := &Report{
-		Step:    Step,
 		Started: started.UTC().Format(time.RFC3339),
 		Params: Params{
 			Strategies: cfg.Strategies,
@@ -662,7 +659,6 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		},
 		Parallel: Parallel(cfg.Wallets, cfg.maxWorkers(), cfg.Hot),
 		Rows:     []Row{},
-		Phases:   []lesson.Result{},
 	}
 	if env != nil && env.Redis != nil {
 		rep.Pools.Redis = env.redisPool

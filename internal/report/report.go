@@ -10,6 +10,10 @@
 //	r.Set("redis_version", version)
 //	r.Add("1", verdict, figures)
 //	return r.Finish(stdout, stderr, asJSON)
+//
+// Step 6 runs each phase (a strategy) at several levels of contention and
+// adds them with AddAt; the workshop collects the phases other programs
+// reported, with AddResult.
 package report
 
 import (
@@ -17,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
@@ -30,6 +35,7 @@ type Report struct {
 	values      map[string]any
 	phases      []Phase
 	cut         *Phase // the phase Ctrl-C cut short, if it measured anything
+	controls    []string
 	interrupted bool
 	failed      bool
 }
@@ -38,6 +44,7 @@ type Report struct {
 // with the step's own figures beside it, in the same JSON object.
 type Phase struct {
 	lesson.Result
+	Workers int // the level of contention it ran at (see AddAt); 0: not given
 	Figures any // a struct or map whose JSON keys join the Result's; nil for none
 }
 
@@ -53,13 +60,61 @@ func (r *Report) Set(key string, value any) {
 	r.values[key] = value
 }
 
+// SetAll sets every key of v's JSON object, in v's order, as Set would: a
+// program whose figures are one struct (step 6's loadtest.Report) puts them
+// beside "step" and "phases" this way. The keys the report writes itself
+// (step, phases, interrupted, interrupted_phase) stay the report's.
+func (r *Report) SetAll(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("report: %T is not a JSON object", v)
+	}
+	for dec.More() {
+		key, _ := dec.Token() // a key: Marshal wrote a valid object
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		switch key {
+		case "step", "phases", "interrupted", "interrupted_phase":
+		default:
+			r.Set(key.(string), value)
+		}
+	}
+	return nil
+}
+
 // Add records a phase that ran to the end and returns its check against
 // the lesson. figures go into the phase's JSON object; nil adds nothing.
 func (r *Report) Add(phase string, v wallet.Verdict, figures any) lesson.Result {
+	return r.AddAt(phase, 0, v, figures)
+}
+
+// AddAt is Add for a program that runs each phase at several levels of
+// contention (step 6: every strategy at each -workers count): the phase's
+// JSON object gets a "workers" key, and a line about it names the level.
+func (r *Report) AddAt(phase string, workers int, v wallet.Verdict, figures any) lesson.Result {
 	p := r.phase(phase, v, figures)
+	p.Workers = workers
 	r.phases = append(r.phases, p)
 	return p.Result
 }
+
+// AddResult records a phase that another program ran and judged, as the
+// workshop collects every step's: it keeps its step, check and verdict.
+func (r *Report) AddResult(res lesson.Result) {
+	r.phases = append(r.phases, Phase{Result: res})
+}
+
+// Control names a phase that is shown for contrast (step 6's none, the
+// load with no lock at all): it is held to the lesson in the JSON like any
+// other, but a verdict other than the lesson's does not make Finish fail,
+// since with little contention no update happens to be lost.
+func (r *Report) Control(phase string) { r.controls = append(r.controls, phase) }
 
 // Interrupt records that Ctrl-C stopped the run: Finish returns 130.
 func (r *Report) Interrupt() { r.interrupted = true }
@@ -86,9 +141,10 @@ func (r *Report) phase(name string, v wallet.Verdict, figures any) Phase {
 }
 
 // Finish prints the JSON object on stdout when asJSON, one line on stderr
-// for each phase whose verdict is not the lesson's (not after Ctrl-C), and
-// returns the exit code: 130 (cli.ExitInterrupted) after Ctrl-C, 1 when a
-// phase missed the lesson or Fail was called, 0 otherwise.
+// for each phase whose verdict is not the lesson's (not after Ctrl-C, and
+// never for a Control), and returns the exit code: 130
+// (cli.ExitInterrupted) after Ctrl-C, 1 when such a phase missed the
+// lesson or Fail was called, 0 otherwise.
 func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 	if asJSON {
 		if err := r.encode(stdout); err != nil {
@@ -103,12 +159,19 @@ func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 		code = 1
 	}
 	for _, p := range r.phases {
-		if p.Match() {
+		if p.Match() || (p.Step == r.step && slices.Contains(r.controls, p.Phase)) {
 			continue
 		}
 		what, _ := lesson.Lookup(p.Step, p.Phase)
-		fmt.Fprintf(stderr, "%s: phase %s gave %s, the lesson says %s (%s); try the defaults\n",
-			r.step, p.Phase, p.Verdict, p.Want, what.What)
+		name, hint := "phase "+p.Phase, "try the defaults"
+		if p.Workers > 0 {
+			name += fmt.Sprintf(" at %d workers", p.Workers)
+		}
+		if p.Step != r.step { // collected from another program
+			name, hint = p.Step+" "+name, "run it alone: go run ./cmd/"+p.Step
+		}
+		fmt.Fprintf(stderr, "%s: %s gave %s, the lesson says %s (%s); %s\n",
+			r.step, name, p.Verdict, p.Want, what.What, hint)
 		code = 1
 	}
 	return code
@@ -165,10 +228,13 @@ func (r *Report) encode(w io.Writer) error {
 	return err
 }
 
-// MarshalJSON writes the Result's keys and then the figures' keys in one
-// object.
+// MarshalJSON writes the Result's keys, "workers" when given, and then the
+// figures' keys in one object.
 func (p Phase) MarshalJSON() ([]byte, error) {
 	res, err := json.Marshal(p.Result)
+	if err == nil && p.Workers > 0 {
+		res = fmt.Appendf(res[:len(res)-1], `,"workers":%d}`, p.Workers)
+	}
 	if err != nil || p.Figures == nil {
 		return res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 )
 
@@ -112,5 +113,69 @@ func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
 	r.Add("race", broken, 7)
 	if code, _, stderr := finish(t, r, true); code != 1 || !strings.Contains(stderr, "not a JSON object") {
 		t.Errorf("Finish = %d, stderr %q; want 1 and the reason", code, stderr)
+	}
+}
+
+// Step 6 runs each strategy at several worker counts: each phase's JSON
+// says its level, and a line about a mismatch names it.
+func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
+	r := New("step6-loadtest")
+	r.AddAt("fair", 2, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
+	r.AddAt("fair", 50, wallet.CheckUnknown(100, 10, 3, 0, 80), map[string]int{"n": 1})
+	code, stdout, stderr := finish(t, r, true)
+	want := "step6-loadtest: phase fair at 50 workers gave BROKEN, the lesson says OK (the fair lock: waiters queue and a release hands off, under load); try the defaults\n"
+	if code != 1 || stderr != want {
+		t.Errorf("Finish = %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	if !strings.Contains(stdout, `"want":"OK","workers":2}`) || !strings.Contains(stdout, `"want":"OK","workers":50,"n":1}`) {
+		t.Errorf("JSON %s; want workers in each phase, before the figures", stdout)
+	}
+}
+
+// A control (step 6's none) that happens to lose no update is held to the
+// lesson in the JSON, but does not fail the run.
+func TestControlThatDiffersDoesNotFail(t *testing.T) {
+	r := New("step6-loadtest")
+	r.Control("none")
+	res := r.AddAt("none", 4, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
+	if code, _, stderr := finish(t, r, false); code != 0 || stderr != "" || res.Match() {
+		t.Errorf("Finish = %d, stderr %q, match %v; want 0, nothing, and no match in the result", code, stderr, res.Match())
+	}
+}
+
+// The workshop collects phases that other programs judged: a mismatch is
+// named with its step, and the hint is to run that step alone.
+func TestAddResultKeepsTheStepAndNamesIt(t *testing.T) {
+	r := New("workshop")
+	r.AddResult(lesson.NewResult("step2-lock", "lock", "accepted=10 balance=0 expected=0 OK", true))
+	r.AddResult(lesson.NewResult("step3-ttl", "1", "accepted=3 balance=70 expected=70 OK", true))
+	code, _, stderr := finish(t, r, false)
+	want := "workshop: step3-ttl phase 1 gave OK, the lesson says BROKEN (work outlives the TTL with no watchdog: two holders at once); run it alone: go run ./cmd/step3-ttl\n"
+	if code != 1 || stderr != want {
+		t.Errorf("Finish = %d, stderr %q; want 1 and %q", code, stderr, want)
+	}
+	if p := r.Phases(); len(p) != 2 || p[0].Step != "step2-lock" {
+		t.Errorf("Phases() = %+v, want both, with their own steps", p)
+	}
+}
+
+func TestSetAllPutsAStructsKeysBesideStepAndPhases(t *testing.T) {
+	r := New("step6-loadtest")
+	err := r.SetAll(struct {
+		Started     string `json:"started"`
+		Interrupted bool   `json:"interrupted"` // the report's own: not set twice
+		Rows        []int  `json:"strategies"`
+	}{"2026-01-02T03:04:05Z", true, []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Set("more", 1)
+	_, stdout, _ := finish(t, r, true)
+	want := `{"step":"step6-loadtest","started":"2026-01-02T03:04:05Z","strategies":[1],"more":1,"phases":[],"interrupted":false}` + "\n"
+	if stdout != want {
+		t.Errorf("JSON\n%s\nwant\n%s", stdout, want)
+	}
+	if err := r.SetAll([]int{1}); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("SetAll(a slice) = %v, want an error saying it is not an object", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package workshop
 
 import (
 	"bytes"
@@ -14,25 +14,25 @@ import (
 	"example.com/walletlock/internal/charts"
 )
 
-// compare is -compare: it reads the JSON files a room's machines wrote
-// (make workshop JSON=1), prints one line per machine, and with page != ""
-// writes the room's HTML page there. It runs nothing and needs no service.
-// A file it cannot read stops it with exit 1; machines that differ from
-// the lesson do not: showing them is the point.
-func compare(files []string, page string, stdout, stderr io.Writer) int {
+// Compare reads the JSON files a room's machines wrote (make workshop
+// JSON=1), prints one line per machine and the phases that differ from the
+// lesson, and with page != "" writes the room's HTML page there. It runs
+// nothing and needs no service. A file it cannot read stops it with an
+// error naming the file, before it prints anything; machines that differ
+// from the lesson do not: showing them is the point.
+func Compare(files []string, page string, stdout io.Writer) error {
 	var room []charts.Machine
 	for _, name := range files {
 		m, err := readMachine(name)
 		if err != nil {
-			fmt.Fprintln(stderr, "workshop:", err)
-			return 1
+			return err
 		}
 		room = append(room, m)
 	}
 	uniqueLabels(room)
 	printRoom(stdout, room)
 	if page == "" {
-		return 0
+		return nil
 	}
 	var b bytes.Buffer
 	err := charts.WriteRoom(&b, room)
@@ -40,11 +40,10 @@ func compare(files []string, page string, stdout, stderr io.Writer) int {
 		err = os.WriteFile(page, b.Bytes(), 0o644)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "workshop: write %s: %v\n", page, err)
-		return 1
+		return fmt.Errorf("write %s: %w", page, err)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", page)
-	return 0
+	return nil
 }
 
 // readMachine reads one workshop JSON file. A file of another program
@@ -54,7 +53,7 @@ func readMachine(name string) (charts.Machine, error) {
 	if err != nil {
 		return charts.Machine{}, fmt.Errorf("read %s: %w", name, err)
 	}
-	var rep report
+	var rep Doc
 	if err := json.Unmarshal(data, &rep); err != nil {
 		var syntax *json.SyntaxError
 		if errors.As(err, &syntax) {
@@ -65,8 +64,8 @@ func readMachine(name string) (charts.Machine, error) {
 	if rep.Go == "" || rep.Steps == nil {
 		return charts.Machine{}, fmt.Errorf("read %s: not a workshop JSON file (make workshop JSON=1 writes one)", name)
 	}
-	if rep.Format > formatVersion {
-		return charts.Machine{}, fmt.Errorf("read %s: format %d is newer than this workshop reads (%d): update walletlock", name, rep.Format, formatVersion)
+	if rep.Format > FormatVersion {
+		return charts.Machine{}, fmt.Errorf("read %s: format %d is newer than this workshop reads (%d): update walletlock", name, rep.Format, FormatVersion)
 	}
 	m := charts.Machine{
 		Label: rep.Host, File: filepath.Base(name),

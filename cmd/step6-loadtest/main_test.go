@@ -190,9 +190,13 @@ func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {
 		Phases []struct {
 			Phase string `json:"phase"`
 		} `json:"phases"`
+		LeftOut map[string]string `json:"left_out"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not one report: %v", err)
+	}
+	if why := rep.LeftOut[loadtest.Redlock]; !strings.Contains(why, "make redlock-up") {
+		t.Errorf("left_out = %q, want redlock with the reason (the workshop reads it)", rep.LeftOut)
 	}
 	var got []string
 	for _, p := range rep.Phases {

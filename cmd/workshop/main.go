@@ -142,6 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		doc.Failures = append(doc.Failures, err.Error())
 		r.Fail(stderr, err)
 	}
+	leftOut := map[string]bool{} // "step/phase" a step chose not to run
 	for _, p := range plan {
 		if !opt.json {
 			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
@@ -157,6 +158,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, res := range ran.Phases {
 			r.AddResult(res)
 		}
+		for phase, why := range ran.LeftOut {
+			leftOut[p.step+"/"+phase] = true
+			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, phase, why)
+		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,
 			// unless it took too long and was killed.
@@ -171,7 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if doc.Interrupted == "" {
-		for _, m := range workshop.Missing(r.Phases()) {
+		for _, m := range workshop.Missing(r.Phases(), leftOut) {
 			failed(errors.New(m))
 		}
 	}

@@ -103,16 +103,10 @@ local_up() {
     # cluster on one machine, where a silent node is a stopped one.
     {
       echo "bind 127.0.0.1"
-      echo "port $p"
-      echo "daemonize yes"
+      redis_conf "$p" "$d"
       echo "cluster-enabled yes"
       echo "cluster-config-file nodes.conf"
       echo "cluster-node-timeout 3000"
-      echo "dir $(rconf "$d")"
-      echo "pidfile $(rconf "$d/redis.pid")"
-      echo "logfile $(rconf "$d/redis.log")"
-      echo 'save ""'
-      echo "appendonly no"
     } | redis-server - >/dev/null 2>&1 || { local_down; die "redis-server did not start on port $p; see $d/redis.log"; }
     echo "$p" >>"$started"
   done

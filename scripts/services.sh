@@ -373,6 +373,19 @@ compose_up() {
 # rconf S: S quoted for a redis.conf line.
 rconf() { local s=${1//\\/\\\\}; echo "\"${s//\"/\\\"}\""; }
 
+# redis_conf PORT DIR: the lines every redis-server we start shares, for
+# its configuration on stdin: in the background, its files in DIR, and no
+# persistence (these servers hold demo and test data only).
+redis_conf() {
+  echo "port $1"
+  echo "daemonize yes"
+  echo "dir $(rconf "$2")"
+  echo "pidfile $(rconf "$2/redis.pid")"
+  echo "logfile $(rconf "$2/redis.log")"
+  echo 'save ""'
+  echo "appendonly no"
+}
+
 redis_up() {
   is_local "$redis_host" || die "Redis at $redis_host:$redis_port does not answer and is not on this machine: start it there, or point REDIS_ADDR at a running one"
   command -v redis-server >/dev/null 2>&1 ||
@@ -382,13 +395,7 @@ redis_up() {
   # The configuration goes in on stdin, so the password is on no command line.
   {
     echo "bind 127.0.0.1"
-    echo "port $redis_port"
-    echo "daemonize yes"
-    echo "dir $(rconf "$dir")"
-    echo "pidfile $(rconf "$dir/redis.pid")"
-    echo "logfile $(rconf "$dir/redis.log")"
-    echo 'save ""'
-    echo "appendonly no"
+    redis_conf "$redis_port" "$dir"
     if [[ -n $redis_user && $redis_user != default ]]; then
       if [[ -n $redis_pass ]]; then echo "user $(rconf "$redis_user") on $(rconf ">$redis_pass") ~* &* +@all"
       else echo "user $(rconf "$redis_user") on nopass ~* &* +@all"; fi
@@ -562,13 +569,7 @@ redlock_up() {
     # which is what the drill shows Redlock cannot survive.
     {
       if [[ $host == ::1 ]]; then echo "bind ::1"; else echo "bind 127.0.0.1"; fi
-      echo "port $port"
-      echo "daemonize yes"
-      echo "dir $(rconf "$dir")"
-      echo "pidfile $(rconf "$dir/redis.pid")"
-      echo "logfile $(rconf "$dir/redis.log")"
-      echo 'save ""'
-      echo "appendonly no"
+      redis_conf "$port" "$dir"
     } | redis-server - >/dev/null 2>&1 || die "the Redlock node on port $port did not start; see $dir/redis.log"
     reachable_soon "$host" "$port" || die "the Redlock node on port $port did not start; see $dir/redis.log"
     echo "$port" >"$dir/started"

@@ -209,26 +209,8 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 	for _, p := range r.proxies {
 		p.Drop()
 	}
-	killed := time.Now()
-	err := poll(ctx, 20*time.Second, func() bool { return r.clusterPromoted(ctx, r.replicas[victim]) })
-	took := time.Since(killed)
-	if found {
-		if err == nil {
-			poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
-				return r.spentSince(target.e.Wallet, killed.UnixNano(), target.s)
-			})
-		}
-		r.ack(target.s, target.e)
-	}
-	if err != nil {
-		return 1, "", fmt.Errorf("drill: the cluster did not promote the replica: %w", err)
-	}
-	what := "no holder took a lock the replica lacked"
-	if found {
-		what = fmt.Sprintf("spender %d held wallet %d with a lock the replica never got", target.s.n, target.e.Wallet)
-	}
-	return 1, fmt.Sprintf("cut the replicas off, killed the master of the wallet's slot, the cluster promoted its replica in %v; %s",
-		took.Round(time.Millisecond), what), nil
+	return r.awaitPromotion(ctx, target, found, "the cluster", func() bool { return r.clusterPromoted(ctx, r.replicas[victim]) },
+		"cut the replicas off, killed the master of the wallet's slot, the cluster promoted its replica")
 }
 
 // masterOf returns the index in r.masters of the master that holds key's

@@ -111,8 +111,17 @@ func (r *runner) failover(ctx context.Context) (int, string, error) {
 		return 0, "", fmt.Errorf("drill: the primary did not die")
 	}
 	r.proxy.Drop()
+	return r.awaitPromotion(ctx, target, found, "sentinel", func() bool { return r.promoted(ctx) },
+		"cut the replica off, killed the primary, sentinel promoted the replica")
+}
+
+// awaitPromotion follows a killed primary (or master): it waits until
+// promoted says the replica took over, lets the held spend of target go
+// on once another spender has spent from its wallet (or after a bound),
+// and says what happened. by names who promotes, for the error.
+func (r *runner) awaitPromotion(ctx context.Context, target grabbed, found bool, by string, promoted func() bool, did string) (int, string, error) {
 	killed := time.Now()
-	err := poll(ctx, 20*time.Second, func() bool { return r.promoted(ctx) })
+	err := poll(ctx, 20*time.Second, promoted)
 	took := time.Since(killed)
 	if found {
 		if err == nil {
@@ -123,14 +132,13 @@ func (r *runner) failover(ctx context.Context) (int, string, error) {
 		r.ack(target.s, target.e)
 	}
 	if err != nil {
-		return 1, "", fmt.Errorf("drill: sentinel did not promote the replica: %w", err)
+		return 1, "", fmt.Errorf("drill: %s did not promote the replica: %w", by, err)
 	}
 	what := "no holder took a lock the replica lacked"
 	if found {
 		what = fmt.Sprintf("spender %d held wallet %d with a lock the replica never got", target.s.n, target.e.Wallet)
 	}
-	return 1, fmt.Sprintf("cut the replica off, killed the primary, sentinel promoted the replica in %v; %s",
-		took.Round(time.Millisecond), what), nil
+	return 1, fmt.Sprintf("%s in %v; %s", did, took.Round(time.Millisecond), what), nil
 }
 
 // replicaHas reports whether the replica holds the lock of the read e.

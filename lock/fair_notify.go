@@ -34,17 +34,20 @@ const (
 
 // waiter is one Acquire call that is waiting.
 type waiter struct {
-	id    string     // how a hand-off message names it (see handoffID)
-	grant chan int64 // the fence of the hand-off that named this waiter
-	sub   *subscription
+	id     string        // how a hand-off message names it (see handoffID)
+	grant  chan int64    // the fence of the hand-off that named this waiter
+	nudged chan struct{} // another waiter of the Fair says: ask again
+	sub    *subscription
 }
 
-// subscription is one lock's hand-off channel on a shard's connection.
-// Its fields are guarded by Fair.mu.
+// subscription is one lock's hand-off channel on a shard's connection,
+// and what the Fair's waiters on that lock share. Its fields are guarded
+// by Fair.mu.
 type subscription struct {
 	waiters int
 	idle    time.Time // when waiters last dropped to 0
 	gen     *generation
+	renewed time.Time // when a waiter last set out to renew the Fair's presence on the lock
 }
 
 // generation is one subscription on one connection: confirmed is closed
@@ -82,7 +85,7 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 	if err != nil {
 		return nil, err
 	}
-	w := &waiter{id: handoffID(token), grant: make(chan int64, 1)}
+	w := &waiter{id: handoffID(token), grant: make(chan int64, 1), nudged: make(chan struct{}, 1)}
 	for {
 		f.mu.Lock()
 		if f.closed {
@@ -216,6 +219,63 @@ func (f *Fair) wakeOn(w *waiter) <-chan struct{} {
 	return g.confirmed
 }
 
+// renewal reports whether the Fair's presence on w's lock is due for
+// renewal, and if so leaves it to w: the caller's next try renews it.
+func (f *Fair) renewal(w *waiter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	if now.Sub(w.sub.renewed) < queueRenew {
+		return false
+	}
+	w.sub.renewed = now
+	return true
+}
+
+// crowded reports whether at least two other waiters of the Fair wait on
+// w's lock: then at least one of them is still queued, even if a release
+// has just handed the lock to the other and the message is on its way.
+func (f *Fair) crowded(w *waiter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return w.sub.waiters > 2
+}
+
+// renewalIn returns how long until the Fair's presence on w's lock is due
+// for renewal, at least a millisecond.
+func (f *Fair) renewalIn(w *waiter) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(time.Until(w.sub.renewed.Add(queueRenew)), time.Millisecond)
+}
+
+// nudge passes on what w's try found out to the other waiters of its
+// Fair. A try sees who holds the lock: if that is one of ours, its
+// hand-off message was lost, and it must ask again to learn so. When the
+// Fair's presence had lapsed, hand-offs may have skipped its entries:
+// every waiter on the lock asks again, and joins the queue again if its
+// entry is gone.
+func (f *Fair) nudge(w *waiter, r tried) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	poke := func(o *waiter) {
+		select {
+		case o.nudged <- struct{}{}:
+		default: // nudged already
+		}
+	}
+	if o := f.waiters[r.holder]; o != nil && o != w {
+		poke(o)
+	}
+	if r.lapsed {
+		for _, o := range f.waiters {
+			if o.sub == w.sub && o != w {
+				poke(o)
+			}
+		}
+	}
+}
+
 // listen reads a shard's connection until Close, or until tend closes the
 // shard: it hands messages to their waiters and notes confirmations and
 // lost connections. After an error, go-redis connects and subscribes
@@ -294,7 +354,16 @@ func (f *Fair) deliver(payload string) {
 	f.mu.Lock()
 	w := f.waiters[id]
 	f.mu.Unlock()
-	if w != nil {
+	switch {
+	case w == nil:
+	case fence < 0:
+		// Skipped: it wants a fence and the counter is broken. Its next
+		// try says why.
+		select {
+		case w.nudged <- struct{}{}:
+		default:
+		}
+	default:
 		select {
 		case w.grant <- fence:
 		default: // one hand-off per token: never reached

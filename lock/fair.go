@@ -48,13 +48,14 @@ const (
 )
 
 // FairClient is what a Fair lock needs from go-redis: what Client has, plus
-// RPUSH (to queue up behind others without a script) and connections to
-// subscribe on. *redis.Client (single node or Sentinel
+// RPUSH (to queue up behind others without a script), DEL (for Close) and
+// connections to subscribe on. *redis.Client (single node or Sentinel
 // failover), *redis.ClusterClient, *redis.Ring and redis.UniversalClient
 // satisfy it.
 type FairClient interface {
 	Client
 	RPush(ctx context.Context, key string, values ...any) *redis.IntCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
@@ -178,7 +179,7 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	// Listen before the first try: a hand-off published after the try put
 	// us in the queue must find us subscribed, or must be caught by a
 	// second try once we are (see wakeOn).
-	w, err := f.enter(ctx, q.channel(f.name), token)
+	w, err := f.enter(ctx, q.channel(f.name), q.presence(f.name), token)
 	if errors.Is(err, ErrFairClosed) {
 		return nil, closed(key)
 	}
@@ -337,6 +338,10 @@ func newFairKeys(key string, sharded bool) *fairKeys {
 // whether that Fair listens (see fair_queue.lua).
 func (q *fairKeys) channel(fair string) string { return q.keys[3] + ":" + fair }
 
+// presence is the presence key of the Fair named fair on this lock (see
+// fair_queue.lua).
+func (q *fairKeys) presence(fair string) string { return q.keys[1] + ":" + fair }
+
 // The modes of a try (see fair_acquire.lua).
 const (
 	join   = "join"   // arrival: queue up, or take the lock if nobody waits
@@ -360,7 +365,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 	if renew {
 		lease = queueLease.Milliseconds()
 	}
-	keys := append(q.keys[:len(q.keys):len(q.keys)], q.keys[1]+":"+fair)
+	keys := append(q.keys[:len(q.keys):len(q.keys)], q.presence(fair))
 	reply, err := fairAcquireScript.Run(ctx, rdb, keys, q.publish, token, entry, mode, lease).Slice()
 	if err != nil {
 		return tried{}, err

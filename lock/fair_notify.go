@@ -44,10 +44,11 @@ type waiter struct {
 // and what the Fair's waiters on that lock share. Its fields are guarded
 // by Fair.mu.
 type subscription struct {
-	waiters int
-	idle    time.Time // when waiters last dropped to 0
-	gen     *generation
-	renewed time.Time // when a waiter last set out to renew the Fair's presence on the lock
+	waiters  int
+	idle     time.Time // when waiters last dropped to 0
+	gen      *generation
+	renewed  time.Time // when a waiter last set out to renew the Fair's presence on the lock
+	presence string    // the presence key, which Close deletes
 }
 
 // generation is one subscription on one connection: confirmed is closed
@@ -79,8 +80,9 @@ type shard struct {
 }
 
 // enter registers a waiter for token on channel and subscribes to the
-// channel if nobody of this Fair listens to it yet.
-func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error) {
+// channel if nobody of this Fair listens to it yet. presence is the
+// Fair's presence key on the channel's lock.
+func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*waiter, error) {
 	node, open, err := f.nodeOf(ctx, channel)
 	if err != nil {
 		return nil, err
@@ -104,7 +106,7 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 			return w, nil
 		}
 		f.mu.Unlock()
-		if f.subscribeFirst(ctx, sh, channel, w) {
+		if f.subscribeFirst(ctx, sh, channel, presence, w) {
 			return w, nil
 		}
 		// tend closed the shard meanwhile: start again with a new one.
@@ -122,7 +124,7 @@ func (f *Fair) join(w *waiter, s *subscription) {
 // for w. It decides and writes under sh.order, so that the unsubscribe of
 // an idle channel cannot slip in between. It reports false, having done
 // nothing, when the shard was closed meanwhile.
-func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel string, w *waiter) bool {
+func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel, presence string, w *waiter) bool {
 	sh.order.Lock()
 	defer sh.order.Unlock()
 	f.mu.Lock()
@@ -133,7 +135,7 @@ func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel string, w 
 	s := sh.chans[channel]
 	fresh := s == nil
 	if fresh {
-		s = &subscription{gen: newGeneration()}
+		s = &subscription{gen: newGeneration(), presence: presence}
 		sh.chans[channel] = s
 	}
 	f.join(w, s)
@@ -448,12 +450,13 @@ func (f *Fair) tend(sh *shard, unsubscribing map[string]int) (closed bool) {
 	return false
 }
 
-// Close stops the Fair: it closes its subscription connections and waits
-// for their goroutines to end. Acquire calls still waiting leave their
-// queue and return an error matching ErrFairClosed, and later ones return
-// it at once. Locks it handed out stay held, and Release and Refresh work
-// on them as before. Close always returns nil; calling it again does
-// nothing.
+// Close stops the Fair: it closes its subscription connections, waits
+// for their goroutines to end, and deletes its presence keys (see
+// fair_queue.lua), which would otherwise run out a moment later. Acquire
+// calls still waiting leave their queue and return an error matching
+// ErrFairClosed, and later ones return it at once. Locks it handed out
+// stay held, and Release and Refresh work on them as before. Close always
+// returns nil; calling it again does nothing.
 func (f *Fair) Close() error {
 	if f == nil {
 		return nil
@@ -466,13 +469,22 @@ func (f *Fair) Close() error {
 	f.closed = true
 	close(f.done)
 	var shards []*shard
+	var presence []string
 	for _, sh := range f.shards {
 		shards = append(shards, sh)
+		for _, s := range sh.chans {
+			presence = append(presence, s.presence)
+		}
 	}
 	f.mu.Unlock()
 	for _, sh := range shards {
 		sh.ps.Close()
 	}
 	f.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	defer cancel()
+	for _, key := range presence {
+		f.rdb.Del(ctx, key) // one at a time: on Redis Cluster each has its own slot
+	}
 	return nil
 }

@@ -49,6 +49,7 @@ type subscription struct {
 	gen      *generation
 	renewed  time.Time // when a waiter last set out to renew the Fair's presence on the lock
 	presence string    // the presence key, which Close deletes
+	holder   string    // the handoffID of the holder the last try saw
 }
 
 // generation is one subscription on one connection: confirmed is closed
@@ -252,8 +253,10 @@ func (f *Fair) renewalIn(w *waiter) time.Duration {
 }
 
 // nudge passes on what w's try found out to the other waiters of its
-// Fair. A try sees who holds the lock: if that is one of ours, its
-// hand-off message was lost, and it must ask again to learn so. When the
+// Fair. A try sees who holds the lock: if that is one of ours that still
+// waits, and it held the lock at the previous try too, its hand-off
+// message was lost (a message on its way takes far less than the 100 ms
+// between two renewals), and it must ask again to learn so. When the
 // Fair's presence had lapsed, hand-offs may have skipped its entries:
 // every waiter on the lock asks again, and joins the queue again if its
 // entry is gone.
@@ -266,8 +269,11 @@ func (f *Fair) nudge(w *waiter, r tried) {
 		default: // nudged already
 		}
 	}
-	if o := f.waiters[r.holder]; o != nil && o != w {
+	if o := f.waiters[r.holder]; o != nil && o != w && r.holder == w.sub.holder {
 		poke(o)
+	}
+	if r.holder != "" {
+		w.sub.holder = r.holder
 	}
 	if r.lapsed {
 		for _, o := range f.waiters {

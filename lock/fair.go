@@ -70,9 +70,11 @@ type FairClient interface {
 // Use Fair when a key is contended and the wait matters: a hot wallet,
 // a job that many workers want. Every waiter is served in turn, the lock
 // changes hands without a pause, and a waiter asks Redis once, then waits
-// to be told, where a polling waiter asks every 5 to 15 ms. Use Acquire when contention is rare: it
-// needs no subscription, and without contention both take the lock in one
-// round trip.
+// to be told, where a polling waiter asks every 5 to 15 ms. Use Acquire
+// when contention is rare: it needs no subscription, and without
+// contention both take the lock in one round trip. Under contention, the
+// round trip between a holder's last write and its release is one that
+// every waiter waits for: Lock.ReleaseAfter sends both at once.
 //
 // One Fair serves every key and goroutine of a process: it keeps one
 // subscription connection per Redis node (one on a single node), shared
@@ -92,8 +94,8 @@ type FairClient interface {
 // queue, learns who holds the lock, and serves the queue when the holder
 // expired. A release whose message never arrives (the subscription
 // dropped, Redis restarted) has still made the waiter the holder, which
-// that question finds out; a holder that crashed is succeeded within its
-// TTL plus one such wait. The waiters of a process that crashes, hangs or
+// the next two such questions find out; a holder that crashed is
+// succeeded within its TTL plus one such wait. The waiters of a process that crashes, hangs or
 // loses Redis are skipped once their Fair's presence runs out (300 ms); a
 // release that reaches one before then hands it the lock, which then
 // stays blocked for that waiter's TTL, as it would for a crashed holder.

@@ -224,6 +224,7 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			return nil, gaveUp(key, ctx.Err(), err)
 		case errors.As(err, &refused):
 			leave()
+			f.refused(w)
 			return nil, err // the key or the counter holds what it must not
 		case attempts == 1 || !transient(err):
 			leave()

@@ -263,12 +263,6 @@ func (f *Fair) renewalIn(w *waiter) time.Duration {
 func (f *Fair) nudge(w *waiter, r tried) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	poke := func(o *waiter) {
-		select {
-		case o.nudged <- struct{}{}:
-		default: // nudged already
-		}
-	}
 	if o := f.waiters[r.holder]; o != nil && o != w && r.holder == w.sub.holder {
 		poke(o)
 	}
@@ -276,11 +270,33 @@ func (f *Fair) nudge(w *waiter, r tried) {
 		w.sub.holder = r.holder
 	}
 	if r.lapsed {
-		for _, o := range f.waiters {
-			if o.sub == w.sub && o != w {
-				poke(o)
-			}
+		f.pokeOthers(w)
+	}
+}
+
+// refused tells the other waiters of w's Fair on its lock that a try was
+// refused (the key or the fence counter holds what it must not): each
+// tries at once, to learn so, instead of at its turn to renew.
+func (f *Fair) refused(w *waiter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pokeOthers(w)
+}
+
+// pokeOthers nudges every other waiter of w's Fair on its lock. Call it
+// with f.mu held.
+func (f *Fair) pokeOthers(w *waiter) {
+	for _, o := range f.waiters {
+		if o.sub == w.sub && o != w {
+			poke(o)
 		}
+	}
+}
+
+func poke(w *waiter) {
+	select {
+	case w.nudged <- struct{}{}:
+	default: // nudged already
 	}
 }
 
@@ -367,10 +383,7 @@ func (f *Fair) deliver(payload string) {
 	case fence < 0:
 		// Skipped: it wants a fence and the counter is broken. Its next
 		// try says why.
-		select {
-		case w.nudged <- struct{}{}:
-		default:
-		}
+		poke(w)
 	default:
 		select {
 		case w.grant <- fence:

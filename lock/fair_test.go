@@ -542,6 +542,39 @@ func TestFair_aFencedWaiterSkippedForABrokenCounterSaysWhy(t *testing.T) {
 	r.l.Release(ctx)
 }
 
+// A lock key that turns into another type while waiters queue fails all
+// of them, not one per renewal.
+func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	var waiters []<-chan result
+	for i := range 4 {
+		waiters = append(waiters, acquireAsync(ctx, f, key, 10*time.Second))
+		waitQueued(t, rdb, key, int64(i+1))
+	}
+	// The holder's lease is gone, and the key holds a hash now.
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range waiters {
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrWrongType) {
+			t.Errorf("waiter %d: %v, want ErrWrongType", i, r.err)
+		}
+	}
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d waiters after the refusals, want 0", n)
+	}
+	if err := owner.Release(ctx); err == nil {
+		t.Error("Release of a lease whose key became a hash succeeded")
+	}
+}
+
 // Not parallel: it counts the process's goroutines.
 func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	rdb, key := setup(t)

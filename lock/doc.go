@@ -24,8 +24,8 @@
 // of it over pub/sub. Pick Acquire when contention is rare: it is one
 // call and needs nothing else. Pick a Fair for a key that many want at
 // once: every waiter gets its turn, the lease never lies idle between two
-// holders, and waiting costs a Redis call every 100 ms instead of one
-// every 10. Both hand out the same *Lock, with the same guarantees.
+// holders, and a waiter asks Redis once instead of every 10 ms. Both hand
+// out the same *Lock, with the same guarantees.
 //
 // A single Redis node is assumed. With asynchronous replication a failover
 // can lose a lease that a replica had not yet received.

@@ -37,21 +37,25 @@ var (
 // Fair.AcquireFenced called after Close, or still waiting when Close ran.
 var ErrFairClosed = errors.New("lock: fair lock closed")
 
-// queueLease is how long a waiter's place in the queue lasts unless the
-// waiter renews it, which a live waiter does every queueRenew. A waiter
-// that crashes leaves the queue after queueLease at most; a live one would
-// have to miss two renewals in a row to lose its place.
+// queueLease is how long a Fair's presence on a lock lasts unless it is
+// renewed, which one of its waiters on that lock does every queueRenew,
+// for all of them. Waiters of a Fair that crashed, hangs or lost Redis
+// are skipped by hand-offs once it has run out; a live Fair would have to
+// miss two renewals in a row to lose it.
 const (
 	queueLease = 300 * time.Millisecond
 	queueRenew = queueLease / 3
 )
 
 // FairClient is what a Fair lock needs from go-redis: what Client has, plus
+// RPUSH (to queue up behind others without a script), DEL (for Close) and
 // connections to subscribe on. *redis.Client (single node or Sentinel
 // failover), *redis.ClusterClient, *redis.Ring and redis.UniversalClient
 // satisfy it.
 type FairClient interface {
 	Client
+	RPush(ctx context.Context, key string, values ...any) *redis.IntCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
@@ -65,10 +69,12 @@ type FairClient interface {
 //
 // Use Fair when a key is contended and the wait matters: a hot wallet,
 // a job that many workers want. Every waiter is served in turn, the lock
-// changes hands without a pause, and a waiter asks Redis every 100 ms
-// instead of every 5 to 15 ms. Use Acquire when contention is rare: it
-// needs no subscription, and without contention both take the lock in one
-// round trip.
+// changes hands without a pause, and a waiter asks Redis once, then waits
+// to be told, where a polling waiter asks every 5 to 15 ms. Use Acquire
+// when contention is rare: it needs no subscription, and without
+// contention both take the lock in one round trip. Under contention, the
+// round trip between a holder's last write and its release is one that
+// every waiter waits for: Lock.ReleaseAfter sends both at once.
 //
 // One Fair serves every key and goroutine of a process: it keeps one
 // subscription connection per Redis node (one on a single node), shared
@@ -81,19 +87,21 @@ type FairClient interface {
 // next waiter. Do not mix Acquire and Fair on one key: a polling Acquire
 // can take a lock that waiters queue for when it is free, and a lock that
 // Acquire took is released without a hand-off (the waiters notice within
-// a third of a queue lease).
+// 100 ms).
 //
-// What a lost message costs: a waiter asks Redis again every third of its
-// queue lease (100 ms), and sooner when the holder's TTL runs out before
-// that. A release whose message never arrives (the subscription dropped,
-// Redis restarted) has still made the waiter the holder, which its next
-// try finds out; a holder that crashed is succeeded within its TTL plus
-// one such wait. A waiter that crashes leaves the queue when its lease
-// runs out (300 ms); a release that reaches it before then hands it the
-// lock, which then stays blocked for that waiter's TTL, as it would for a
-// crashed holder.
+// What a lost message costs: every 100 ms one waiter of each Fair on a
+// lock asks Redis again for all of them: it renews their presence in the
+// queue, learns who holds the lock, and serves the queue when the holder
+// expired. A release whose message never arrives (the subscription
+// dropped, Redis restarted) has still made the waiter the holder, which
+// the next two such questions find out; a holder that crashed is
+// succeeded within its TTL plus one such wait. The waiters of a process that crashes, hangs or
+// loses Redis are skipped once their Fair's presence runs out (300 ms); a
+// release that reaches one before then hands it the lock, which then
+// stays blocked for that waiter's TTL, as it would for a crashed holder.
 type Fair struct {
 	rdb     FairClient
+	name    string               // names its waiters' entries and its presence in each queue
 	cluster *redis.ClusterClient // set when rdb is one: sharded pub/sub
 
 	mu      sync.Mutex
@@ -110,6 +118,7 @@ type Fair struct {
 func NewFair(rdb FairClient) *Fair {
 	f := &Fair{
 		rdb:     rdb,
+		name:    rand.Text(),
 		done:    make(chan struct{}),
 		waiters: make(map[string]*waiter),
 		shards:  make(map[string]*shard),
@@ -124,19 +133,22 @@ func NewFair(rdb FairClient) *Fair {
 // waiters that came first, until it holds the lock or ctx ends. Without
 // contention it costs one script call (and, for a lock this Fair has not
 // waited on in the last seconds, a SUBSCRIBE it does not wait for);
-// otherwise it waits for a release to hand it the lock (see Fair).
+// otherwise it joins the queue, with a plain RPUSH when others of this
+// Fair wait already, and waits for a release to hand it the lock (see
+// Fair).
 // Lock.Attempts counts the tries it made, not the hand-off. A ttl with a
 // fraction of a millisecond is rounded up, as Acquire does.
 //
 // It returns what the package's Acquire returns: ErrNilClient,
 // ErrBadTTL and ErrEmptyKey before talking to Redis; an error matching
-// ErrWrongType at once when the key holds something other than a lock; an
+// ErrWrongType when the key holds something other than a lock (at once,
+// or, when it only queued up behind others, at its next try); an
 // error wrapping ctx.Err() and naming the key when ctx ends first (it
 // leaves the queue then, and passes the lock on if it was just handed
 // over); and a Redis error of its first try at once. Once queued, it
-// outlasts a dropped connection or a Redis restart: it tries again every
-// third of a queue lease until ctx ends. After Close it returns an error
-// matching ErrFairClosed.
+// outlasts a dropped connection or a Redis restart: its Fair asks again
+// every 100 ms until ctx ends. After Close it returns an error matching
+// ErrFairClosed.
 func (f *Fair) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return f.acquire(ctx, key, ttl, false)
 }
@@ -164,12 +176,12 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	if fenced {
 		wantFence = 1
 	}
-	entry := fmt.Sprintf("%s %d %d", token, ttl.Milliseconds(), wantFence)
+	entry := fmt.Sprintf("%s %d %d %s", token, ttl.Milliseconds(), wantFence, f.name)
 
 	// Listen before the first try: a hand-off published after the try put
 	// us in the queue must find us subscribed, or must be caught by a
 	// second try once we are (see wakeOn).
-	w, err := f.enter(ctx, q.channel(), token)
+	w, err := f.enter(ctx, q.channel(f.name), q.presence(f.name), token)
 	if errors.Is(err, ErrFairClosed) {
 		return nil, closed(key)
 	}
@@ -186,22 +198,33 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	// release had just made us the holder. It runs after ctx ended too.
 	leave := func() { q.release(ctx, f.rdb, token, entry) }
 
-	var timer *time.Timer
+	timer := time.NewTimer(queueRenew)
+	defer timer.Stop()
+	mode, renew := join, f.renewal(w)
 	var lastErr error
 	for attempts := 1; ; attempts++ {
 		wake := f.wakeOn(w)
-		won, n, err := q.try(ctx, f.rdb, token, entry)
+		var r tried
+		if mode == join && !renew && f.crowded(w) {
+			// Others of this Fair wait for this lock: most likely, all we
+			// need to do is queue up behind them.
+			r, err = q.join(ctx, f.rdb, token, entry, f.name)
+		} else {
+			r, err = q.try(ctx, f.rdb, token, entry, mode, renew, f.name)
+		}
 		var refused errorIs
 		switch {
-		case err == nil && won:
-			return granted(n, attempts), nil
+		case err == nil && r.won:
+			return granted(r.fence, attempts), nil
 		case err == nil:
 			lastErr = nil
+			f.nudge(w, r)
 		case ctx.Err() != nil:
 			leave()
 			return nil, gaveUp(key, ctx.Err(), err)
 		case errors.As(err, &refused):
 			leave()
+			f.refused(w)
 			return nil, err // the key or the counter holds what it must not
 		case attempts == 1 || !transient(err):
 			leave()
@@ -209,33 +232,50 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 		default:
 			// We were queued, and lost Redis for a moment (a dropped
 			// connection, a restart): wait as after any try.
-			lastErr, n = err, -1
+			lastErr = err
 		}
 
-		// n is the holder's remaining TTL: it may die, and then nobody
-		// releases. Ask again when it runs out, and at the latest when
-		// our place in the queue needs renewing.
-		wait := queueRenew
-		if n > 0 && time.Duration(n)*time.Millisecond < wait {
-			wait = time.Duration(n) * time.Millisecond
-		}
-		if timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait)
-		}
-		select {
-		case fence := <-w.grant:
+		var fence int64
+		var got bool
+		mode, renew, fence, got, err = f.wait(ctx, w, wake, timer)
+		switch {
+		case got:
 			return granted(fence, attempts), nil
-		case <-wake: // see wakeOn: ask again at once
-		case <-timer.C:
-		case <-ctx.Done():
-			leave()
-			return nil, gaveUp(key, ctx.Err(), lastErr)
-		case <-f.done:
+		case errors.Is(err, ErrFairClosed):
 			leave()
 			return nil, closed(key)
+		case err != nil:
+			leave()
+			return nil, gaveUp(key, err, lastErr)
+		}
+	}
+}
+
+// wait blocks a waiter until it was handed the lock (got, with its
+// fence), or must ask Redis again: in mode, renewing its Fair's presence
+// when renew is set. It returns ctx.Err() when ctx ends, ErrFairClosed
+// when the Fair closes. Besides a hand-off, what wakes it is wake (see
+// wakeOn), a nudge from another waiter of its Fair, and the presence's
+// renewal falling due, which the first waiter of a Fair to see it takes
+// on for all of them; the others go on waiting without asking Redis.
+func (f *Fair) wait(ctx context.Context, w *waiter, wake <-chan struct{}, timer *time.Timer) (mode string, renew bool, fence int64, got bool, err error) {
+	for {
+		timer.Reset(f.renewalIn(w))
+		select {
+		case fence := <-w.grant:
+			return "", false, fence, true, nil
+		case <-wake:
+			return rejoin, f.renewal(w), 0, false, nil
+		case <-w.nudged:
+			return rejoin, f.renewal(w), 0, false, nil
+		case <-timer.C:
+			if f.renewal(w) {
+				return check, true, 0, false, nil
+			}
+		case <-ctx.Done():
+			return "", false, 0, false, ctx.Err()
+		case <-f.done:
+			return "", false, 0, false, ErrFairClosed
 		}
 	}
 }
@@ -272,14 +312,14 @@ func transient(err error) bool {
 // fairKeys are the keys of one fair lock, in the order the scripts take
 // them (see fair_queue.lua), and how a release tells the next holder.
 type fairKeys struct {
-	keys    []string // lock, queue, leases, fence counter, channel
+	keys    []string // lock, queue, fence counter, what the channels start with
 	publish string   // "PUBLISH", or "SPUBLISH" on Redis Cluster
 }
 
 // newFairKeys names the keys of the fair lock on key. Each shares the
 // lock key's hash slot, as FenceKey's counter does: "app:lock:{wallet:42}"
 // has its queue at "app:lock:{wallet:42}:queue", and "lock:7" at
-// "{lock:7}:queue". So does the channel, so that sharded pub/sub sends a
+// "{lock:7}:queue". So do the channels, so that sharded pub/sub sends a
 // hand-off to the node that holds the lock.
 func newFairKeys(key string, sharded bool) *fairKeys {
 	tagged := "{" + key + "}"
@@ -287,7 +327,7 @@ func newFairKeys(key string, sharded bool) *fairKeys {
 		tagged = key
 	}
 	q := &fairKeys{
-		keys:    []string{key, tagged + ":queue", tagged + ":queue:leases", FenceKey(key), tagged + ":handoff"},
+		keys:    []string{key, tagged + ":queue", FenceKey(key), tagged + ":handoff"},
 		publish: "PUBLISH",
 	}
 	if sharded {
@@ -296,27 +336,77 @@ func newFairKeys(key string, sharded bool) *fairKeys {
 	return q
 }
 
-func (q *fairKeys) channel() string { return q.keys[4] }
+// channel is where the Fair named fair hears of hand-offs to its
+// waiters: a channel per Fair, so that PUBLISH's count of receivers says
+// whether that Fair listens (see fair_queue.lua).
+func (q *fairKeys) channel(fair string) string { return q.keys[3] + ":" + fair }
 
-// try runs fair_acquire.lua once. It reports whether the waiter holds the
-// lock and, with it, the fence; or else the holder's remaining TTL in ms.
-func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry string) (won bool, n int64, err error) {
-	reply, err := fairAcquireScript.Run(ctx, rdb, q.keys, q.publish, token, entry, queueLease.Milliseconds()).Slice()
-	if err != nil {
-		return false, 0, err
+// presence is the presence key of the Fair named fair on this lock (see
+// fair_queue.lua).
+func (q *fairKeys) presence(fair string) string { return q.keys[1] + ":" + fair }
+
+// The modes of a try (see fair_acquire.lua).
+const (
+	join   = "join"   // arrival: queue up, or take the lock if nobody waits
+	first  = "first"  // arrival, after an RPUSH found the queue empty
+	check  = "check"  // ask again: did a release make us the holder?
+	rejoin = "rejoin" // ask again, and queue up again if our entry is gone
+)
+
+// tried is what one try found out.
+type tried struct {
+	won    bool
+	fence  int64  // when won
+	holder string // otherwise: the handoffID of the holder's token, "" if unknown
+	lapsed bool   // our Fair's presence had run out: its entries may be gone
+}
+
+// try runs fair_acquire.lua once, in mode, renewing the presence of the
+// Fair named fair when renew is set.
+func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode string, renew bool, fair string) (tried, error) {
+	lease := int64(0)
+	if renew {
+		lease = queueLease.Milliseconds()
 	}
-	if len(reply) == 2 {
+	keys := append(q.keys[:len(q.keys):len(q.keys)], q.presence(fair))
+	reply, err := fairAcquireScript.Run(ctx, rdb, keys, q.publish, token, entry, mode, lease).Slice()
+	if err != nil {
+		return tried{}, err
+	}
+	if len(reply) >= 2 {
 		switch first := reply[0].(type) {
 		case int64:
-			n, ok := reply[1].(int64)
-			if ok && (first == 0 || first == 1) {
-				return first == 1, n, nil
+			if first == 1 {
+				if n, ok := reply[1].(int64); ok {
+					return tried{won: true, fence: n}, nil
+				}
+			}
+			if len(reply) == 3 && first == 0 {
+				holder, ok1 := reply[1].(string)
+				lapsed, ok2 := reply[2].(int64)
+				if ok1 && ok2 {
+					return tried{holder: holder, lapsed: lapsed == 1}, nil
+				}
 			}
 		case string:
-			return false, 0, fenceRefusal(q.keys[0], reply)
+			return tried{}, fenceRefusal(q.keys[0], reply)
 		}
 	}
-	return false, 0, fmt.Errorf("unexpected reply %v from fair_acquire.lua", reply)
+	return tried{}, fmt.Errorf("unexpected reply %v from fair_acquire.lua", reply)
+}
+
+// join queues a waiter with a plain RPUSH, the cheapest way to arrive
+// behind others: one command, no script. Only when that RPUSH found the
+// queue empty does it run fair_acquire.lua ("first"), to take the lock if
+// it is free. The two are not one atomic step, and need not be: while an
+// entry is queued, a release hands the lock to it rather than freeing it,
+// and whatever the try then finds is still true.
+func (q *fairKeys) join(ctx context.Context, rdb FairClient, token, entry, fair string) (tried, error) {
+	n, err := rdb.RPush(ctx, q.keys[1], entry).Result()
+	if err != nil || n > 1 {
+		return tried{}, err
+	}
+	return q.try(ctx, rdb, token, entry, first, false, fair)
 }
 
 // release runs fair_release.lua: with an entry, to leave the queue;

@@ -1,60 +1,95 @@
 -- fair_acquire.lua (after fair_queue.lua, which names the keys): one try
--- of a fair lock's waiter. It takes the lock when nobody holds it and
--- nobody waits; otherwise it puts the waiter at the end of the queue, or
--- keeps its place there and renews its lease. A waiter runs it on arrival
--- and then every third of a lease while it waits.
+-- of a fair lock's waiter. On arrival it joins the queue, and takes the
+-- lock at once when nobody waited and nobody held it; later tries find
+-- out whether a release made it the holder, or serve the queue when the
+-- lock is free with waiters queued (its holder expired).
+-- KEYS[5]: the presence key of the caller's Fair (see fair_queue.lua)
 -- ARGV[2]: the waiter's token, fresh for every acquisition
--- ARGV[3]: its queue entry, "token ttl fenced" (see fair_queue.lua)
--- ARGV[4]: how long the entry lives without a renewal, in ms
+-- ARGV[3]: its queue entry, "token ttl fenced fair" (see fair_queue.lua)
+-- ARGV[4]: "join" on arrival; "first" on arrival too, after an RPUSH of
+--          the entry that found the queue empty; "check" to ask again;
+--          "rejoin" to ask again and join the queue again if the entry is
+--          no longer in it
+-- ARGV[5]: the lease of the Fair's presence in ms, to renew it now; 0
+--          leaves it alone (another waiter of the Fair renews it)
 -- Returns {1, fence} when the waiter holds the lock: it took it now, or a
 -- release handed it over (the message saying so may be on its way, or
--- lost); fence is 0 unless it asked for one. Returns {0, pttl} when it
--- waits: pttl is the holder's remaining TTL in ms, -1 for a lock without
--- one. When a key holds what it must not, it changes nothing and returns
--- a pair saying what is wrong, as acquire_fenced.lua does:
+-- lost); fence is 0 unless it asked for one. Returns {0, holder, lapsed}
+-- when it waits: holder is the SHA-1 of the holder's token ("" when
+-- unknown), so that a Fair can tell a waiter of its own that missed its
+-- hand-off; lapsed is 1 when the presence key had run out before this
+-- renewal, so that entries of this Fair may have been skipped and must
+-- join again. When a key holds what it must not, it changes nothing and
+-- returns a pair saying what is wrong, as acquire_fenced.lua does:
 --   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
 --   {"counter ...", v} the fence counter is broken (only when fenced)
--- Without contention it runs GET, EXISTS and SET (and GET and INCR on the
--- counter when fenced); a waiter's try runs GET, TIME, two ZADDs and PTTL.
-local token, entry, lease = ARGV[2], ARGV[3], tonumber(ARGV[4])
+-- A waiter that finds others queued runs only RPUSH (and a waiter whose
+-- Fair has others queued sends that RPUSH without this script). The first
+-- to queue behind a holder runs RPUSH and SET; without contention, RPUSH,
+-- SET and LREM (and GET and INCR on the counter when fenced).
+local token, entry, mode, lease = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local _, ttl, fenced = parse(entry)
 
-local holder, wrongType = get(lock)
-if wrongType then
-	return {"lock type", wrongType}
+local lapsed = 0
+if lease > 0 and not redis.call("SET", KEYS[5], "1", "PX", lease, "GET") then
+	lapsed = 1
+	if mode == "check" then
+		mode = "rejoin"
+	end
 end
 if fenced == "1" then
 	local refusal = counterRefusal()
 	if refusal then
+		if mode ~= "join" then
+			redis.call("LREM", queue, 0, entry)
+		end
 		return refusal
 	end
 end
 
+if mode == "join" and redis.call("RPUSH", queue, entry) > 1 then
+	return {0, "", lapsed} -- others wait ahead of us: wait our turn
+end
+
+-- SET NX GET takes the lock if it is free and says who holds it if not.
+local holder = redis.pcall("SET", lock, token, "NX", "PX", ttl, "GET")
+if type(holder) == "table" and holder.err then
+	redis.call("LREM", queue, 0, entry)
+	return {"lock type", redis.call("TYPE", lock)["ok"]}
+end
 if holder == token then
 	-- A release made us the holder. The fence it drew is the counter's
 	-- value: nobody else can have drawn one since, while we hold the lock.
-	local fence = 0
+	local n = 0
 	if fenced == "1" then
-		fence = tonumber(redis.call("GET", counter)) or 0
+		n = tonumber(redis.call("GET", counter)) or 0
 	end
-	return {1, fence}
+	return {1, n}
 end
-if not holder and redis.call("EXISTS", queue) == 0 then
-	return {1, take(token, ttl, fenced)}
+if holder then
+	if mode == "rejoin" and not redis.call("LPOS", queue, entry) then
+		redis.call("RPUSH", queue, entry)
+	end
+	return {0, redis.sha1hex(holder), lapsed}
 end
 
--- Queue up at the end (NX keeps our place if we have one already), and
--- renew the lease of our entry.
-local ms, us = now()
-redis.call("ZADD", queue, "NX", us, entry)
-redis.call("ZADD", leases, ms + lease, entry)
-
--- Free, but others wait (its holder expired, or left it free): the first
--- in line gets it, which may be us.
-if not holder then
-	local to, fence = handOff(token)
-	if to == token then
-		return {1, fence}
-	end
+-- The lock was free, and SET took it for us.
+if mode == "join" or mode == "first" then
+	-- We joined an empty queue: nobody waits ahead of us.
+	redis.call("LREM", queue, 1, entry)
+	return {1, fence(fenced)}
 end
-return {0, redis.call("PTTL", lock)}
+-- Free while waiters queue: its holder expired, or gave it back without a
+-- hand-off. Serve the queue in order, with us in it; the first may be us.
+if not redis.call("LPOS", queue, entry) then
+	redis.call("RPUSH", queue, entry)
+end
+local to, n = handOff(token)
+if to == token then
+	return {1, n}
+end
+if not to then -- never: our own entry passes
+	redis.call("DEL", lock)
+	return {0, "", lapsed}
+end
+return {0, redis.sha1hex(to), lapsed}

@@ -34,17 +34,22 @@ const (
 
 // waiter is one Acquire call that is waiting.
 type waiter struct {
-	id    string     // how a hand-off message names it (see handoffID)
-	grant chan int64 // the fence of the hand-off that named this waiter
-	sub   *subscription
+	id     string        // how a hand-off message names it (see handoffID)
+	grant  chan int64    // the fence of the hand-off that named this waiter
+	nudged chan struct{} // another waiter of the Fair says: ask again
+	sub    *subscription
 }
 
-// subscription is one lock's hand-off channel on a shard's connection.
-// Its fields are guarded by Fair.mu.
+// subscription is one lock's hand-off channel on a shard's connection,
+// and what the Fair's waiters on that lock share. Its fields are guarded
+// by Fair.mu.
 type subscription struct {
-	waiters int
-	idle    time.Time // when waiters last dropped to 0
-	gen     *generation
+	waiters  int
+	idle     time.Time // when waiters last dropped to 0
+	gen      *generation
+	renewed  time.Time // when a waiter last set out to renew the Fair's presence on the lock
+	presence string    // the presence key, which Close deletes
+	holder   string    // the handoffID of the holder the last try saw
 }
 
 // generation is one subscription on one connection: confirmed is closed
@@ -76,13 +81,14 @@ type shard struct {
 }
 
 // enter registers a waiter for token on channel and subscribes to the
-// channel if nobody of this Fair listens to it yet.
-func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error) {
+// channel if nobody of this Fair listens to it yet. presence is the
+// Fair's presence key on the channel's lock.
+func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*waiter, error) {
 	node, open, err := f.nodeOf(ctx, channel)
 	if err != nil {
 		return nil, err
 	}
-	w := &waiter{id: handoffID(token), grant: make(chan int64, 1)}
+	w := &waiter{id: handoffID(token), grant: make(chan int64, 1), nudged: make(chan struct{}, 1)}
 	for {
 		f.mu.Lock()
 		if f.closed {
@@ -101,7 +107,7 @@ func (f *Fair) enter(ctx context.Context, channel, token string) (*waiter, error
 			return w, nil
 		}
 		f.mu.Unlock()
-		if f.subscribeFirst(ctx, sh, channel, w) {
+		if f.subscribeFirst(ctx, sh, channel, presence, w) {
 			return w, nil
 		}
 		// tend closed the shard meanwhile: start again with a new one.
@@ -119,7 +125,7 @@ func (f *Fair) join(w *waiter, s *subscription) {
 // for w. It decides and writes under sh.order, so that the unsubscribe of
 // an idle channel cannot slip in between. It reports false, having done
 // nothing, when the shard was closed meanwhile.
-func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel string, w *waiter) bool {
+func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel, presence string, w *waiter) bool {
 	sh.order.Lock()
 	defer sh.order.Unlock()
 	f.mu.Lock()
@@ -130,7 +136,7 @@ func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel string, w 
 	s := sh.chans[channel]
 	fresh := s == nil
 	if fresh {
-		s = &subscription{gen: newGeneration()}
+		s = &subscription{gen: newGeneration(), presence: presence}
 		sh.chans[channel] = s
 	}
 	f.join(w, s)
@@ -216,6 +222,84 @@ func (f *Fair) wakeOn(w *waiter) <-chan struct{} {
 	return g.confirmed
 }
 
+// renewal reports whether the Fair's presence on w's lock is due for
+// renewal, and if so leaves it to w: the caller's next try renews it.
+func (f *Fair) renewal(w *waiter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	if now.Sub(w.sub.renewed) < queueRenew {
+		return false
+	}
+	w.sub.renewed = now
+	return true
+}
+
+// crowded reports whether at least two other waiters of the Fair wait on
+// w's lock: then at least one of them is still queued, even if a release
+// has just handed the lock to the other and the message is on its way.
+func (f *Fair) crowded(w *waiter) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return w.sub.waiters > 2
+}
+
+// renewalIn returns how long until the Fair's presence on w's lock is due
+// for renewal, at least a millisecond.
+func (f *Fair) renewalIn(w *waiter) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return max(time.Until(w.sub.renewed.Add(queueRenew)), time.Millisecond)
+}
+
+// nudge passes on what w's try found out to the other waiters of its
+// Fair. A try sees who holds the lock: if that is one of ours that still
+// waits, and it held the lock at the previous try too, its hand-off
+// message was lost (a message on its way takes far less than the 100 ms
+// between two renewals), and it must ask again to learn so. When the
+// Fair's presence had lapsed, hand-offs may have skipped its entries:
+// every waiter on the lock asks again, and joins the queue again if its
+// entry is gone.
+func (f *Fair) nudge(w *waiter, r tried) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if o := f.waiters[r.holder]; o != nil && o != w && r.holder == w.sub.holder {
+		poke(o)
+	}
+	if r.holder != "" {
+		w.sub.holder = r.holder
+	}
+	if r.lapsed {
+		f.pokeOthers(w)
+	}
+}
+
+// refused tells the other waiters of w's Fair on its lock that a try was
+// refused (the key or the fence counter holds what it must not): each
+// tries at once, to learn so, instead of at its turn to renew.
+func (f *Fair) refused(w *waiter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pokeOthers(w)
+}
+
+// pokeOthers nudges every other waiter of w's Fair on its lock. Call it
+// with f.mu held.
+func (f *Fair) pokeOthers(w *waiter) {
+	for _, o := range f.waiters {
+		if o.sub == w.sub && o != w {
+			poke(o)
+		}
+	}
+}
+
+func poke(w *waiter) {
+	select {
+	case w.nudged <- struct{}{}:
+	default: // nudged already
+	}
+}
+
 // listen reads a shard's connection until Close, or until tend closes the
 // shard: it hands messages to their waiters and notes confirmations and
 // lost connections. After an error, go-redis connects and subscribes
@@ -294,7 +378,13 @@ func (f *Fair) deliver(payload string) {
 	f.mu.Lock()
 	w := f.waiters[id]
 	f.mu.Unlock()
-	if w != nil {
+	switch {
+	case w == nil:
+	case fence < 0:
+		// Skipped: it wants a fence and the counter is broken. Its next
+		// try says why.
+		poke(w)
+	default:
 		select {
 		case w.grant <- fence:
 		default: // one hand-off per token: never reached
@@ -379,12 +469,13 @@ func (f *Fair) tend(sh *shard, unsubscribing map[string]int) (closed bool) {
 	return false
 }
 
-// Close stops the Fair: it closes its subscription connections and waits
-// for their goroutines to end. Acquire calls still waiting leave their
-// queue and return an error matching ErrFairClosed, and later ones return
-// it at once. Locks it handed out stay held, and Release and Refresh work
-// on them as before. Close always returns nil; calling it again does
-// nothing.
+// Close stops the Fair: it closes its subscription connections, waits
+// for their goroutines to end, and deletes its presence keys (see
+// fair_queue.lua), which would otherwise run out a moment later. Acquire
+// calls still waiting leave their queue and return an error matching
+// ErrFairClosed, and later ones return it at once. Locks it handed out
+// stay held, and Release and Refresh work on them as before. Close always
+// returns nil; calling it again does nothing.
 func (f *Fair) Close() error {
 	if f == nil {
 		return nil
@@ -397,13 +488,22 @@ func (f *Fair) Close() error {
 	f.closed = true
 	close(f.done)
 	var shards []*shard
+	var presence []string
 	for _, sh := range f.shards {
 		shards = append(shards, sh)
+		for _, s := range sh.chans {
+			presence = append(presence, s.presence)
+		}
 	}
 	f.mu.Unlock()
 	for _, sh := range shards {
 		sh.ps.Close()
 	}
 	f.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	defer cancel()
+	for _, key := range presence {
+		f.rdb.Del(ctx, key) // one at a time: on Redis Cluster each has its own slot
+	}
 	return nil
 }

@@ -8,12 +8,11 @@
 --          none): a waiter that gives up leaves the queue, and passes the
 --          lock on if a release had just handed it over
 -- Returns 1 when the caller held the lock, 0 otherwise.
--- With nobody waiting it runs GET, ZPOPMIN and DEL; a hand-off runs GET,
--- ZPOPMIN, TIME, ZSCORE, ZREM, SET and PUBLISH.
+-- With nobody waiting it runs GET, LPOP and DEL; a hand-off runs GET,
+-- LPOP, SET and PUBLISH (and EXISTS when the message reached nobody).
 local token, entry = ARGV[2], ARGV[3]
 if entry ~= "" then
-	redis.call("ZREM", queue, entry)
-	redis.call("ZREM", leases, entry)
+	redis.call("LREM", queue, 0, entry)
 end
 if redis.call("GET", lock) ~= token then
 	return 0

@@ -45,8 +45,9 @@ func ExampleNewFair() {
 	fmt.Println("holding", l)
 }
 
-// The fair lock's timings, as fair.go sets them: a waiter renews its
-// place every fallback, and a crashed waiter's place runs out after lease.
+// The fair lock's timings, as fair.go sets them: a Fair renews its
+// presence on a lock every fallback, which also catches lost hand-offs,
+// and a crashed Fair's presence runs out after lease.
 // The tests wait for several of them before they call something late.
 const (
 	lease    = 300 * time.Millisecond
@@ -71,9 +72,9 @@ func queueKey(key string) string { return tagOf(key) + ":queue" }
 // queued returns how many waiters the queue of key holds.
 func queued(t *testing.T, rdb redis.Cmdable, key string) int64 {
 	t.Helper()
-	n, err := rdb.ZCard(ctxFor(t, 5*time.Second), queueKey(key)).Result()
+	n, err := rdb.LLen(ctxFor(t, 5*time.Second), queueKey(key)).Result()
 	if err != nil {
-		t.Fatalf("ZCARD %s: %v", queueKey(key), err)
+		t.Fatalf("LLEN %s: %v", queueKey(key), err)
 	}
 	return n
 }
@@ -296,25 +297,20 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	ctx := ctxFor(t, 20*time.Second)
 
-	// What a waiter that crashed leaves behind: the first place in the
-	// queue, asking for a 60 s lease, with a lease on its place that
-	// nobody will renew (see fair_queue.lua).
-	now, err := rdb.Time(ctx).Result()
-	if err != nil {
+	// What a process that crashed while it waited leaves behind: the
+	// first place in the queue, asking for a 60 s lease, and the presence
+	// of its Fair, which nobody will renew (see fair_queue.lua).
+	dead := "CRASHEDWAITER 60000 0 CRASHEDFAIR"
+	if err := rdb.RPush(ctx, queueKey(key), dead).Err(); err != nil {
 		t.Fatal(err)
 	}
-	dead := "CRASHEDWAITER 60000 0"
-	if err := rdb.ZAdd(ctx, queueKey(key), redis.Z{Score: 1, Member: dead}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	expires := float64(now.Add(lease).UnixMilli())
-	if err := rdb.ZAdd(ctx, queueKey(key)+":leases", redis.Z{Score: expires, Member: dead}).Err(); err != nil {
+	if err := rdb.Set(ctx, queueKey(key)+":CRASHEDFAIR", "1", lease).Err(); err != nil {
 		t.Fatal(err)
 	}
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
-	time.Sleep(lease + fallback) // the crashed waiter's lease runs out
+	time.Sleep(lease + fallback) // the crashed Fair's presence runs out
 	if err := owner.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
@@ -421,8 +417,8 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	const ttl = 1500*time.Millisecond + 400*time.Microsecond
 	next := acquireAsync(ctx, f, key, ttl)
 	waitQueued(t, rdb, key, 1)
-	entries := rdb.ZRange(ctx, queueKey(key), 0, -1).Val()
-	if len(entries) != 1 || !strings.HasSuffix(entries[0], " 1501 0") {
+	entries := rdb.LRange(ctx, queueKey(key), 0, -1).Val()
+	if len(entries) != 1 || !strings.Contains(entries[0], " 1501 0 ") {
 		t.Errorf("queue entry %q, want one asking for 1501 ms and no fence", entries)
 	}
 	owner.Release(ctx)
@@ -508,6 +504,74 @@ func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	}
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after refusals, want 0", n)
+	}
+}
+
+// A waiter that wants a fence, and whose turn comes when the counter is
+// broken, is skipped and told so: it returns the refusal, and the next
+// waiter gets the lock.
+func TestFair_aFencedWaiterSkippedForABrokenCounterSaysWhy(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	fenced := make(chan result, 1)
+	go func() {
+		l, err := f.AcquireFenced(ctx, key, 10*time.Second)
+		fenced <- result{l, err, time.Now()}
+	}()
+	waitQueued(t, rdb, key, 1)
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 2)
+
+	if err := rdb.HSet(ctx, lock.FenceKey(key), "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Del(context.Background(), lock.FenceKey(key)) })
+	if err := owner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := await(t, fenced, slack, "the fenced waiter"); !errors.Is(r.err, lock.ErrWrongType) {
+		t.Errorf("the fenced waiter: %v, want ErrWrongType", r.err)
+	}
+	r := await(t, next, slack, "the waiter behind it")
+	if r.err != nil {
+		t.Fatalf("the waiter behind it: %v", r.err)
+	}
+	r.l.Release(ctx)
+}
+
+// A lock key that turns into another type while waiters queue fails all
+// of them, not one per renewal.
+func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	f := newFair(t, rdb)
+	ctx := ctxFor(t, 20*time.Second)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	var waiters []<-chan result
+	for i := range 4 {
+		waiters = append(waiters, acquireAsync(ctx, f, key, 10*time.Second))
+		waitQueued(t, rdb, key, int64(i+1))
+	}
+	// The holder's lease is gone, and the key holds a hash now.
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range waiters {
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrWrongType) {
+			t.Errorf("waiter %d: %v, want ErrWrongType", i, r.err)
+		}
+	}
+	if n := queued(t, rdb, key); n != 0 {
+		t.Errorf("the queue holds %d waiters after the refusals, want 0", n)
+	}
+	if err := owner.Release(ctx); err == nil {
+		t.Error("Release of a lease whose key became a hash succeeded")
 	}
 }
 
@@ -922,16 +986,6 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 	fairs := []*lock.Fair{newFair(t, cluster), newFair(t, cluster)}
 
 	for _, key := range []string{"lock:7", "app:lock:{wallet:42}"} {
-		// Listen on the lock's hand-off channel, sharded, as the Fairs do.
-		channel := tagOf(key) + ":handoff"
-		listener := cluster.SSubscribe(ctx, channel)
-		defer listener.Close()
-		if msg, err := listener.ReceiveTimeout(ctx, slack); err != nil {
-			t.Fatalf("SSUBSCRIBE %s: %v", channel, err)
-		} else if _, ok := msg.(*redis.Subscription); !ok {
-			t.Fatalf("SSUBSCRIBE %s: got %v", channel, msg)
-		}
-
 		owner, err := fairs[0].AcquireFenced(ctx, key, 10*time.Second)
 		if err != nil {
 			t.Fatalf("AcquireFenced(%s): %v", key, err)
@@ -942,12 +996,24 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 			next <- result{l, err, time.Now()}
 		}()
 		waitQueued(t, cluster, key, 1)
-		// The Fairs listen on the shard channel too, and on no plain one.
-		if n := cluster.PubSubShardNumSub(ctx, channel).Val()[channel]; n < 2 {
-			t.Errorf("PUBSUB SHARDNUMSUB %s = %d, want the Fairs' subscriptions besides ours", channel, n)
+		// Each Fair listens on a shard channel of its own for this lock,
+		// and on no plain one. Listen on them too, sharded.
+		pattern := tagOf(key) + ":handoff:*"
+		channels := node.PubSubShardChannels(ctx, pattern).Val()
+		if len(channels) != 2 {
+			t.Fatalf("PUBSUB SHARDCHANNELS %s = %v, want one channel per Fair", pattern, channels)
 		}
-		if n := cluster.PubSubNumSub(ctx, channel).Val()[channel]; n != 0 {
-			t.Errorf("PUBSUB NUMSUB %s = %d, want 0", channel, n)
+		if plain := node.PubSubChannels(ctx, pattern).Val(); len(plain) != 0 {
+			t.Errorf("PUBSUB CHANNELS %s = %v, want none", pattern, plain)
+		}
+		listener := cluster.SSubscribe(ctx, channels...)
+		defer listener.Close()
+		for range channels {
+			if msg, err := listener.ReceiveTimeout(ctx, slack); err != nil {
+				t.Fatalf("SSUBSCRIBE %v: %v", channels, err)
+			} else if _, ok := msg.(*redis.Subscription); !ok {
+				t.Fatalf("SSUBSCRIBE %v: got %v", channels, msg)
+			}
 		}
 		if err := owner.Release(ctx); err != nil {
 			t.Fatalf("Release(%s): %v", key, err)
@@ -1009,9 +1075,9 @@ func TestFair_worksOnARing(t *testing.T) {
 		owner := mustFairAcquire(t, f, key, 10*time.Second)
 		next := acquireAsync(ctx, f, key, 10*time.Second)
 		waitQueued(t, shard, key, 1)
-		channel := tagOf(key) + ":handoff"
-		if n := shard.PubSubNumSub(ctx, channel).Val()[channel]; n != 1 {
-			t.Errorf("%s: PUBSUB NUMSUB %s on its shard = %d, want 1", key, channel, n)
+		pattern := tagOf(key) + ":handoff:*"
+		if channels := shard.PubSubChannels(ctx, pattern).Val(); len(channels) != 1 {
+			t.Errorf("%s: PUBSUB CHANNELS %s on its shard = %v, want the Fair's", key, pattern, channels)
 		}
 		owner.Release(ctx)
 		r := await(t, next, slack, "the waiter on "+key)

@@ -39,6 +39,47 @@ func (l *Lock) ReleaseLua(ctx context.Context) error {
 	return l.release(ctx, false)
 }
 
+// ReleaseAfter sends the commands queued in p, then the release, in one
+// round trip, and returns what Release returns. Under contention the
+// round trip between a holder's last write and its release is one that
+// every waiter waits for; this saves it. The commands in p run whether
+// or not the lease is still held, exactly as a write sent just before
+// Release would: the lease protects them only as far as Watch and a fence
+// do. Read their results from the commands p returned: a command that
+// fails does not stop the release. Like Release, it keeps ctx's values
+// but not its cancellation, and gives up after ReleaseTimeout; it sends
+// nothing for a nil or zero Lock. On Redis Cluster, keys in p must share
+// the lock key's hash tag, as "balance:{wallet:42}" does with
+// "lock:{wallet:42}": a pipeline that spans nodes has no order.
+func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
+	if err := l.held(); err != nil {
+		return err
+	}
+	l.watchdogs.stop()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	var release *redis.Cmd
+	if l.handoff != nil {
+		release = fairReleaseScript.EvalSha(ctx, p, l.handoff.keys, l.handoff.publish, l.token, "")
+	} else {
+		release = releaseScript.EvalSha(ctx, p, []string{l.Key}, l.token)
+	}
+	p.Exec(ctx) // each command keeps its own result
+	n, err := release.Int()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// The script cache was flushed: p's commands ran; release alone,
+		// which loads the script again.
+		return l.release(ctx, false)
+	}
+	if err != nil {
+		return fmt.Errorf("lock: release %s: %w", l.Key, err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
 func (l *Lock) release(ctx context.Context, delexOK bool) error {
 	if err := l.held(); err != nil {
 		return err

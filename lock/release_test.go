@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,4 +135,73 @@ func TestRelease_redisErrorIsReturned(t *testing.T) {
 	if got := holder(t, rdb, key); got != lock.TokenOf(l) {
 		t.Error("a failed release deleted the key")
 	}
+}
+
+// ReleaseAfter sends the holder's last write and the release in one
+// round trip, the write first: whoever takes the lock next reads it.
+func TestReleaseAfter_writesThenReleases(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 20*time.Second)
+	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
+	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
+
+	t.Run("a polling lock", func(t *testing.T) {
+		l := mustAcquire(t, rdb, key, 10*time.Second)
+		p := rdb.Pipeline()
+		set := p.Set(ctx, balance, "90", 0)
+		if err := l.ReleaseAfter(ctx, p); err != nil {
+			t.Fatalf("ReleaseAfter: %v", err)
+		}
+		if set.Err() != nil || rdb.Get(ctx, balance).Val() != "90" {
+			t.Errorf("the write: %v, balance %q; want it landed", set.Err(), rdb.Get(ctx, balance).Val())
+		}
+		if n := rdb.Exists(ctx, key).Val(); n != 0 {
+			t.Error("the lock is still held")
+		}
+	})
+
+	t.Run("a fair lock hands off after the write", func(t *testing.T) {
+		f := newFair(t, rdb)
+		owner := mustFairAcquire(t, f, key, 10*time.Second)
+		next := acquireAsync(ctx, f, key, 10*time.Second)
+		waitQueued(t, rdb, key, 1)
+		p := rdb.Pipeline()
+		p.Set(ctx, balance, "80", 0)
+		if err := owner.ReleaseAfter(ctx, p); err != nil {
+			t.Fatalf("ReleaseAfter: %v", err)
+		}
+		r := await(t, next, slack, "the waiter")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := rdb.Get(ctx, balance).Val(); got != "80" {
+			t.Errorf("the next holder reads %q, want the write before the release, 80", got)
+		}
+		r.l.Release(ctx)
+	})
+
+	t.Run("a lost lease still sends the write", func(t *testing.T) {
+		l := mustAcquire(t, rdb, key, 10*time.Second)
+		rdb.Del(ctx, key) // the lease is gone, as after its TTL
+		p := rdb.Pipeline()
+		set := p.Set(ctx, balance, "70", 0)
+		if err := l.ReleaseAfter(ctx, p); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("ReleaseAfter of a lost lease: %v, want ErrNotHeld", err)
+		}
+		if set.Err() != nil || rdb.Get(ctx, balance).Val() != "70" {
+			t.Errorf("the write: %v; want it landed, as a write before Release would", set.Err())
+		}
+	})
+
+	t.Run("a nil lock sends nothing", func(t *testing.T) {
+		var l *lock.Lock
+		p := rdb.Pipeline()
+		p.Set(ctx, balance, "60", 0)
+		if err := l.ReleaseAfter(ctx, p); !errors.Is(err, lock.ErrNotHeld) {
+			t.Errorf("ReleaseAfter on a nil lock: %v, want ErrNotHeld", err)
+		}
+		if got := rdb.Get(ctx, balance).Val(); got != "70" {
+			t.Errorf("balance %q after ReleaseAfter on a nil lock, want 70: the write was sent", got)
+		}
+	})
 }

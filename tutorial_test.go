@@ -42,6 +42,7 @@ var (
 	checkLine = regexp.MustCompile(`accepted=(\d+)(?: unknown=\d+)? balance=(-?\d+) expected=(?:(-?\d+)\.\.)?(-?\d+) (OK|BROKEN)\b`)
 	labelled  = regexp.MustCompile(`^\s*(?:phase )?([\w-]+):\s+accepted=`)
 	header    = regexp.MustCompile(`^\s*phase (\w+):`)
+	drillRun  = regexp.MustCompile(`^([\w-]+)\s+([\w-]+)\s+seed \d+\s+accepted=`) // the drill's line per run: nemesis strategy seed N
 	usageFlag = regexp.MustCompile(`^  -([\w-]+)(?: (\w+))?`)
 )
 
@@ -227,6 +228,9 @@ func TestTutorial_checkLinesMatchTheLesson(t *testing.T) {
 			p := phase
 			if lm := labelled.FindStringSubmatch(l.text); lm != nil {
 				p = lm[1]
+			}
+			if dm := drillRun.FindStringSubmatch(l.text); dm != nil && r.step == lesson.DrillStep {
+				p = lesson.DrillPhase(dm[1], dm[2])
 			}
 			if p == "" {
 				p = onlyPhase(r.step)

@@ -232,3 +232,18 @@ func TestDrill_noRedisServer(t *testing.T) {
 		t.Errorf("stderr = %q, want one line that names `make up`", got)
 	}
 }
+
+// A cell the drill runs must have a verdict in the lesson table, and a
+// cell it skips must have none: otherwise `-nemesis all -strategy all`
+// runs a cell nobody judged, or skips one the lesson promises.
+func TestApplies_runsExactlyTheLessonsCells(t *testing.T) {
+	for _, n := range drill.Nemeses {
+		for _, s := range drill.Strategies {
+			applies, why := drill.Applies(n, s)
+			_, judged := lesson.DrillWant(n, s)
+			if applies != judged {
+				t.Errorf("%s/%s: Applies = %v (%s), but the lesson table has a cell for it: %v", n, s, applies, why, judged)
+			}
+		}
+	}
+}

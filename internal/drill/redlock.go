@@ -48,10 +48,10 @@ func NextFence(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 }
 
 // Applies reports whether a nemesis means anything to a strategy, and
-// why not. A Sentinel failover promotes a replica; Redlock's nodes are
-// independent masters with none.
+// why not. A failover, by Sentinel or in a cluster, promotes a replica;
+// Redlock's nodes are independent masters with none.
 func Applies(nemesis, strategy string) (bool, string) {
-	if nemesis == Failover && isRedlock(strategy) {
+	if (nemesis == Failover || nemesis == ClusterFailover) && isRedlock(strategy) {
 		return false, "Redlock's nodes are independent masters with no replica to promote"
 	}
 	return true, ""

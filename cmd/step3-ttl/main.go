@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	var chosen []phaserun.Phase
+	var chosen []phaserun.Phase // each reads e when it runs, once e.Run is set below
 	for _, p := range phases {
 		if *only == "all" || *only == p.name {
 			chosen = append(chosen, phaserun.Phase{Name: p.name, Run: func(ctx context.Context) (phaserun.Outcome, error) { return p.run(ctx, e) }})

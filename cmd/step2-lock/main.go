@@ -34,8 +34,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/report"
@@ -85,25 +83,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer rdb.Close()
-	lockKey, method := wallet.LockKey(*prefix, wallet.DemoWallet), "lua"
 	version, err := services.RedisVersion(ctx, rdb)
 	if err != nil {
 		return fail(err)
 	}
-	// Ask now whether the server has DELEX, as Release will, so that
+	// Ask now how Release will delete the key on this server, so that
 	// -release delex on an older Redis stops before anything runs.
-	delex, err := hasDelex(ctx, rdb)
+	method, err := services.ReleaseMethod(ctx, rdb, *release, version)
 	if err != nil {
 		return fail(err)
 	}
-	if *release == "delex" && !delex {
-		return fail(fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", version))
-	}
-	if delex && *release != "lua" {
-		method = "delex" // what Release picks on this server
-	}
 
-	balanceKey := wallet.BalanceKey(*prefix, wallet.DemoWallet)
+	balanceKey, lockKey := wallet.BalanceKey(*prefix, wallet.DemoWallet), wallet.LockKey(*prefix, wallet.DemoWallet)
 	var releaseErrs procs.Errors
 	spenders := procs.Spenders{N: *n, Procs: *nprocs, Args: args, Stderr: stderr, Also: &releaseErrs,
 		Spend: func(ctx context.Context, _ int) (bool, error) {
@@ -136,25 +127,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer s.Close(stderr, balanceKey, lockKey)
-	ctx = s.Context()     // ends at Ctrl-C
+	ctx = s.Context() // ends at Ctrl-C
+	stopped := func(err error) int { return s.Stopped(stderr, "before the balance could be read", err) }
 	rdb.Del(ctx, lockKey) // a lease left by an interrupted run
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
-		return failed(stderr, s, err)
+		return stopped(err)
 	}
 	tally, ok := cli.Await(s, func() wallet.Tally { return spenders.Run(ctx) })
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
-		return failed(stderr, s, errors.New("the spenders got no answer from Redis in time"))
+		return stopped(errors.New("the spenders got no answer from Redis in time"))
 	}
 	// What was measured is read back even after Ctrl-C.
 	done, cancel := s.Cleanup()
 	defer cancel()
 	balance, err := wallet.Balance(done, rdb, balanceKey)
 	if err != nil {
-		return failed(stderr, s, err)
+		return stopped(err)
 	}
 	left, err := rdb.Exists(done, lockKey).Result()
 	if err != nil {
-		return failed(stderr, s, err)
+		return stopped(err)
 	}
 	verdict := wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance)
 	if !*asJSON {
@@ -191,29 +183,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.Fail(stderr, fmt.Errorf("the lock key %s is still there after every spender released it", lockKey))
 	}
 	return r.Finish(stdout, stderr, *asJSON)
-}
-
-// hasDelex reports whether the server knows DELEX (Redis 8.4 and later):
-// COMMAND INFO answers nil for a command it does not have.
-func hasDelex(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
-	info, err := rdb.Do(ctx, "command", "info", "delex").Slice()
-	if err != nil {
-		return false, fmt.Errorf("ask whether Redis has DELEX: %w", err)
-	}
-	return len(info) == 1 && info[0] != nil, nil
-}
-
-// failed reports an error that stopped the run before its check line:
-// after Ctrl-C it says the run was interrupted and returns 130; when the
-// run lease was lost, it names that as the cause.
-func failed(stderr io.Writer, s *cli.Session, err error) int {
-	switch {
-	case s.Interrupted():
-		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C before the balance could be read (%v)\n", step, err)
-		return cli.ExitInterrupted
-	case s.Context().Err() != nil:
-		err = context.Cause(s.Context())
-	}
-	fmt.Fprintln(stderr, step+":", err)
-	return 1
 }

@@ -46,7 +46,7 @@ func TestRun_okEveryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasDelex, err := hasDelex(t.Context(), rdb)
+	hasDelex, err := services.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRun_json(t *testing.T) {
 func TestRun_releaseDelex(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	hasDelex, err := hasDelex(t.Context(), rdb)
+	hasDelex, err := services.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

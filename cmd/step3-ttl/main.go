@@ -46,10 +46,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/phaserun"
 	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
@@ -60,101 +60,79 @@ const step = "step3-ttl"
 
 func main() { cli.Main(run) }
 
+// The phases, in the lesson's order (phases.go).
+var phases = []struct {
+	name string
+	run  func(ctx context.Context, e env) (phaserun.Outcome, error)
+}{
+	{"1", noWatchdog}, // the work outlives the TTL and nothing extends the lease
+	{"2", watchdog},   // the same, with lock.Watch refreshing the lease
+	{"3", takenOver},  // the lease taken over mid-work: the watchdog cancels the spend
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	var e env
-	// Each refresh gets TTL/3 (200ms) to answer. Under -race on a loaded
-	// 2-core machine a round trip took up to tens of milliseconds, and once
-	// over 100ms: hence not a shorter TTL. The work is two TTLs, so phase
-	// 1's lease always expires mid-work, and phase 2 stays near 3.6 s.
+	// Each refresh gets TTL/3 (200ms) to answer: a round trip on a busy
+	// machine under -race can take over 100ms. The work is two TTLs, so
+	// phase 1's lease always expires mid-work, and phase 2 stays near 3.6 s.
 	fs.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
 	fs.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend, at most 1h")
 	fs.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", cli.MaxN))
-	fs.StringVar(&e.prefix, "prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
+	prefix := fs.String("prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	chosen, err := pick(*only)
+	var chosen []phaserun.Phase // each reads e when it runs, once e.Run is set below
+	for _, p := range phases {
+		if *only == "all" || *only == p.name {
+			chosen = append(chosen, phaserun.Phase{Name: p.name, Run: func(ctx context.Context) (phaserun.Outcome, error) { return p.run(ctx, e) }})
+		}
+	}
+	var err error
 	switch {
-	case err != nil:
+	case len(chosen) == 0:
+		err = fmt.Errorf("unknown -phase %q (want 1, 2, 3 or all)", *only)
 	case lock.CheckTTL(e.ttl) != nil:
 		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(e.ttl))
 	case e.n < 1 || e.work < 0:
 		err = errors.New("-n must be at least 1 and -work at least 0")
 	}
-	// The bounds keep e.wait(), n x (work + ttl), far from overflowing.
-	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(e.prefix), cli.CheckMax("-n", e.n, cli.MaxN),
+	// The bounds keep a spender's wait, n x (work + ttl), far from overflowing.
+	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", e.n, cli.MaxN),
 		cli.CheckDuration("-ttl", e.ttl), cli.CheckDuration("-work", e.work)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
 
-	if e.rdb, err = services.Connect(ctx); err != nil {
-		return fail(err)
-	}
-	defer e.rdb.Close()
-	version, err := services.RedisVersion(ctx, e.rdb)
+	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	// The run owns its prefix: a second run on it is refused, not mixed in.
-	if e.run, err = cli.Start(ctx, e.rdb, step, e.prefix); err != nil {
+	defer rdb.Close()
+	version, err := services.RedisVersion(ctx, rdb)
+	if err != nil {
 		return fail(err)
 	}
-	defer e.run.Close(stderr, e.balanceKey(), e.lockKey())
-	ctx = e.run.Context() // ends at Ctrl-C
+	balanceKey, lockKey := wallet.BalanceKey(*prefix, wallet.DemoWallet), wallet.LockKey(*prefix, wallet.DemoWallet)
+	// The run owns its prefix: a second run on it is refused, not mixed in.
+	s, err := cli.Start(ctx, rdb, step, *prefix)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Close(stderr, balanceKey, lockKey)
 
 	r := report.New(step)
 	r.Set("redis_version", version)
 	r.Set("ttl", e.ttl.String())
 	r.Set("work", e.work.String())
 	r.Set("n", e.n)
-	cut := ""             // the phase Ctrl-C interrupted
-	var problems []string // what went wrong beyond the verdicts
-	for i, p := range chosen {
-		name := *only
-		if name == "all" {
-			name = strconv.Itoa(i + 1)
-		}
-		// After Ctrl-C a phase stuck on a frozen Redis is not waited for.
-		got, done := cli.Await(e.run, func() ran { o, err := p(ctx, e); return ran{o, err} })
-		o, err := got.outcome, got.err
-		if e.run.Interrupted() {
-			if cut = name; !done || err != nil {
-				break // nothing measured: Redis did not answer in time
-			}
-			o.story, o.problems = "interrupted by Ctrl-C: the check counts only the spends made before it", nil
-		} else if !done || err != nil {
-			if ctx.Err() != nil {
-				err = context.Cause(ctx) // the run lease was lost
-			}
-			return fail(fmt.Errorf("phase %s: %w", name, err))
-		}
-		if !*asJSON {
-			fmt.Fprintf(stdout, "phase %s: %s\n  %s\n  %s\n", name, o.setting, o.story, o.verdict)
-		}
-		if cut != "" {
-			r.Interrupted(name, o.verdict, o.figures) // measured, but not what the lesson is about
-			break
-		}
-		r.Add(name, o.verdict, o.figures)
-		for _, problem := range o.problems {
-			problems = append(problems, fmt.Sprintf("phase %s: %s", name, problem))
-		}
-	}
-	if e.run.Interrupted() {
-		r.Interrupt()
-		at := "after the last phase"
-		if cut != "" {
-			at = "during phase " + cut
-		}
-		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C %s\n", step, at)
-		return r.Finish(stdout, stderr, *asJSON)
-	}
-	for _, problem := range problems {
-		r.Fail(stderr, errors.New(problem))
-	}
-	return r.Finish(stdout, stderr, *asJSON)
+	// Each phase in turn on a fresh balance of 100, spends of 10, within
+	// s.Context(), which ends at Ctrl-C: its three lines, its check against
+	// the lesson, and the exit code.
+	e.Run = &phaserun.Run{Step: step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey,
+		Initial: 100, Amount: 10, Report: r, JSON: *asJSON, Stdout: stdout, Stderr: stderr}
+	return e.Phases(chosen)
 }

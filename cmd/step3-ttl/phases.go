@@ -10,59 +10,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/phaserun"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-const (
-	initial = 100 // starting balance of every phase
-	amount  = 10  // each spend
-)
-
-// env is what the flags set, the client, and the run that owns the prefix.
+// env is what the flags set, and the run: its client, keys and session.
 type env struct {
 	ttl, work time.Duration
 	n         int
-	prefix    string
-	rdb       redis.UniversalClient
-	run       *cli.Session
+	*phaserun.Run
 }
 
-func (e env) balanceKey() string { return wallet.BalanceKey(e.prefix, wallet.DemoWallet) }
-func (e env) lockKey() string    { return wallet.LockKey(e.prefix, wallet.DemoWallet) }
-
-// wait bounds each spender's wait for the lock: long enough for every
-// spender to get its turn, so it only stops a hang.
-func (e env) wait() time.Duration { return time.Duration(e.n)*(e.work+e.ttl) + 5*time.Second }
-
-// every is how often the watchdog refreshes, rounded for printing.
-func (e env) every() time.Duration {
-	d := e.ttl / 3
-	if d < 10*time.Millisecond {
-		return d.Round(time.Microsecond)
-	}
-	return d.Round(time.Millisecond)
-}
-
-// fresh restores the balance and frees the lock key.
-func (e env) fresh(ctx context.Context) error {
-	if err := e.rdb.Del(ctx, e.lockKey()).Err(); err != nil {
-		return fmt.Errorf("free %s: %w", e.lockKey(), err)
-	}
-	return wallet.Set(ctx, e.rdb, e.balanceKey(), initial)
-}
-
-// outcome is one phase's result: its check line, what it saw, and what
-// went wrong beyond the verdict.
-type outcome struct {
-	verdict  wallet.Verdict
-	figures  figures
-	setting  string // for the text: the phase's settings
-	story    string // for the text: what happened, above the check line
-	problems []string
+// acquire takes the lock, waiting long enough for every spender to get its
+// turn, so that the bound only stops a hang.
+func (e env) acquire(ctx context.Context) (*lock.Lock, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.n)*(e.work+e.ttl)+5*time.Second)
+	defer cancel()
+	return lock.Acquire(ctx, e.Redis, e.LockKey, e.ttl)
 }
 
 // figures are what a phase saw, beside its check in the JSON.
@@ -73,53 +39,25 @@ type figures struct {
 	Cause    string `json:"cause,omitempty"`   // phase 3: why the work was cancelled
 }
 
-type phase func(ctx context.Context, e env) (outcome, error)
-
-// ran is what a phase returned, in one value for cli.Await.
-type ran struct {
-	outcome
-	err error
-}
-
-func pick(name string) ([]phase, error) {
-	all := map[string]phase{"1": noWatchdog, "2": watchdog, "3": takenOver}
-	if name == "all" {
-		return []phase{noWatchdog, watchdog, takenOver}, nil
-	}
-	if p, ok := all[name]; ok {
-		return []phase{p}, nil
-	}
-	return nil, fmt.Errorf("unknown -phase %q (want 1, 2, 3 or all)", name)
-}
-
 // Phase 1: the work outlives the TTL and nothing extends the lease.
-func noWatchdog(ctx context.Context, e env) (outcome, error) {
-	o, err := crowd(ctx, e, false)
-	o.setting = fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work)
-	return o, err
+func noWatchdog(ctx context.Context, e env) (phaserun.Outcome, error) {
+	return crowd(ctx, e, false, fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work))
 }
 
 // Phase 2: the same, with a watchdog refreshing the lease during the work.
-func watchdog(ctx context.Context, e env) (outcome, error) {
-	o, err := crowd(ctx, e, true)
-	o.setting = fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, e.every())
-	if o.figures.NotHeld > 0 {
-		o.problems = append(o.problems, fmt.Sprintf("%d releases found the lease gone: the watchdog did not keep it", o.figures.NotHeld))
-	}
-	return o, err
+func watchdog(ctx context.Context, e env) (phaserun.Outcome, error) {
+	return crowd(ctx, e, true, fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, every(e.ttl)))
 }
 
 // crowd runs e.n spenders at once, each holding the lock for its spend.
-func crowd(ctx context.Context, e env, watch bool) (outcome, error) {
-	var o outcome
-	if err := e.fresh(ctx); err != nil {
+func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Outcome, error) {
+	o, f := phaserun.Outcome{Setting: setting}, figures{}
+	if err := e.Fresh(ctx); err != nil {
 		return o, err
 	}
 	var mu sync.Mutex
 	tally := wallet.Hammer(e.n, func(int) (bool, error) {
-		actx, cancel := context.WithTimeout(ctx, e.wait())
-		l, err := lock.Acquire(actx, e.rdb, e.lockKey(), e.ttl)
-		cancel()
+		l, err := e.acquire(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -128,38 +66,42 @@ func crowd(ctx context.Context, e env, watch bool) (outcome, error) {
 			// Refreshes every ttl/3; cancels work if a refresh fails.
 			work, stop = l.Watch(ctx)
 		}
-		ok, err := wallet.Spend(work, e.rdb, e.balanceKey(), amount, e.work)
+		ok, err := wallet.Spend(work, e.Redis, e.BalanceKey, e.Amount, e.work)
 		stop()
 		rerr := l.Release(ctx)
 		mu.Lock()
 		defer mu.Unlock()
-		o.figures.Releases++
+		f.Releases++
 		switch {
 		case errors.Is(rerr, lock.ErrNotHeld):
-			o.figures.NotHeld++ // the write above, if any, has landed all the same
+			f.NotHeld++ // the write above, if any, has landed all the same
 		case rerr != nil:
-			o.problems = append(o.problems, rerr.Error())
+			o.Problems = append(o.Problems, rerr.Error())
 		}
 		return ok, err
 	})
-	o.story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", o.figures.NotHeld, o.figures.Releases)
-	err := e.check(&o, tally.Accepted, tally.Unknown)
-	if line := cli.Outcomes(tally, e.n, o.verdict); line != "" {
-		o.problems = append(o.problems, line)
+	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
+	f.Unknown = tally.Unknown
+	o.Figures = f
+	v, err := e.Check(tally.Accepted, tally.Unknown)
+	o.Verdict = v
+	if line := cli.Outcomes(tally, e.n, o.Verdict); line != "" {
+		o.Problems = append(o.Problems, line)
+	}
+	if watch && f.NotHeld > 0 {
+		o.Problems = append(o.Problems, fmt.Sprintf("%d releases found the lease gone: the watchdog did not keep it", f.NotHeld))
 	}
 	return o, err
 }
 
 // Phase 3: the lease is lost while the work runs.
-func takenOver(ctx context.Context, e env) (outcome, error) {
-	o := outcome{figures: figures{Releases: 1}}
-	o.setting = fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, e.every())
-	if err := e.fresh(ctx); err != nil {
+func takenOver(ctx context.Context, e env) (phaserun.Outcome, error) {
+	o, f := phaserun.Outcome{}, figures{Releases: 1}
+	o.Setting = fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, every(e.ttl))
+	if err := e.Fresh(ctx); err != nil {
 		return o, err
 	}
-	actx, cancel := context.WithTimeout(ctx, e.wait())
-	l, err := lock.Acquire(actx, e.rdb, e.lockKey(), e.ttl)
-	cancel()
+	l, err := e.acquire(ctx)
 	if err != nil {
 		return o, err
 	}
@@ -172,12 +114,12 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 		case <-time.After(e.work / 3):
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			tookOver <- e.rdb.Set(tctx, e.lockKey(), "another-holder", e.ttl).Err()
+			tookOver <- e.Redis.Set(tctx, e.LockKey, "another-holder", e.ttl).Err()
 		case <-work.Done():
 			tookOver <- nil
 		}
 	}()
-	ok, spendErr := wallet.Spend(work, e.rdb, e.balanceKey(), amount, e.work)
+	ok, spendErr := wallet.Spend(work, e.Redis, e.BalanceKey, e.Amount, e.work)
 	cause := context.Cause(work)
 	stop()
 	if err := <-tookOver; err != nil {
@@ -185,11 +127,11 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 	}
 	switch rerr := l.Release(ctx); {
 	case errors.Is(rerr, lock.ErrNotHeld):
-		o.figures.NotHeld = 1 // and the other holder's key is left alone
+		f.NotHeld = 1 // and the other holder's key is left alone
 	case rerr != nil:
-		o.problems = append(o.problems, rerr.Error())
+		o.Problems = append(o.Problems, rerr.Error())
 	default:
-		o.problems = append(o.problems, "the release succeeded: the takeover did not happen")
+		o.Problems = append(o.Problems, "the release succeeded: the takeover did not happen")
 	}
 	accepted, unknown := 0, 0
 	switch {
@@ -199,25 +141,22 @@ func takenOver(ctx context.Context, e env) (outcome, error) {
 		unknown = 1
 	}
 	if !errors.Is(spendErr, lock.ErrNotHeld) {
-		o.problems = append(o.problems, fmt.Sprintf("the spend was not cancelled for a lost lease (accepted %v, error %v)", ok, spendErr))
-		o.story = "the spend was not cancelled"
+		o.Problems = append(o.Problems, fmt.Sprintf("the spend was not cancelled for a lost lease (accepted %v, error %v)", ok, spendErr))
+		o.Story = "the spend was not cancelled"
 	} else {
-		o.figures.Cause = cause.Error()
-		o.story = "the watchdog cancelled the spend before its write, cause: " + o.figures.Cause
+		f.Cause = cause.Error()
+		o.Story = "the watchdog cancelled the spend before its write, cause: " + f.Cause
 	}
-	return o, e.check(&o, accepted, unknown)
+	f.Unknown = unknown
+	o.Figures = f
+	o.Verdict, err = e.Check(accepted, unknown)
+	return o, err
 }
 
-// check reads the balance, even after Ctrl-C, and fills in the phase's
-// check line.
-func (e env) check(o *outcome, accepted, unknown int) error {
-	ctx, cancel := e.run.Cleanup()
-	defer cancel()
-	balance, err := wallet.Balance(ctx, e.rdb, e.balanceKey())
-	if err != nil {
-		return err
+// every is how often the watchdog refreshes, rounded for printing.
+func every(ttl time.Duration) time.Duration {
+	if d := ttl / 3; d < 10*time.Millisecond {
+		return d.Round(time.Microsecond)
 	}
-	o.verdict = wallet.CheckUnknown(initial, amount, accepted, unknown, balance)
-	o.figures.Unknown = unknown
-	return nil
+	return (ttl / 3).Round(time.Millisecond)
 }

@@ -40,20 +40,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
-
-	"golang.org/x/term"
 
 	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/loadtest"
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/report"
 )
 
@@ -83,39 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	if c.FirstID == 0 {
-		c.FirstID = loadtest.FirstIDFor(c.Prefix)
-	}
-	counts, err := loadtest.ParseWorkers(*workers)
-	if err == nil && len(counts) > 1 {
-		c.Sweep = counts
-	} else if err == nil {
-		c.Workers = counts[0]
-	}
-	if err == nil {
-		c.Strategies, err = loadtest.ParseStrategies(*which)
-	}
-	if err == nil {
-		err = c.Validate()
-	}
-	if err != nil {
+	if err := c.Resolve(*workers, *which); err != nil {
 		fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
 		return 2
 	}
-	// A bar only where someone watches: a terminal, never a pipe or a file.
-	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		c.Progress = stderr
-	}
+	c.Progress = loadtest.ProgressTo(stderr) // a bar only on a terminal
 
-	env, err := loadtest.Dial(ctx, c)
-	leftOut := map[string]string{} // strategy: why the run left it out
-	if errors.Is(err, redlock.ErrNodesDown) && *which == "all" {
-		// Redlock's three nodes come from `make redlock-up`, not `make
-		// up`: the default run goes on without them, and says so.
-		fmt.Fprintln(stderr, "step6-loadtest: leaving redlock out:", err)
-		c.Strategies = slices.DeleteFunc(c.Strategies, func(s string) bool { return s == loadtest.Redlock })
-		leftOut[loadtest.Redlock] = err.Error()
-		env, err = loadtest.Dial(ctx, c)
+	// Redlock's three nodes come from `make redlock-up`, not `make up`:
+	// the default run goes on without them, and says so.
+	env, leftOut, err := loadtest.DialLeavingOut(ctx, &c, *which == "all")
+	for name, why := range leftOut {
+		fmt.Fprintf(stderr, "%s: leaving %s out: %s\n", step, name, why)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -125,7 +125,7 @@ type Ran struct {
 	// leaves redlock out when its nodes are not running).
 	LeftOut map[string]string
 	Failed  error // why it gave no phases the workshop can read; nil: it did
-	Killed bool  // it did not exit within cli.WaitDelay of Ctrl-C
+	Killed  bool  // it did not exit within cli.WaitDelay of Ctrl-C
 }
 
 // RunStep runs one step with -json and -prefix and reads the phases it

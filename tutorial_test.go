@@ -616,8 +616,10 @@ func number(cell string) (float64, bool) {
 }
 
 // tableColumn finds the first header line of lines with column in it and
-// returns, for each row under it (up to a blank line), its first word and
-// its value in that column.
+// returns, for each row under it (up to a blank line), its name and its
+// value in that column. A row is named by its first word, or by its first
+// two when the first is a number: a sweep's rows start with their worker
+// count ("50 fair").
 func tableColumn(lines []string, column string) (map[string]float64, bool) {
 	for i, h := range lines {
 		at := regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(column) + `(\s{2,}|$)`).FindStringIndex(h)
@@ -635,12 +637,22 @@ func tableColumn(lines []string, column string) (map[string]float64, bool) {
 				continue
 			}
 			if v, ok := number(cell); ok {
-				values[strings.Fields(row)[0]] = v
+				values[rowName(row)] = v
 			}
 		}
 		return values, true
 	}
 	return nil, false
+}
+
+// rowName is how an order comment names row: its first word, or its
+// first two when the first is a number.
+func rowName(row string) string {
+	f := strings.Fields(row)
+	if _, err := strconv.Atoi(f[0]); err == nil && len(f) > 1 {
+		return f[0] + " " + f[1]
+	}
+	return f[0]
 }
 
 func TestTutorial_statedOrderingsHoldInTheTranscripts(t *testing.T) {
@@ -699,6 +711,11 @@ jitter     Jitter{5, 15}   86.2ms    83.0ms
 
 other      header          wall
 lockstep   x                   1`, "\n"), "\n")
+	sweep := strings.Split(strings.TrimPrefix(`
+  workers  strategy   wait p99
+        8  lock        485.6ms
+        8  fair         21.7ms
+       50  fair        121.2ms`, "\n"), "\n")
 	for _, c := range []struct {
 		column string
 		want   map[string]float64
@@ -713,4 +730,11 @@ lockstep   x                   1`, "\n"), "\n")
 			}
 		})
 	}
+	t.Run("a sweep's rows named by worker count and strategy", func(t *testing.T) {
+		want := map[string]float64{"8 lock": float64(485600 * time.Microsecond), "8 fair": float64(21700 * time.Microsecond), "50 fair": float64(121200 * time.Microsecond)}
+		got, ok := tableColumn(sweep, "wait p99")
+		if !ok || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("tableColumn(sweep, wait p99) = %v, %v; want %v", got, ok, want)
+		}
+	})
 }

@@ -696,8 +696,8 @@ func TestTutorial_statedOrderingsHoldInTheTranscripts(t *testing.T) {
 }
 
 func TestShellWords(t *testing.T) {
-	got := shellWords(`--eval lock/release.lua 'a:{wallet:42}' , token-B "x y"`)
-	want := []string{"--eval", "lock/release.lua", "a:{wallet:42}", ",", "token-B", "x y"}
+	got := shellWords(`--eval lock/release.lua 'a:{wallet:42}' , tok-bob "x y"`)
+	want := []string{"--eval", "lock/release.lua", "a:{wallet:42}", ",", "tok-bob", "x y"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("shellWords = %q, want %q", got, want)
 	}

@@ -59,7 +59,7 @@ func ExampleLock_Watch() {
 	work, _ := l.Watch(ctx)
 
 	select {
-	case <-time.After(5 * time.Second): // stands in for the real work
+	case <-time.After(5 * time.Second): // the protected work
 		fmt.Println("done while holding the lease")
 	case <-work.Done():
 		// Stop at once and write nothing: someone else may hold it now.

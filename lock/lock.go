@@ -186,12 +186,13 @@ func (l *Lock) held() error {
 }
 
 // Acquire takes the lock on key for ttl with one SET key token NX PX ttl per
-// attempt. While another holder has it, Acquire waits a random 5 to 15 ms
-// (so that waiters do not retry in lockstep) and tries again, until it wins
-// or ctx ends. Under heavy contention that favours whoever asks right after
-// a release; a Fair serves waiters in turn instead (see Fair). Redis counts expiries in whole milliseconds, so a ttl with
-// a fraction of one is rounded up: 1.9ms holds the lock for 2ms, never
-// for less than asked.
+// attempt. Each lost attempt is followed by a sleep of random length, 5 to
+// 15 ms (equal sleeps would wake every waiter at once), and the next try;
+// it stops with the lock, or with an error once ctx is done. Under heavy
+// contention that favours whoever asks right after a release; a Fair
+// serves waiters in turn instead (see Fair). Redis counts expiries in
+// whole milliseconds, so a ttl with a fraction of one is rounded up: 1.9ms
+// holds the lock for 2ms, never for less than asked.
 //
 // It returns ErrNilClient for a nil rdb, ErrBadTTL for a TTL under 1 ms
 // and ErrEmptyKey for an empty key, all before talking to Redis; an error

@@ -1,4 +1,5 @@
--- refresh.lua: give the lock a fresh TTL only if it still holds our token.
+-- refresh.lua: a PEXPIRE guarded by a token check; a key whose value is
+-- another holder's token keeps its TTL.
 -- KEYS[1]: the lock key
 -- ARGV[1]: the token this holder set when it acquired the lock
 -- ARGV[2]: the new TTL in milliseconds (at least 1)

@@ -19,8 +19,8 @@ import (
 // not its cancellation, and give up after ReleaseTimeout instead.
 const ReleaseTimeout = time.Second
 
-// Release gives the lock back: it deletes the key only if it still holds
-// this lock's token, in one atomic step, using DELEX where the server has
+// Release gives the lock back: it compares the key's value with this lock's
+// token and deletes the key on a match, in one atomic step, using DELEX where the server has
 // it (Redis 8.4 and later) and a Lua script otherwise. It first stops the
 // watchdogs that Watch started for this lock. It runs even when ctx has
 // ended, bounded by ReleaseTimeout (see there). It returns ErrNotHeld when

@@ -1,5 +1,6 @@
--- release.lua: delete the lock only if it still holds our token, so that a
--- holder whose lease expired can never delete its successor's lock.
+-- release.lua: a DEL guarded by a token check. The key goes only while its
+-- value is the caller's token: a holder whose lease ran out finds another
+-- token (or none) and leaves its successor's lock alone.
 -- KEYS[1]: the lock key
 -- ARGV[1]: the token this holder set when it acquired the lock
 -- Returns 1 when the lock was deleted, 0 when it had expired or holds

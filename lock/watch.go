@@ -9,8 +9,8 @@ import (
 )
 
 // Watch keeps the lock alive while work runs: it refreshes the lease every
-// third of the lock's TTL and returns a context for the work that is
-// cancelled as soon as a refresh fails. context.Cause then says why:
+// third of the lock's TTL and returns a context for the work; the first
+// failed refresh cancels that context. context.Cause then says why:
 // ErrNotHeld when the lease was lost to expiry or another holder, the
 // Redis error otherwise.
 //

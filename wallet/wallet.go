@@ -47,8 +47,8 @@ func LockKey(prefix string, id int64) string {
 }
 
 // Spend reads the balance at key, refuses (false, nil) when it is below
-// amount, waits for work (standing in for a fraud check or a call to another
-// service) and writes the new balance back.
+// amount, then waits for work (the time a real payment would spend deciding
+// before it commits) and writes the new balance back.
 //
 // The wait honours ctx: when ctx ends during the work, Spend writes nothing
 // and returns an error that matches ctx.Err() and, when the context was

@@ -5,8 +5,8 @@
 // the lock key to a fresh random token only if the key does not exist, with
 // a 2 s expiry so that a crashed holder cannot block the others for good
 // (SET key token NX PX 2000), and retries every 5 to 15 ms while someone
-// else holds it. Release deletes the key only if it still holds that token,
-// in one atomic step: a Lua script, or DELEX on Redis 8.4 and later. The
+// else holds it. Release compares the key's value with that token and
+// deletes the key on a match, in one atomic step: a Lua script, or DELEX on Redis 8.4 and later. The
 // burst becomes a queue: ten spends go through, forty find the money gone.
 //
 // Expect, on every run:

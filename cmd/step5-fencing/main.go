@@ -17,7 +17,8 @@
 //     A's write, allowed only while the row carries fence 1, is refused. OK.
 //   - 3: fifty spenders through fencing.Do, a few stalling past the TTL:
 //     their writes are refused. OK.
-//   - 4: no Redis at all: a version column and a conditional UPDATE. OK.
+//   - 4: no Redis at all: a write lands only if the row's version is
+//     still the one read. OK.
 //
 // Expect the verdicts on every run (fences, counts and pauses vary):
 //

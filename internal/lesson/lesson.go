@@ -38,7 +38,7 @@ var Phases = []Phase{
 	{"step5-fencing", "1b", Broken, "the fence checked on write only: two writes computed from one read both land"},
 	{"step5-fencing", "2", OK, "the same timeline with fencing: PostgreSQL refuses the stale write"},
 	{"step5-fencing", "3", OK, "50 fenced spenders, some stalling past the TTL"},
-	{"step5-fencing", "4", OK, "no Redis: a version column and a conditional UPDATE"},
+	{"step5-fencing", "4", OK, "no Redis: a write lands only if the row's version is still the one read"},
 	{"step6-loadtest", "none", Broken, "the control: no lock under load"},
 	{"step6-loadtest", "lock", OK, "the hand-built lease under load"},
 	{"step6-loadtest", "redislock", OK, "bsm/redislock under load"},

@@ -20,8 +20,8 @@ var atomicSpendLua string
 
 var atomicSpendScript = redis.NewScript(atomicSpendLua)
 
-// spendAtomic does the work first (the fraud check or the call to another
-// service that the other strategies do while they hold the wallet), then
+// spendAtomic does the work first (the deciding that the other strategies
+// do while they hold the wallet), then
 // runs the script. The work cannot see the balance it is about to change:
 // what must hold at the moment of the write goes into the script.
 func spendAtomic(r *runner, c call) outcome {

@@ -12,7 +12,7 @@
 //	fair       lock.Fair: waiters queue in Redis, a release hands off to the first
 //	fenced     a lease with a fencing token, checked by PostgreSQL (step 5)
 //	atomic     no lock: the work, then one Lua script that checks and takes
-//	version    PostgreSQL only: a version column and a conditional UPDATE
+//	version    PostgreSQL only: writes that must match the version they read
 //	forupdate  PostgreSQL only: SELECT ... FOR UPDATE in a transaction
 //
 // For each it reports the rate of accepted spends, the attempts and

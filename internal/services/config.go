@@ -107,8 +107,8 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 			opt.Addrs = append(opt.Addrs, addr)
 		}
 	}
-	// Let context deadlines cut socket reads short; without this go-redis
-	// waits out its own ReadTimeout instead of the caller's context.
+	// A socket read must end when the caller's context does; otherwise
+	// go-redis would keep waiting until its own ReadTimeout.
 	opt.ContextTimeoutEnabled = true
 	opt.DialTimeout = ConnectTimeout
 	// A refused connection is not worth retrying for seconds: say so fast.

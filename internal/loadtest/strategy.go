@@ -86,7 +86,7 @@ var strategies = []strategy{
 	{name: "atomic", workOutside: true, spend: spendAtomic},
 	// No lock, but two spends of one wallet that both succeed cannot
 	// overlap: the second must read after the first wrote. From the read's
-	// reply to the conditional UPDATE's request: 1. Attempts that lose the
+	// reply to the versioned UPDATE's request: 1. Attempts that lose the
 	// race redo the work and are not in the ceiling.
 	{name: "version", trips: RoundTrips{Postgres: 1}, inPostgres: true, spend: spendVersion},
 	// SELECT ... FOR UPDATE locks the row; its reply and COMMIT's request

@@ -20,7 +20,7 @@ var (
 	// ErrNotHeld is returned by Release and Refresh when the lock expired or
 	// now holds another holder's token, and is the cause of a Watch
 	// context cancelled because the lease was lost.
-	ErrNotHeld = errors.New("lock: not held (expired or taken by another holder)")
+	ErrNotHeld = errors.New("lock: not held (its lease ran out, or another holder has the key)")
 
 	// ErrBadTTL is returned for a TTL under 1 ms. Redis has no expiry finer
 	// than a millisecond, and a zero TTL would make a lock that never

@@ -25,7 +25,7 @@
 //	  0 of 3 releases found the lease gone and deleted nothing
 //	  accepted=3 balance=70 expected=70 OK
 //	phase 3: lease taken over 400ms into the work, watchdog every 200ms
-//	  the watchdog cancelled the spend before its write, cause: lock: not held (expired or taken by another holder)
+//	  the watchdog cancelled the spend before its write, cause: lock: not held (its lease ran out, or another holder has the key)
 //	  accepted=0 balance=100 expected=100 OK
 //
 // Run it with:

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/services"
 )
 
 // ErrNoRedisServer is returned when redis-server is not on PATH.
@@ -127,7 +129,7 @@ func (ps *Procs) start(ctx context.Context, s *Server) error {
 	}
 	s.proc = p
 	deadline := time.Now().Add(5 * time.Second)
-	for !answers(s.Addr) {
+	for !services.Answers(s.Addr) {
 		select {
 		case <-p.Exited():
 			return fmt.Errorf("drill: %s exited at start: %s", name, lastLine(s.out.String()))
@@ -163,21 +165,6 @@ func (ps *Procs) Restart(ctx context.Context, s *Server) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return err
-}
-
-func answers(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	b := make([]byte, 64)
-	n, err := conn.Read(b)
-	return err == nil && strings.HasPrefix(string(b[:n]), "+PONG")
 }
 
 func lastLine(s string) string {

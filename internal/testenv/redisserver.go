@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/services"
 )
 
 // RedisServer is a redis-server of the test's own, on a free loopback
@@ -76,7 +78,7 @@ func startRedis(t testing.TB, bin string, args []string) (*RedisServer, error) {
 			return nil, fmt.Errorf("testenv: redis-server exited at start:\n%s", out.String())
 		default:
 		}
-		if answers(addr) {
+		if services.Answers(addr) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -92,20 +94,6 @@ func startRedis(t testing.TB, bin string, args []string) (*RedisServer, error) {
 		}
 	})
 	return &RedisServer{Addr: addr, cmd: cmd}, nil
-}
-
-func answers(addr string) bool {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	_, err = conn.Read(make([]byte, 64))
-	return err == nil
 }
 
 // Use points the programs and testenv.Redis at this server for the rest of

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
@@ -737,4 +738,65 @@ lockstep   x                   1`, "\n"), "\n")
 			t.Errorf("tableColumn(sweep, wait p99) = %v, %v; want %v", got, ok, want)
 		}
 	})
+}
+
+// anchor is the fragment GitHub gives a heading: lower case, punctuation
+// other than hyphens and underscores dropped, spaces as hyphens.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Every link to a section of the page, [text](#fragment) in TUTORIAL.md
+// or [text](TUTORIAL.md#fragment) in README.md, reaches a heading: a
+// section renamed must not leave its links dangling.
+func TestTutorial_linksReachAHeading(t *testing.T) {
+	raw, err := os.ReadFile("TUTORIAL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	inFence := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if !inFence && strings.HasPrefix(line, "#") {
+			headings[anchor(strings.TrimSpace(strings.TrimLeft(line, "#")))] = true
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, links := range map[string][][]string{
+		"TUTORIAL.md": regexp.MustCompile(`\]\(#([^)]+)\)`).FindAllStringSubmatch(string(raw), -1),
+		"README.md":   regexp.MustCompile(`\]\(TUTORIAL\.md#([^)]+)\)`).FindAllStringSubmatch(string(readme), -1),
+	} {
+		for _, m := range links {
+			if !headings[m[1]] {
+				t.Errorf("%s links to TUTORIAL.md#%s, which no heading gives", file, m[1])
+			}
+		}
+	}
+}
+
+func TestAnchor(t *testing.T) {
+	for heading, want := range map[string]string{
+		"Step 6: every strategy under load, `cmd/step6-loadtest`": "step-6-every-strategy-under-load-cmdstep6-loadtest",
+		"`make up` in detail": "make-up-in-detail",
+		"Going deeper: flags, bounds and a run that owns its keys": "going-deeper-flags-bounds-and-a-run-that-owns-its-keys",
+	} {
+		if got := anchor(heading); got != want {
+			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
+		}
+	}
 }

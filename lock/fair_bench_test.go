@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
@@ -67,7 +68,7 @@ type acquireFunc func(ctx context.Context, key string, ttl time.Duration) (*lock
 func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireFunc) {
 	rdb := testenv.Redis(b)
 	key := testenv.Prefix(b, rdb) + "lock:{hot}"
-	var sent commandCounter
+	var sent services.CallCounter
 	rdb.AddHook(&sent)
 	acquire := newAcquire(rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -80,7 +81,7 @@ func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireF
 		wg      sync.WaitGroup
 	)
 	b.ResetTimer()
-	sent.n.Store(0)
+	sent.Reset()
 	start := time.Now()
 	for range n {
 		wg.Go(func() {
@@ -117,25 +118,5 @@ func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireF
 	b.ReportMetric(float64(len(waits))/elapsed.Seconds(), "handoffs/s")
 	b.ReportMetric(ms(0.50), "p50-wait-ms")
 	b.ReportMetric(ms(0.99), "p99-wait-ms")
-	b.ReportMetric(float64(sent.n.Load())/float64(max(len(waits), 1)), "cmds/grant")
-}
-
-// commandCounter is a go-redis hook that counts the commands a client
-// sends.
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+	b.ReportMetric(float64(sent.Sent())/float64(max(len(waits), 1)), "cmds/grant")
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,40 +47,11 @@ type Env struct {
 
 	redisPool int // connections per Redis server (per node on a cluster)
 
-	calls *callCounter // the commands sent to Redis; nil when Dial did not make Redis
+	calls *services.CallCounter // the commands sent to Redis; nil when Dial did not make Redis
 
 	// Redlock is the nodes of the redlock strategy; nil when the run
 	// has none.
 	Redlock *redlock.Nodes
-}
-
-// callCounter is a go-redis hook that counts the commands a client sends,
-// each command of a pipeline included. A subscription's commands do not
-// go through it.
-type callCounter struct{ n atomic.Int64 }
-
-func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-// sent returns how many commands went out so far, -1 when not counted.
-func (c *callCounter) sent() int64 {
-	if c == nil {
-		return -1
-	}
-	return c.n.Load()
 }
 
 // Dial connects to the services the strategies of cfg need, and to Redis
@@ -116,7 +86,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	opt.MaxRetries = -1
 	env.Redis = redis.NewUniversalClient(opt)
 	env.redisPool = opt.PoolSize
-	env.calls = &callCounter{}
+	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)
 	if slices.Contains(cfg.Strategies, Redlock) {
 		if env.Redlock, err = dialRedlock(ctx, cfg, env.calls); err != nil {

@@ -30,7 +30,7 @@ const Redlock = "redlock"
 // dialRedlock connects to the Redlock nodes with pools sized like the
 // wallets' Redis, counting their commands with calls, and fails in one
 // line, wrapping redlock.ErrNodesDown, when one does not answer.
-func dialRedlock(ctx context.Context, cfg Config, calls *callCounter) (*redlock.Nodes, error) {
+func dialRedlock(ctx context.Context, cfg Config, calls *services.CallCounter) (*redlock.Nodes, error) {
 	addrs, err := redlock.Addrs()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)

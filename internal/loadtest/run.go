@@ -247,7 +247,7 @@ type runner struct {
 	fair    *lock.Fair            // nil when the run has no fair strategy
 	redsync *redsync.Redsync      // nil when the run has no redsync strategy
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
-	calls   *callCounter          // commands sent to Redis; nil: not counted
+	calls   *services.CallCounter // commands sent to Redis; nil: not counted
 	w       *wallets
 	lease   *runlease.Lease
 	bar     *progress
@@ -434,7 +434,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		}
 		r.addRedlockStats(ctx, s, before)
 	}
-	sentBefore := r.calls.sent()
+	sentBefore := r.calls.Sent()
 
 	t := newTally(cfg.Wallets)
 	run, stop := context.WithTimeout(ctx, cfg.Duration)
@@ -465,7 +465,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	sent := r.calls.sent() - sentBefore
+	sent := r.calls.Sent() - sentBefore
 	row.Interrupted = ctx.Err() != nil
 	r.count(row, t, elapsed, rep)
 

@@ -26,7 +26,9 @@ import (
 // It reports each lock's rate as a share of the ceiling (%-of-ceiling),
 // the fair lock's rate as a share of the in-process lock's, and how long
 // the 1 ms of work took inside the in-process lock's spends (work-ms)
-// against how long it took when the run timed it alone (idle-work-ms).
+// against how long it took when the run timed it alone (idle-work-ms),
+// and what share of the run a wallet's in-process lock was held
+// (inprocess-held-%).
 func BenchmarkDefaultLoad_fairAgainstInProcess(b *testing.B) {
 	yardstick(b, Defaults())
 }
@@ -64,6 +66,7 @@ func yardstick(b *testing.B, c Config) {
 	for b.Loop() {
 		in.worked.Store(0)
 		in.works.Store(0)
+		in.held.Store(0)
 		if rep, err = Run(ctx, env, c); err != nil {
 			b.Fatal(err)
 		}
@@ -86,6 +89,11 @@ func yardstick(b *testing.B, c Config) {
 			b.ReportMetric(100*fair[r.Workers]/r.PerSecond, "fair-%-of-inprocess"+at(r))
 		}
 	}
+	if r, ok := rowOf(rep, "inprocess"); ok && len(c.Sweep) == 0 && r.Seconds > 0 {
+		// What share of the run a wallet's lock was held, on average: the
+		// rest it sat free, its wallet waited for by nobody.
+		b.ReportMetric(100*float64(in.held.Load())/float64(time.Second)/r.Seconds/float64(c.Wallets), "inprocess-held-%")
+	}
 	if n := in.works.Load(); n > 0 {
 		b.ReportMetric(float64(in.worked.Load())/float64(n)/float64(time.Millisecond), "work-ms")
 	}
@@ -101,6 +109,16 @@ type inProcess struct {
 	locks  sync.Map // wallet id -> chan struct{}
 	worked atomic.Int64
 	works  atomic.Int64
+	held   atomic.Int64 // nanoseconds any wallet's lock was held, summed
+}
+
+func rowOf(rep *Report, strategy string) (Row, bool) {
+	for _, r := range rep.Rows {
+		if r.Strategy == strategy {
+			return r, true
+		}
+	}
+	return Row{}, false
 }
 
 func (in *inProcess) spend(r *runner, c call) outcome {
@@ -113,7 +131,10 @@ func (in *inProcess) spend(r *runner, c call) outcome {
 		return waitFailed(c, c.wait.Err())
 	}
 	waited := time.Since(start)
-	defer func() { <-slot }()
+	defer func() {
+		in.held.Add(int64(time.Since(start.Add(waited))))
+		<-slot
+	}()
 
 	key := wallet.BalanceKey(r.cfg.Prefix, c.id)
 	bal, err := r.rdb.Get(c.ctx, key).Int64()

@@ -12,6 +12,7 @@ import (
 	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/wallet"
 )
 
 // A cluster buys availability: kill -9 the master that holds the run
@@ -21,29 +22,35 @@ import (
 // verdict allows for the unknown ones), and nothing is left behind.
 func TestRun_followsAClusterFailover(t *testing.T) {
 	cl := testenv.StartCluster(t)
-	rdb := cl.Use(t)
-	testenv.Postgres(t)
-	c := loadtest.Defaults()
-	c.Strategies = []string{"lock", "fair", "fenced", "atomic"}
-	c.Wallets, c.Workers, c.Duration = 16, 8, 2*time.Second
-	c.Prefix = testenv.Prefix(t, rdb)
-	c.FirstID = testenv.WalletID(t)
+	cl.Use(t)
+	c, env := setup(t, "lock", "fair", "fenced", "atomic")
+	c.Wallets, c.Duration = 32, 2*time.Second
+	rdb := testenv.Redis(t).(*redis.ClusterClient) // the test's own, not the run's: its commands are not the run's
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	env, err := loadtest.Dial(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
 
+	// The victim holds the run lease's slot, and a wallet whose balance
+	// tells when the first phase (lock) is spending.
 	victim := masterOf(t, ctx, rdb, cl, runlease.Key(c.Prefix))
+	watched := ""
+	for i := range int64(c.Wallets) {
+		if k := wallet.BalanceKey(c.Prefix, c.FirstID+i); masterOf(t, ctx, rdb, cl, k) == victim {
+			watched = k
+			break
+		}
+	}
+	if watched == "" {
+		t.Fatalf("none of %d wallets is on the master of the run lease (one time in 400,000)", c.Wallets)
+	}
 	promoted := make(chan time.Duration, 1)
 	go func() {
-		// Into the first phase (lock): the run has taken its lease and
-		// set up its wallets by then.
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
+		for ctx.Err() == nil {
+			if n, err := rdb.Get(ctx, watched).Int64(); err == nil && n < c.Initial {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
 			return
 		}
 		cl.Masters[victim].Kill()
@@ -61,7 +68,7 @@ func TestRun_followsAClusterFailover(t *testing.T) {
 	select {
 	case d := <-promoted:
 		t.Logf("the replica of %s was promoted %v after the kill", cl.Masters[victim].Addr, d.Round(100*time.Millisecond))
-	default:
+	case <-time.After(5 * time.Second):
 		t.Fatal("the replica was not promoted while the run ran: this test proves nothing")
 	}
 	var failed int64
@@ -82,8 +89,9 @@ func TestRun_followsAClusterFailover(t *testing.T) {
 		t.Errorf("leftovers: %v", rep.Leftovers)
 	}
 	assertNoKeys(t, rdb, c.Prefix)
-	env.Redis = nil // its KEYS sees one node; assertNoKeys saw them all
-	assertCleanedUp(t, env, c)
+	rows := *env
+	rows.Redis = nil // its KEYS sees one node; assertNoKeys saw them all
+	assertCleanedUp(t, &rows, c)
 }
 
 // masterOf returns the index in cl.Masters of the master of key's slot.

@@ -225,12 +225,22 @@ func room(t *testing.T) []Machine {
 	return room
 }
 
-func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
+// writeRoom judges the machines and writes their page.
+func writeRoom(t *testing.T, machines []Machine) []byte {
+	t.Helper()
+	r, err := Judge(machines)
+	if err != nil {
+		t.Fatalf("Judge: %v", err)
+	}
 	var b bytes.Buffer
-	if err := WriteRoom(&b, room(t)); err != nil {
+	if err := WriteRoom(&b, r); err != nil {
 		t.Fatalf("WriteRoom: %v", err)
 	}
-	p := parsePage(t, b.Bytes())
+	return b.Bytes()
+}
+
+func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
+	p := parsePage(t, writeRoom(t, room(t)))
 	p.mustName(t, "machine", "ana-laptop", "bob-desktop", "room-pc-3")
 	p.mustName(t, "strategy", oneRun...)
 	p.mustName(t, "version", "go1.26.8", "7.0.15", "15.18")

@@ -165,7 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for phase, why := range ran.LeftOut {
 			leftOut[p.step+"/"+phase] = true
-			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, phase, why)
+			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, cli.Printable(phase), cli.Printable(why))
 		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,

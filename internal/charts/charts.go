@@ -1,6 +1,7 @@
 // Package charts writes the pictures of a run as HTML pages that open
 // offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
-// machines side by side (WriteRoom).
+// machines side by side (WriteRoom), judged against the lesson once
+// (Judge) for both the page and cmd/workshop's summary.
 //
 // A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
 // drawn by gonum.org/v1/plot and put inline, its style sits in the page,

@@ -531,3 +531,21 @@ func TestFirstID_followsThePrefix(t *testing.T) {
 		t.Errorf("the drill's ids %d.. lie in step 6's block %d.. on the same prefix", a, s)
 	}
 }
+
+// version takes no lock: its fault note says the spender had read the
+// wallet, not that it held it.
+func TestDrill_versionNoteNamesNoLock(t *testing.T) {
+	prefix, first := needs(t)
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-nemesis", "restart", "-strategy", "version", "-json", "-prefix", prefix, "-first-id", first}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("drill = %d, want 0; stderr:\n%s", code, stderr.String())
+	}
+	var r struct{ Note string }
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("not one JSON row: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(r.Note, "had read wallet") || strings.Contains(r.Note, "held") || !strings.Contains(r.Note, "takes no lock") {
+		t.Errorf("note %q, want it to say the spender had read the wallet and that version takes no lock", r.Note)
+	}
+}

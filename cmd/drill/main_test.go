@@ -11,9 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -276,27 +274,13 @@ type drillProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR
 	marker string // in the environment of every process it starts
-	stderr lockedBuffer
 	done   chan struct{}
 }
 
-// lockedBuffer is a bytes.Buffer that a process writes to while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// stderr is what the drill has written to stderr so far.
+func (d *drillProc) stderr() string {
+	b, _ := os.ReadFile(filepath.Join(d.tmp, "stderr"))
+	return string(b)
 }
 
 // startDrill starts the drill with args; stdout is its standard output.
@@ -305,7 +289,12 @@ func startDrill(t *testing.T, stdout *os.File, args ...string) *drillProc {
 	d := &drillProc{tmp: t.TempDir(), marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
 	d.cmd = exec.Command(os.Args[0], args...)
 	d.cmd.Env = append(os.Environ(), asMain+"=1", "TMPDIR="+d.tmp, "WALLETLOCK_TEST_MARKER="+d.marker)
-	d.cmd.Stdout, d.cmd.Stderr = stdout, &d.stderr
+	errFile, err := os.Create(filepath.Join(d.tmp, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errFile.Close() // the drill has its copy
+	d.cmd.Stdout, d.cmd.Stderr = stdout, errFile
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +310,7 @@ func (d *drillProc) exit(t *testing.T) int {
 	case <-d.done:
 		return d.cmd.ProcessState.ExitCode()
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the drill still runs 30 s later; stderr:\n%s", d.stderr.String())
+		t.Fatalf("the drill still runs 30 s later; stderr:\n%s", d.stderr())
 		return 0
 	}
 }
@@ -352,20 +341,11 @@ func (d *drillProc) leftNothing(t *testing.T, prefix string) {
 // folder (redis-server overwrites its environment with its title). Without
 // /proc it returns none.
 func (d *drillProc) marked() []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err == nil && bytes.Contains(env, []byte("WALLETLOCK_TEST_MARKER="+d.marker+"\x00")) || strings.HasPrefix(cwd, d.tmp+"/") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testenv.Processes(func(dir string) bool {
+		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
+		return err == nil && bytes.Contains(env, []byte("WALLETLOCK_TEST_MARKER="+d.marker+"\x00")) || strings.HasPrefix(cwd, d.tmp+"/")
+	})
 }
 
 // waitRows waits until the drill has set up its rows and started its
@@ -376,7 +356,7 @@ func waitRows(t *testing.T, d *drillProc, prefix string) {
 	for deadline := time.Now().Add(time.Minute); rowsLeft(t, prefix) == 0 || len(d.marked()) < 5; time.Sleep(50 * time.Millisecond) {
 		select {
 		case <-d.done:
-			t.Fatalf("the drill ended before it set up its rows; stderr:\n%s", d.stderr.String())
+			t.Fatalf("the drill ended before it set up its rows; stderr:\n%s", d.stderr())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -399,15 +379,15 @@ func TestDrill_closedStdoutCleansUp(t *testing.T) {
 	sc := bufio.NewScanner(r)
 	for range 2 {
 		if !sc.Scan() {
-			t.Fatalf("the drill printed fewer than 2 lines; stderr:\n%s", d.stderr.String())
+			t.Fatalf("the drill printed fewer than 2 lines; stderr:\n%s", d.stderr())
 		}
 	}
 	r.Close() // as head does
 	if code := d.exit(t); code != 130 {
-		t.Errorf("drill = %d (%v) after its stdout closed, want 130; stderr:\n%s", code, d.cmd.ProcessState, d.stderr.String())
+		t.Errorf("drill = %d (%v) after its stdout closed, want 130; stderr:\n%s", code, d.cmd.ProcessState, d.stderr())
 	}
-	if !strings.Contains(d.stderr.String(), "interrupted by a closed output") {
-		t.Errorf("stderr does not say what ended the run:\n%s", d.stderr.String())
+	if !strings.Contains(d.stderr(), "interrupted by a closed output") {
+		t.Errorf("stderr does not say what ended the run:\n%s", d.stderr())
 	}
 	d.leftNothing(t, prefix)
 }
@@ -422,7 +402,7 @@ func TestDrill_hangUpAndTerminateCleanUp(t *testing.T) {
 			waitRows(t, d, prefix)
 			d.cmd.Process.Signal(sig)
 			if code := d.exit(t); code != 130 {
-				t.Errorf("drill = %d (%v) after %v, want 130; stderr:\n%s", code, d.cmd.ProcessState, sig, d.stderr.String())
+				t.Errorf("drill = %d (%v) after %v, want 130; stderr:\n%s", code, d.cmd.ProcessState, sig, d.stderr())
 			}
 			d.leftNothing(t, prefix)
 		})

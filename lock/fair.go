@@ -322,10 +322,7 @@ type fairKeys struct {
 // "{lock:7}:queue". So do the channels, so that sharded pub/sub sends a
 // hand-off to the node that holds the lock.
 func newFairKeys(key string, sharded bool) *fairKeys {
-	tagged := "{" + key + "}"
-	if hasHashTag(key) {
-		tagged = key
-	}
+	tagged, _ := slotPrefix(key) // validate refused the keys it fails on
 	q := &fairKeys{
 		keys:    []string{key, tagged + ":queue", FenceKey(key), tagged + ":handoff"},
 		publish: "PUBLISH",

@@ -27,7 +27,7 @@ import (
 func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) {
 	t.Helper()
 	rdb := testenv.Redis(t)
-	testenv.Postgres(t)
+	pool := testenv.Postgres(t)
 	c := loadtest.Defaults()
 	if len(strategies) > 0 {
 		c.Strategies = strategies
@@ -38,6 +38,12 @@ func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) 
 	}
 	c.Prefix = testenv.Prefix(t, rdb)
 	c.FirstID = testenv.WalletID(t)
+	// A run that fails half-way may leave its rows: they go with the test.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE starts_with(owner, $1)", c.Prefix)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	env, err := loadtest.Dial(ctx, c)

@@ -831,6 +831,92 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 	r.l.Release(ctx)
 }
 
+// After an outage (Redis killed, then started again empty on the same
+// port), every waiter that was queued when Redis went is back in the
+// queue soon after Redis returns, and served: none waits on until the
+// others stop contending.
+func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	key := "lock:{wallet:1}"
+	var fairs []*lock.Fair
+	for range 3 {
+		fairs = append(fairs, newFair(t, srv.client()))
+	}
+	const (
+		workers = 30
+		down    = 2 * time.Second
+		after   = 7 * time.Second // how long the workers go on once Redis is back
+		bound   = 4 * time.Second // a waiter queued at the outage is served by then
+	)
+	var (
+		inside, overlaps, acquired, counter atomic.Int64
+		restarted                           atomic.Int64 // unix ns; 0 while Redis is up or down
+		mu                                  sync.Mutex
+		longest, lateAfterRestart           time.Duration
+	)
+	ctx := ctxFor(t, 60*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		f := fairs[w%len(fairs)]
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				l, err := f.Acquire(ctx, key, 2*time.Second)
+				end := time.Now()
+				if err != nil {
+					// Redis is down: the first try of an Acquire fails at once.
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				longest = max(longest, end.Sub(start))
+				if r := restarted.Load(); r != 0 && start.UnixNano() < r {
+					lateAfterRestart = max(lateAfterRestart, end.Sub(time.Unix(0, r)))
+				}
+				mu.Unlock()
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				n := counter.Load()
+				time.Sleep(2 * time.Millisecond)
+				counter.Store(n + 1)
+				inside.Add(-1)
+				acquired.Add(1)
+				l.Release(ctx) // fails while Redis is down, or after it lost the lease
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	srv.kill()
+	time.Sleep(down)
+	if err := srv.start(); err != nil {
+		t.Fatalf("start redis-server again: %v", err)
+	}
+	restarted.Store(time.Now().UnixNano())
+	time.Sleep(after)
+	close(stop)
+	wg.Wait()
+
+	t.Logf("%d acquisitions; the longest Acquire took %v; the last waiter queued at the outage was served %v after Redis was back",
+		acquired.Load(), longest.Round(time.Millisecond), lateAfterRestart.Round(time.Millisecond))
+	if lateAfterRestart > bound {
+		t.Errorf("a waiter queued at the outage was served %v after Redis was back, want within %v", lateAfterRestart.Round(time.Millisecond), bound)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions found another holder inside, want 0", n)
+	}
+	if got, want := counter.Load(), acquired.Load(); got != want {
+		t.Errorf("the counter is %d after %d acquisitions: updates were lost", got, want)
+	}
+}
+
 // A Fair holds no connection for a lock nobody waits on: a channel is
 // dropped once idle for a while, and the connection with its last one.
 func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {

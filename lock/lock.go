@@ -30,6 +30,12 @@ var (
 	// ErrEmptyKey is returned when the key is empty.
 	ErrEmptyKey = errors.New("lock: empty key")
 
+	// ErrUnknown is matched by the error of Release and Refresh when the
+	// reply was lost (a broken connection, a timeout): Redis may have run
+	// the command or not. Count it apart from ErrNotHeld, which Redis
+	// answered.
+	ErrUnknown = errors.New("lock: outcome unknown: the reply was lost, the command may have run")
+
 	// ErrNilClient is returned, before anything else is tried, by every
 	// call given a nil client (a nil interface or a nil *redis.Client).
 	ErrNilClient = errors.New("lock: nil client")

@@ -917,6 +917,77 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 	}
 }
 
+// With the clients' connections killed every 20 ms, replies are lost
+// mid-flight: a script is sent once, so a retry cannot queue a waiter
+// twice, and a release that gets no answer says the outcome is unknown,
+// never that the lock was not held (no lease runs out here: the TTL is
+// far longer than any hold).
+func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	killer := srv.client()
+	key := "lock:{wallet:1}"
+	var fairs []*lock.Fair
+	for range 3 {
+		fairs = append(fairs, newFair(t, srv.client()))
+	}
+	const workers, rounds = 15, 60
+	var (
+		inside, overlaps, acquired, counter atomic.Int64
+		notHeld, unknown, otherRelease      atomic.Int64
+		failedAcquires                      atomic.Int64
+	)
+	ctx := ctxFor(t, 90*time.Second)
+	stop := disrupt(20*time.Millisecond, func() {
+		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		f := fairs[w%len(fairs)]
+		wg.Go(func() {
+			for done := 0; done < rounds && ctx.Err() == nil; {
+				l, err := f.Acquire(ctx, key, 10*time.Second)
+				if err != nil {
+					failedAcquires.Add(1) // three tries in a row got no answer
+					continue
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				n := counter.Load()
+				time.Sleep(time.Millisecond)
+				counter.Store(n + 1)
+				inside.Add(-1)
+				acquired.Add(1)
+				done++
+				switch err := l.Release(ctx); {
+				case errors.Is(err, lock.ErrNotHeld):
+					notHeld.Add(1)
+					t.Errorf("worker %d: Release: %v, want nil or ErrUnknown: the lease cannot have run out", w, err)
+				case errors.Is(err, lock.ErrUnknown):
+					unknown.Add(1)
+				case err != nil:
+					otherRelease.Add(1)
+					t.Errorf("worker %d: Release: %v", w, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	kills := stop()
+	t.Logf("%d acquisitions under %d kills; releases: %d unknown, %d not held, %d other errors; %d Acquire calls gave up",
+		acquired.Load(), kills, unknown.Load(), notHeld.Load(), otherRelease.Load(), failedAcquires.Load())
+	if got, want := acquired.Load(), int64(workers*rounds); got != want {
+		t.Errorf("%d acquisitions, want %d", got, want)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions found another holder inside, want 0", n)
+	}
+	if got, want := counter.Load(), acquired.Load(); got != want {
+		t.Errorf("the counter is %d after %d acquisitions: updates were lost", got, want)
+	}
+}
+
 // A Fair holds no connection for a lock nobody waits on: a channel is
 // dropped once idle for a while, and the connection with its last one.
 func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {

@@ -988,6 +988,87 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	}
 }
 
+// scriptsFail is a FairClient whose scripts all fail while fail is set,
+// as if every reply were lost, however they are sent.
+type scriptsFail struct {
+	redis.UniversalClient
+	fail *atomic.Bool
+}
+
+var errNoReply = errors.New("injected: no reply")
+
+func (c scriptsFail) Process(ctx context.Context, cmd redis.Cmder) error {
+	if name := cmd.Name(); c.fail.Load() && (name == "evalsha" || name == "eval") {
+		cmd.SetErr(errNoReply)
+		return errNoReply
+	}
+	return c.UniversalClient.Process(ctx, cmd)
+}
+
+func (c scriptsFail) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if c.fail.Load() {
+		return redis.NewCmdResult(nil, errNoReply)
+	}
+	return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
+}
+
+// Every key the fair lock writes expires, even when its waiters cannot
+// leave the queue: their entries go with the queue soon after nobody
+// waits on it any more.
+func TestFair_everyKeyItWritesExpires(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	prefix := strings.TrimSuffix(key, "lock:{wallet:1}")
+	ctx := ctxFor(t, 30*time.Second)
+	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
+
+	var fail atomic.Bool
+	leaving := []*lock.Fair{lock.NewFair(scriptsFail{rdb, &fail}), lock.NewFair(scriptsFail{rdb, &fail})}
+	var waiters []<-chan result
+	for i := range 29 {
+		waiters = append(waiters, acquireAsync(ctx, leaving[i%2], key, 10*time.Second))
+		waitQueued(t, rdb, key, int64(i+1))
+	}
+	fail.Store(true)
+	for _, f := range leaving {
+		f.Close() // each waiter's leave fails, for a second
+	}
+	if n := queued(t, rdb, key); n != 29 {
+		t.Fatalf("the queue holds %d entries as the leaves fail, want 29", n)
+	}
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl < 0 {
+			t.Errorf("%s has no expiry (PTTL %v)", k, ttl)
+		}
+	}
+	for i, w := range waiters {
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrFairClosed) {
+			t.Fatalf("waiter %d: %v, want ErrFairClosed", i, r.err)
+		}
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(lease + slack)
+	for {
+		keys, err := rdb.Keys(ctx, prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind after every waiter is gone: %v", keys)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A Fair holds no connection for a lock nobody waits on: a channel is
 // dropped once idle for a while, and the connection with its last one.
 func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,7 +94,10 @@ type FairClient interface {
 //
 // The locks it returns are ordinary *Lock values: Refresh, Watch and the
 // TTL rounding work as for Acquire, and Release passes the lock to the
-// next waiter. Do not mix Acquire and Fair on one key: a polling Acquire
+// next waiter. Its script is sent once, never retried by go-redis: when
+// its reply is lost, Release sends it again itself, and returns an error
+// matching ErrUnknown, not ErrNotHeld, if the lock was gone by then (the
+// first may have handed it on). Do not mix Acquire and Fair on one key: a polling Acquire
 // can take a lock that waiters queue for when it is free, and a lock that
 // Acquire took is released without a hand-off (the waiters notice within
 // 100 ms).
@@ -243,7 +247,7 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			leave()
 			f.refused(w)
 			return nil, err // the key or the counter holds what it must not
-		case !transient(err) || !arrived && attempts == arrivalTries:
+		case !transient(err) || !arrived && (attempts == arrivalTries || !replyLost(err)):
 			leave()
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		case !arrived:
@@ -384,8 +388,8 @@ const (
 
 // arrivalTries is how many tries an arrival makes, one after the other,
 // while none is answered, before Acquire gives up with the error: a
-// dropped connection costs a try, not the Acquire, and a Redis that is
-// not there is reported at once. Tries after the first are in mode
+// dropped connection costs a try, not the Acquire. A Redis that cannot be
+// reached is reported at once. Tries after the first are in mode
 // rejoin, which queues the waiter once whether or not an unanswered try
 // did.
 const arrivalTries = 3
@@ -509,11 +513,13 @@ func (q *fairKeys) outcome(n int, err, lost error) error {
 }
 
 // replyLost reports whether a command that failed with err may have run:
-// no answer came from Redis (a dropped connection, a timeout, ctx). An
-// error Redis answered with means it did not run.
+// it was sent and no answer came (a dropped connection, a timeout, ctx).
+// An error Redis answered with means it did not run, and so does a
+// connection that could not be made.
 func replyLost(err error) bool {
 	var answer redis.Error
-	return !errors.As(err, &answer)
+	var op *net.OpError
+	return !errors.As(err, &answer) && !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // noRetry marks a command that go-redis must send once: when its reply is

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,14 +55,12 @@ const (
 const queueExpiry = 2 * queueLease
 
 // FairClient is what a Fair lock needs from go-redis: what Client has, plus
-// Process (to send a command that must not be retried, see once),
 // Pipeline (to queue up behind others without a script), DEL (for Close)
 // and connections to subscribe on. *redis.Client (single node or Sentinel
 // failover), *redis.ClusterClient, *redis.Ring and redis.UniversalClient
 // satisfy it.
 type FairClient interface {
 	Client
-	Process(ctx context.Context, cmd redis.Cmder) error
 	Pipeline() redis.Pipeliner
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -247,7 +244,7 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			leave()
 			f.refused(w)
 			return nil, err // the key or the counter holds what it must not
-		case !transient(err) || !arrived && (attempts == arrivalTries || !replyLost(err)):
+		case !transient(err) || !arrived && (attempts == arrivalTries || !lost(err)):
 			leave()
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		case !arrived:
@@ -355,10 +352,7 @@ type fairKeys struct {
 // "{lock:7}:queue". So do the channels, so that sharded pub/sub sends a
 // hand-off to the node that holds the lock.
 func newFairKeys(key string, sharded bool) *fairKeys {
-	tagged := "{" + key + "}"
-	if hasHashTag(key) {
-		tagged = key
-	}
+	tagged, _ := slotPrefix(key) // validate refused the keys it fails on
 	q := &fairKeys{
 		keys:    []string{key, tagged + ":queue", FenceKey(key), tagged + ":handoff"},
 		publish: "PUBLISH",
@@ -410,7 +404,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 		lease = queueLease.Milliseconds()
 	}
 	keys := append(q.keys[:len(q.keys):len(q.keys)], q.presence(fair))
-	reply, err := fairAcquireScript.Run(ctx, scriptsOnce(rdb), keys, q.publish, token, entry, mode, lease, queueExpiry.Milliseconds()).Slice()
+	reply, err := runOnce(ctx, rdb, fairAcquireScript, fairQueueLua+fairAcquireLua, keys, q.publish, token, entry, mode, lease, queueExpiry.Milliseconds()).Slice()
 	if err != nil {
 		return tried{}, err
 	}
@@ -447,7 +441,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 func (q *fairKeys) join(ctx context.Context, rdb FairClient, token, entry, fair string) (tried, error) {
 	p := rdb.Pipeline()
 	push := redis.NewCmd(ctx, "rpush", q.keys[1], entry)
-	p.Process(ctx, noRetry{push}) // a second RPUSH would queue us twice
+	p.Process(ctx, onceCmd{push}) // a second RPUSH would queue us twice
 	p.PExpire(ctx, q.keys[1], queueExpiry)
 	p.Exec(ctx)
 	n, err := push.Int64()
@@ -471,104 +465,45 @@ func (q *fairKeys) join(ctx context.Context, rdb FairClient, token, entry, fair 
 func (q *fairKeys) release(ctx context.Context, rdb Client, token, entry string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	var lost error // why an earlier run may have run unanswered
+	var unanswered error // why an earlier run may have run unanswered
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		n, err := fairReleaseScript.Run(ctx, scriptsOnce(rdb), q.keys, q.publish, token, entry).Int()
+		n, err := runOnce(ctx, rdb, fairReleaseScript, fairQueueLua+fairReleaseLua, q.keys, q.publish, token, entry).Int()
 		if err == nil || !transient(err) {
-			return q.outcome(n, err, lost)
+			return q.outcome(n, err, unanswered)
 		}
-		if replyLost(err) {
-			lost = err
+		if lost(err) {
+			unanswered = err
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return q.outcome(0, err, lost)
+			return q.outcome(0, err, unanswered)
 		case <-t.C:
 		}
 	}
 }
 
 // outcome is what a release whose last run answered n, or failed with
-// err, returns. lost is the error of an earlier run that got no answer:
-// then an answer 0 may mean that run released the lock, and is no proof
-// that the lease had run out. A run that got no answer, or an answer 0
-// after one, gives an error matching ErrUnknown (and wrapping the cause),
-// never ErrNotHeld.
-func (q *fairKeys) outcome(n int, err, lost error) error {
+// err, returns. unanswered is the error of an earlier run that got no
+// answer: then an answer 0 may mean that run released the lock, and is no
+// proof that the lease had run out. A run that got no answer, or an
+// answer 0 after one, gives an error matching ErrUnknown (and wrapping the
+// cause), never ErrNotHeld.
+func (q *fairKeys) outcome(n int, err, unanswered error) error {
 	switch {
-	case err != nil && replyLost(err):
+	case lost(err):
 		return fmt.Errorf("lock: release %s: %w: %w", q.keys[0], ErrUnknown, err)
-	case err != nil && lost != nil:
-		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", q.keys[0], ErrUnknown, lost, err)
+	case err != nil && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", q.keys[0], ErrUnknown, unanswered, err)
 	case err != nil:
 		return fmt.Errorf("lock: release %s: %w", q.keys[0], err)
-	case n == 0 && lost != nil:
-		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", q.keys[0], ErrUnknown, lost)
+	case n == 0 && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", q.keys[0], ErrUnknown, unanswered)
 	case n == 0:
 		return ErrNotHeld
 	}
 	return nil
-}
-
-// replyLost reports whether a command that failed with err may have run:
-// it was sent and no answer came (a dropped connection, a timeout, ctx).
-// An error Redis answered with means it did not run, and so does a
-// connection that could not be made.
-func replyLost(err error) bool {
-	var answer redis.Error
-	var op *net.OpError
-	return !errors.As(err, &answer) && !(errors.As(err, &op) && op.Op == "dial")
-}
-
-// noRetry marks a command that go-redis must send once: when its reply is
-// lost it may have run, and running it again could do it twice (a second
-// RPUSH of one entry) or answer as if the first had not run. The caller
-// decides what to send next (see release, and Fair.acquire's rejoin).
-type noRetry struct{ *redis.Cmd }
-
-func (noRetry) NoRetry() bool { return true }
-
-// processor is a Scripter that can also send a command it is given.
-type processor interface {
-	redis.Scripter
-	Process(ctx context.Context, cmd redis.Cmder) error
-}
-
-// once is a Scripter whose EVALSHA and EVAL go out without retries (see
-// noRetry); redis.Script.Run sends nothing else.
-type once struct{ processor }
-
-func (o once) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "evalsha", sha, keys, args)
-}
-
-func (o once) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return o.eval(ctx, "eval", script, keys, args)
-}
-
-func (o once) eval(ctx context.Context, name, body string, keys []string, args []any) *redis.Cmd {
-	line := []any{name, body, len(keys)}
-	for _, k := range keys {
-		line = append(line, k)
-	}
-	cmd := redis.NewCmd(ctx, append(line, args...)...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3) // where Redis Cluster finds the slot
-	}
-	o.Process(ctx, noRetry{cmd})
-	return cmd
-}
-
-// scriptsOnce returns rdb as a Scripter that sends scripts without retries.
-// Every FairClient (and so the client of every lock a Fair returns) can;
-// a Client that cannot send commands of its own is used as it is.
-func scriptsOnce(rdb Client) redis.Scripter {
-	if p, ok := rdb.(processor); ok {
-		return once{p}
-	}
-	return rdb
 }
 
 // handoffID is how a hand-off message names the waiter it made the

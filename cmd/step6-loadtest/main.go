@@ -77,7 +77,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	if err := c.Resolve(*workers, *which); err != nil {
+	err := c.Resolve(*workers, *which)
+	if err == nil && *htmlFile != "" { // a page that could not be written is refused before any work
+		err = charts.CheckPage(*htmlFile)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
 		return 2
 	}

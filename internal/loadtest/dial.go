@@ -82,9 +82,11 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	opt.PoolTimeout = cfg.Timeout
 	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
 	// A command that timed out may have run: a spend counts it as an
-	// unknown outcome, and must not send it a second time.
+	// unknown outcome, and must not send it a second time. On a cluster
+	// this also turns off go-redis's own retries (see
+	// services.ClusterOptions), and the client follows a failover.
 	opt.MaxRetries = -1
-	env.Redis = redis.NewUniversalClient(opt)
+	env.Redis = services.NewClient(opt)
 	env.redisPool = opt.PoolSize
 	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)

@@ -120,6 +120,46 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 // than one server: redis.NewUniversalClient's rule.
 func IsCluster(opt *redis.UniversalOptions) bool { return len(opt.Addrs) > 1 || opt.IsClusterMode }
 
+// ClusterReloadInterval is how old a cluster client's slot map may grow
+// before the next command makes it read the map again. go-redis's default
+// is a minute: after a failover its commands would go to the dead master
+// for that long, because a refused connection, unlike a MOVED reply, does
+// not make it look again. NewClient also re-reads the map after every
+// failed command (followFailover), so a client finds a promoted replica
+// within about this long after the promotion.
+const ClusterReloadInterval = time.Second
+
+// ClusterOptions returns the options of a cluster client for opt: the
+// single place where they are set. Besides ClusterReloadInterval, it keeps
+// the promise of opt.MaxRetries < 0 (never send a command twice). go-redis
+// retries a cluster command up to MaxRedirects times, whatever MaxRetries
+// says, after a timeout or a dropped connection too: a spend whose reply
+// was lost would run again on the promoted replica, or be reported with
+// the CLUSTERDOWN of its retry as a write that did not happen. With no
+// retries, a MOVED or CLUSTERDOWN reply is the caller's error (the command
+// did not run), and the caller decides what may be sent again.
+func ClusterOptions(opt *redis.UniversalOptions) *redis.ClusterOptions {
+	c := opt.Cluster()
+	c.ClusterStateReloadInterval = ClusterReloadInterval
+	if opt.MaxRetries < 0 {
+		c.MaxRedirects = -1 // go-redis's "none"; 0 would mean its default, 3
+	}
+	return c
+}
+
+// NewClient makes the client for opt, as redis.NewUniversalClient would
+// (a *redis.ClusterClient for a cluster, else a *redis.Client), except
+// that a cluster client follows a failover: see ClusterOptions and
+// followFailover. It does not check that the server answers (Connect does).
+func NewClient(opt *redis.UniversalOptions) redis.UniversalClient {
+	if !IsCluster(opt) {
+		return redis.NewClient(opt.Simple())
+	}
+	c := redis.NewClusterClient(ClusterOptions(opt))
+	c.AddHook(followFailover{c})
+	return c
+}
+
 // fromSingle carries what redis.ParseURL read into UniversalOptions.
 func fromSingle(o *redis.Options) *redis.UniversalOptions {
 	return &redis.UniversalOptions{
@@ -201,14 +241,14 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 		}
 	}
 	if IsCluster(opt) {
-		rdb := redis.NewClusterClient(opt.Cluster())
+		rdb := NewClient(opt).(*redis.ClusterClient)
 		if err := clusterOK(pctx, rdb, opt); err != nil {
 			rdb.Close()
 			return nil, redisError(opt, err)
 		}
 		return rdb, nil
 	}
-	rdb := redis.NewClient(opt.Simple())
+	rdb := NewClient(opt)
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
 		return nil, redisError(opt, err)

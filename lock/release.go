@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -209,11 +210,14 @@ func evalArgs(eval, script string, keys []string, args []any) []any {
 }
 
 // lost reports whether err says that no reply came (a broken connection,
-// a timeout, ctx ended), as opposed to an error Redis replied with or a
-// closed client, which sent nothing: then the command may have run.
+// a timeout, ctx ended), as opposed to an error Redis replied with, a
+// closed client or a connection that could not be made, which sent
+// nothing: then the command may have run.
 func lost(err error) bool {
 	var reply redis.Error
-	return err != nil && !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed)
+	var op *net.OpError
+	return err != nil && !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) &&
+		!(errors.As(err, &op) && op.Op == "dial")
 }
 
 // unknownIfLost wraps a lost reply's error so that it matches ErrUnknown,

@@ -31,6 +31,15 @@ func StartRedis(t testing.TB, args ...string) *RedisServer {
 	})
 }
 
+// StartTLSRedis is StartRedis for a redis-server that speaks TLS only,
+// with the certificate (its CA too) and key in the named files.
+func StartTLSRedis(t testing.TB, certFile, keyFile string, args ...string) *RedisServer {
+	t.Helper()
+	return tie(t, func(ctx context.Context, g *launch.Group) (*launch.Redis, error) {
+		return g.StartTLSRedis(ctx, t.TempDir(), certFile, keyFile, args...)
+	})
+}
+
 // tie starts a server with start, in a launch.Group whose processes are
 // killed when the test ends, and logs what the server wrote if the test
 // failed.

@@ -29,24 +29,27 @@ type Log struct {
 	buf bytes.Buffer
 }
 
-func (l *Log) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
+func (l *Log) Write(p []byte) (n int, err error) {
+	l.locked(func() { n, err = l.buf.Write(p) })
+	return n, err
 }
 
 // String returns everything written so far.
-func (l *Log) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+func (l *Log) String() (s string) {
+	l.locked(func() { s = l.buf.String() })
+	return s
 }
 
 // Len is how many bytes have been written so far.
-func (l *Log) Len() int {
+func (l *Log) Len() (n int) {
+	l.locked(func() { n = l.buf.Len() })
+	return n
+}
+
+func (l *Log) locked(f func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.buf.Len()
+	f()
 }
 
 // LastLine returns the last line written, for an error message.

@@ -36,9 +36,10 @@ func dialRedlock(ctx context.Context, cfg Config, calls *services.CallCounter) (
 		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
 	nodes, err := redlock.Dial(ctx, addrs, func(o *redis.Options) {
-		o.PoolSize = min(max(cfg.maxWorkers(), 1), MaxRedisConns)
+		o.PoolSize = cfg.RedisPool()
 		o.PoolTimeout = cfg.Timeout
 		o.ReadTimeout, o.WriteTimeout = commandTimeout, commandTimeout
+		o.ReadBufferSize, o.WriteBufferSize = connBuffer, connBuffer
 	})
 	if err != nil {
 		return nil, err // one line: how many answer, and the fix
@@ -58,7 +59,7 @@ func spendRedlock(r *runner, c call) outcome {
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)

@@ -353,14 +353,19 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 // tally collects what the workers of one phase report.
 type tally struct {
 	mu                                                     sync.Mutex
-	latency, wait                                          *hdrhistogram.Histogram
+	latency, wait, pool                                    *hdrhistogram.Histogram
 	spends, attempts, funds, stale, errs, unknown, dropped int64
 	firstErr, firstUnknown                                 error
 	accepted, unknownAt                                    []int64 // per wallet
+
+	// The time of the spends, and what of it went to waiting for a
+	// connection (of which for a PostgreSQL one) and for the lock.
+	took, pooled, pooledPG, locked time.Duration
 }
 
 func newTally(wallets int) *tally {
-	return &tally{latency: newHistogram(), wait: newHistogram(), accepted: make([]int64, wallets), unknownAt: make([]int64, wallets)}
+	return &tally{latency: newHistogram(), wait: newHistogram(), pool: newHistogram(),
+		accepted: make([]int64, wallets), unknownAt: make([]int64, wallets)}
 }
 
 func (t *tally) add(i int, o outcome, took time.Duration) {
@@ -376,6 +381,11 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 	if o.waited > 0 { // only strategies that took a lock set it
 		record(t.wait, o.waited)
 	}
+	record(t.pool, o.pooled)
+	t.took += took
+	t.pooled += o.pooled
+	t.pooledPG += o.pooledPG
+	t.locked += o.waited
 	switch {
 	case o.ok:
 		t.accepted[i]++
@@ -536,6 +546,17 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 		l := latencyOf(t.wait)
 		row.LockWait = &l
 	}
+	row.PoolWait = latencyOf(t.pool)
+	if t.took > 0 {
+		row.PoolWaitShare = float64(t.pooled) / float64(t.took)
+		row.LockWaitShare = float64(t.locked) / float64(t.took)
+	}
+	if row.PoolWaitShare >= poolLimitShare && row.PoolWaitShare > row.LockWaitShare {
+		row.PoolLimit = "redis"
+		if 2*t.pooledPG > t.pooled {
+			row.PoolLimit = "postgres"
+		}
+	}
 	s, _ := strategyByName(row.Strategy)
 	work := r.cfg.Work
 	if rep.WorkTime != nil {
@@ -547,12 +568,32 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 	parallel := Parallel(r.cfg.Wallets, row.Workers, r.cfg.Hot)
 	row.Ceiling = Ceiling(parallel, work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
 	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
+	switch {
+	case row.Ceiling <= 0: // no ceiling at all (atomic): nothing to set aside
+	case row.PoolLimit != "":
+		row.CeilingNotApplicable = "pool"
+	case Sparse(r.cfg.Wallets, row.Workers, r.cfg.Hot):
+		row.CeilingNotApplicable = "spread"
+	}
 	if row.Ceiling > 0 {
 		// A fair queue of c contenders serves each of them within c
 		// critical sections; one section is parallel/ceiling.
 		section := float64(parallel) / row.Ceiling * 1000
 		row.FIFOBound = float64(Contenders(r.cfg.Wallets, row.Workers, r.cfg.Hot)) * section
 	}
+}
+
+// poolLimitShare is the share of its time a row may spend waiting for a
+// connection before the pool, not the strategy, is what it measures
+// (when the lock wait is less).
+const poolLimitShare = 0.5
+
+// Sparse reports whether the workers are so spread over the wallets (one
+// for ten wallets, or fewer) that two seldom want one wallet at once: no
+// queue forms, and neither the serial ceiling nor the fair-queue bound is
+// what limits the rate or the wait.
+func Sparse(wallets, workers int, hot bool) bool {
+	return !hot && wallets > 1 && workers*10 <= wallets
 }
 
 // Contenders is how many workers want one wallet at a time: all of them
@@ -604,21 +645,33 @@ func retry(ctx context.Context, f func() error) error {
 
 // spendOnce makes one spend of wallet id and times it, waiting included.
 // The wait for a lock ends with run; the spend itself with -timeout, or a
-// moment after Ctrl-C (see stopBudget).
+// moment after Ctrl-C (see stopBudget). Both contexts carry a poolClock,
+// which times what the spend's calls wait for a connection.
 func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Duration) {
-	spendCtx, cancel := context.WithTimeout(r.spends, r.cfg.Timeout)
+	clock := &poolClock{}
+	start := time.Now()
+	spendCtx, cancel := context.WithDeadline(withPoolClock(r.spends, clock), start.Add(r.cfg.Timeout))
 	defer cancel()
-	c := call{ctx: spendCtx, wait: spendCtx, id: id}
+	c := call{ctx: spendCtx, wait: spendCtx, id: id, pool: clock}
 	if s.locks {
-		wait, cancelWait := context.WithCancel(spendCtx)
+		// run ends before r.spends does, never after: ending with either,
+		// the wait ends within the spend. No goroutine waits for the end
+		// of run, as context.AfterFunc would start one per worker then.
+		wait, cancelWait := context.WithDeadlineCause(withPoolClock(run, clock), start.Add(r.cfg.Timeout), errSpendTimeout)
 		defer cancelWait()
-		defer context.AfterFunc(run, cancelWait)()
 		c.wait = wait
 	}
-	start := time.Now()
 	o := s.spend(r, c)
-	return o, time.Since(start)
+	took := time.Since(start)
+	// A watchdog's refresh may wait beside the spend's own call.
+	o.pooled = min(clock.total(), took)
+	o.pooledPG = min(time.Duration(clock.postgres.Load()), o.pooled)
+	return o, took
 }
+
+// errSpendTimeout ends a lock wait that reached -timeout: a failure, not
+// the end of the phase.
+var errSpendTimeout = errors.New("loadtest: the spend reached -timeout")
 
 func latencyOf(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
@@ -667,5 +720,8 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)
 	}
 	rep.Pools.Note = fmt.Sprintf("sized to the %d workers, at most %d for Redis and %d for PostgreSQL", cfg.maxWorkers(), MaxRedisConns, MaxPostgresConns)
+	if cfg.Pool > 0 {
+		rep.Pools.Note = fmt.Sprintf("set by -pool to %d, at most %d for PostgreSQL", cfg.Pool, MaxPostgresConns)
+	}
 	return rep
 }

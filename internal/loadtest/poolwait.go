@@ -72,10 +72,10 @@ func (redisWaits) RecordPipelineOperationDuration(context.Context, time.Duration
 func (redisWaits) RecordConnectionCreateTime(context.Context, time.Duration, redis.ConnInfo) {}
 func (redisWaits) RecordConnectionRelaxedTimeout(context.Context, int, redis.ConnInfo, string, string) {
 }
-func (redisWaits) RecordConnectionHandoff(context.Context, redis.ConnInfo, string)            {}
-func (redisWaits) RecordError(context.Context, string, redis.ConnInfo, string, bool, int)     {}
-func (redisWaits) RecordMaintenanceNotification(context.Context, redis.ConnInfo, string)      {}
-func (redisWaits) RecordConnectionClosed(context.Context, redis.ConnInfo, string, error)      {}
+func (redisWaits) RecordConnectionHandoff(context.Context, redis.ConnInfo, string)           {}
+func (redisWaits) RecordError(context.Context, string, redis.ConnInfo, string, bool, int)    {}
+func (redisWaits) RecordMaintenanceNotification(context.Context, redis.ConnInfo, string)     {}
+func (redisWaits) RecordConnectionClosed(context.Context, redis.ConnInfo, string, error)     {}
 func (redisWaits) RecordPubSubMessage(context.Context, redis.ConnInfo, string, string, bool) {}
 func (redisWaits) RecordStreamLag(context.Context, time.Duration, redis.ConnInfo, string, string, string) {
 }

@@ -114,8 +114,8 @@ type Row struct {
 	PoolWaitShare float64 `json:"pool_wait_share"`
 	LockWaitShare float64 `json:"lock_wait_share"`
 	// PoolLimit names the pool ("redis" or "postgres") when the row spent
-	// half its time or more waiting for a connection, and more than for
-	// the lock: the pool, not the strategy, is what the row measured
+	// a third of its time or more waiting for a connection, and more than
+	// for the lock: the pool, not the strategy, is what the row measured
 	// (-pool changes it). "": the pool is not the limit.
 	PoolLimit string `json:"pool_limit"`
 

@@ -250,7 +250,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmtPer(r.RedisPerSpend), fmtPer(r.RedisCallsPerSpend), r.Verdict())
 	}
 	tw.Flush()
-	b.WriteString(rep.poolLine())
+	b.WriteString(rep.PoolLine())
 
 	b.WriteString("\n" + rep.ceilingIntro())
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -445,11 +445,11 @@ func (rep *Report) poolLimited() bool {
 	return slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.PoolLimit != "" })
 }
 
-// poolLine is the one line under the first table that says which rows
+// PoolLine is the one line under the first table that says which rows
 // the pool, not the strategy, limited: the pool's size, the share of the
 // time spent waiting for one of its connections, and the flag that
 // changes it. "" when the pool limited none.
-func (rep *Report) poolLine() string {
+func (rep *Report) PoolLine() string {
 	var parts []string
 	lockShare := -1.0
 	for _, pool := range []string{"redis", "postgres"} {
@@ -475,8 +475,8 @@ func (rep *Report) poolLine() string {
 		if size >= most {
 			raise = fmt.Sprintf("%d is the most -pool gives it", most)
 		}
-		parts = append(parts, fmt.Sprintf("%s spent %s of their time waiting for one of the %d %s connections (%s)",
-			strings.Join(names, ", "), strings.Join(shares, ", "), size, service, raise))
+		parts = append(parts, fmt.Sprintf("%s spent %s of %s time waiting for one of the %d %s connections (%s)",
+			strings.Join(names, ", "), strings.Join(shares, ", "), map[bool]string{true: "its", false: "their"}[len(names) == 1], size, service, raise))
 	}
 	if len(parts) == 0 {
 		return ""

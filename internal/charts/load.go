@@ -215,8 +215,8 @@ type loadPage struct {
 	Title    string
 	Setup    string
 	PoolLine string // the text report's line when the pool was the limit
-	Rows   []tableRow
-	Charts []template.HTML
+	Rows     []tableRow
+	Charts   []template.HTML
 }
 
 // Sweep reports whether the run measured several levels of contention.

@@ -1,6 +1,7 @@
 # make demo: start Redis and PostgreSQL if needed, then run every step.
 # make test: start them if needed, lint, then run the tests with -race
-#   (cmd/drill's test runs a short drill: pause and restart, lock and fenced).
+#   (cmd/drill's test runs a short drill: pause and restart, lock and fenced),
+#   then scan Redis and PostgreSQL for test: keys and rows left behind.
 # make drills: real processes, real faults (cmd/drill), short; SEEDS=20 for more.
 # make cluster-up: a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:7001-7006
 #   (CLUSTER_PORT=8001 for others); make test-cluster: the lock's tests and
@@ -54,8 +55,9 @@ lint: ## go vet and staticcheck (a tool dependency in go.mod)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-test: up lint ## make lint, then go test -race against the real services
+test: up lint ## make lint, then go test -race against the real services, then check that no test left a key or a row
 	$(GO) test -race ./...
+	WALLETLOCK_LEFTOVERS=1 $(GO) test -count=1 -run '^TestNoLeftovers$$' .
 
 workshop: up redlock-up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
 	@$(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')

@@ -226,6 +226,9 @@ func runServices(t *testing.T, root string, env []string, path string, args ...s
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "scripts", "services.sh")}, args...)...)
+	// A folder of 0700s, closed to the user postgres, as a clone inside
+	// `mktemp -d` is: what the script runs as that user must not start here.
+	cmd.Dir = t.TempDir()
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if name == "REDIS_URL" || name == "REDIS_ADDR" || name == "DATABASE_URL" || strings.HasPrefix(name, "PG") ||

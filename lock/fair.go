@@ -47,14 +47,21 @@ const (
 	queueRenew = queueLease / 3
 )
 
+// queueExpiry is how long a lock's queue lasts after it was last written
+// or renewed (each renewal of a presence renews the queue too): longer
+// than queueLease, so that it never runs out while a Fair that waits on
+// the lock is present, and short enough that the entry of a waiter that
+// gave up and could not leave is gone soon after nobody waits any more.
+const queueExpiry = 2 * queueLease
+
 // FairClient is what a Fair lock needs from go-redis: what Client has, plus
-// RPUSH (to queue up behind others without a script), DEL (for Close) and
-// connections to subscribe on. *redis.Client (single node or Sentinel
+// Pipeline (to queue up behind others without a script), DEL (for Close)
+// and connections to subscribe on. *redis.Client (single node or Sentinel
 // failover), *redis.ClusterClient, *redis.Ring and redis.UniversalClient
 // satisfy it.
 type FairClient interface {
 	Client
-	RPush(ctx context.Context, key string, values ...any) *redis.IntCmd
+	Pipeline() redis.Pipeliner
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
@@ -84,7 +91,10 @@ type FairClient interface {
 //
 // The locks it returns are ordinary *Lock values: Refresh, Watch and the
 // TTL rounding work as for Acquire, and Release passes the lock to the
-// next waiter. Do not mix Acquire and Fair on one key: a polling Acquire
+// next waiter. Its script is sent once, never retried by go-redis: when
+// its reply is lost, Release sends it again itself, and returns an error
+// matching ErrUnknown, not ErrNotHeld, if the lock was gone by then (the
+// first may have handed it on). Do not mix Acquire and Fair on one key: a polling Acquire
 // can take a lock that waiters queue for when it is free, and a lock that
 // Acquire took is released without a hand-off (the waiters notice within
 // 100 ms).
@@ -145,10 +155,12 @@ func NewFair(rdb FairClient) *Fair {
 // or, when it only queued up behind others, at its next try); an
 // error wrapping ctx.Err() and naming the key when ctx ends first (it
 // leaves the queue then, and passes the lock on if it was just handed
-// over); and a Redis error of its first try at once. Once queued, it
-// outlasts a dropped connection or a Redis restart: its Fair asks again
-// every 100 ms until ctx ends. After Close it returns an error matching
-// ErrFairClosed.
+// over); and a Redis error at once when its first tries get no answer
+// (see arrivalTries). Once queued, it outlasts a dropped connection or a
+// Redis restart: each waiter whose try got no answer asks again every
+// 100 ms, in a mode that puts it back at the end of the queue if Redis
+// lost its entry, until one is answered or ctx ends. After Close it
+// returns an error matching ErrFairClosed.
 func (f *Fair) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	return f.acquire(ctx, key, ttl, false)
 }
@@ -201,9 +213,11 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	timer := time.NewTimer(queueRenew)
 	defer timer.Stop()
 	mode, renew := join, f.renewal(w)
+	arrived := false // a try was answered: we are in the queue, or were
 	var lastErr error
 	for attempts := 1; ; attempts++ {
 		wake := f.wakeOn(w)
+		doubt := f.doubts(w)
 		var r tried
 		if mode == join && !renew && f.crowded(w) {
 			// Others of this Fair wait for this lock: most likely, all we
@@ -215,9 +229,13 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 		var refused errorIs
 		switch {
 		case err == nil && r.won:
+			f.nudge(w, r)
 			return granted(r.fence, attempts), nil
 		case err == nil:
-			lastErr = nil
+			arrived, lastErr = true, nil
+			if mode == rejoin {
+				f.settle(w, doubt)
+			}
 			f.nudge(w, r)
 		case ctx.Err() != nil:
 			leave()
@@ -226,12 +244,22 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			leave()
 			f.refused(w)
 			return nil, err // the key or the counter holds what it must not
-		case attempts == 1 || !transient(err):
+		case !transient(err) || !arrived && (attempts == arrivalTries || !lost(err)):
 			leave()
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
+		case !arrived:
+			// No answer yet: the try may or may not have queued us. Ask
+			// again at once, in a mode that queues us once either way.
+			f.doubt(w)
+			mode, lastErr = rejoin, err
+			continue
 		default:
 			// We were queued, and lost Redis for a moment (a dropped
-			// connection, a restart): wait as after any try.
+			// connection, a restart): what the try did is unknown, and
+			// Redis may have lost the queue. Until each waiter of this
+			// Fair on the lock has had an answer in mode rejoin, it asks
+			// again every queueRenew (see due).
+			f.doubt(w)
 			lastErr = err
 		}
 
@@ -255,9 +283,11 @@ func (f *Fair) acquire(ctx context.Context, key string, ttl time.Duration, fence
 // fence), or must ask Redis again: in mode, renewing its Fair's presence
 // when renew is set. It returns ctx.Err() when ctx ends, ErrFairClosed
 // when the Fair closes. Besides a hand-off, what wakes it is wake (see
-// wakeOn), a nudge from another waiter of its Fair, and the presence's
-// renewal falling due, which the first waiter of a Fair to see it takes
-// on for all of them; the others go on waiting without asking Redis.
+// wakeOn), a nudge from another waiter of its Fair, and its timer: at
+// the presence's renewal, which the first waiter of a Fair to see it
+// takes on for all of them while the others go on waiting without asking
+// Redis, or, while its entry may be missing from the queue, for every
+// waiter (see due).
 func (f *Fair) wait(ctx context.Context, w *waiter, wake <-chan struct{}, timer *time.Timer) (mode string, renew bool, fence int64, got bool, err error) {
 	for {
 		timer.Reset(f.renewalIn(w))
@@ -269,8 +299,8 @@ func (f *Fair) wait(ctx context.Context, w *waiter, wake <-chan struct{}, timer 
 		case <-w.nudged:
 			return rejoin, f.renewal(w), 0, false, nil
 		case <-timer.C:
-			if f.renewal(w) {
-				return check, true, 0, false, nil
+			if mode, renew := f.due(w); mode != "" {
+				return mode, renew, 0, false, nil
 			}
 		case <-ctx.Done():
 			return "", false, 0, false, ctx.Err()
@@ -322,10 +352,7 @@ type fairKeys struct {
 // "{lock:7}:queue". So do the channels, so that sharded pub/sub sends a
 // hand-off to the node that holds the lock.
 func newFairKeys(key string, sharded bool) *fairKeys {
-	tagged := "{" + key + "}"
-	if hasHashTag(key) {
-		tagged = key
-	}
+	tagged, _ := slotPrefix(key) // validate refused the keys it fails on
 	q := &fairKeys{
 		keys:    []string{key, tagged + ":queue", FenceKey(key), tagged + ":handoff"},
 		publish: "PUBLISH",
@@ -353,6 +380,14 @@ const (
 	rejoin = "rejoin" // ask again, and queue up again if our entry is gone
 )
 
+// arrivalTries is how many tries an arrival makes, one after the other,
+// while none is answered, before Acquire gives up with the error: a
+// dropped connection costs a try, not the Acquire. A Redis that cannot be
+// reached is reported at once. Tries after the first are in mode
+// rejoin, which queues the waiter once whether or not an unanswered try
+// did.
+const arrivalTries = 3
+
 // tried is what one try found out.
 type tried struct {
 	won    bool
@@ -369,7 +404,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 		lease = queueLease.Milliseconds()
 	}
 	keys := append(q.keys[:len(q.keys):len(q.keys)], q.presence(fair))
-	reply, err := fairAcquireScript.Run(ctx, rdb, keys, q.publish, token, entry, mode, lease).Slice()
+	reply, err := runOnce(ctx, rdb, fairAcquireScript, fairQueueLua+fairAcquireLua, keys, q.publish, token, entry, mode, lease, queueExpiry.Milliseconds()).Slice()
 	if err != nil {
 		return tried{}, err
 	}
@@ -378,7 +413,8 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 		case int64:
 			if first == 1 {
 				if n, ok := reply[1].(int64); ok {
-					return tried{won: true, fence: n}, nil
+					lapsed := len(reply) == 3 && reply[2] == int64(1)
+					return tried{won: true, fence: n, lapsed: lapsed}, nil
 				}
 			}
 			if len(reply) == 3 && first == 0 {
@@ -396,13 +432,19 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode strin
 }
 
 // join queues a waiter with a plain RPUSH, the cheapest way to arrive
-// behind others: one command, no script. Only when that RPUSH found the
-// queue empty does it run fair_acquire.lua ("first"), to take the lock if
-// it is free. The two are not one atomic step, and need not be: while an
-// entry is queued, a release hands the lock to it rather than freeing it,
-// and whatever the try then finds is still true.
+// behind others: one round trip, no script, and a PEXPIRE in the same
+// round trip, as every write to the queue has. Only when that RPUSH found
+// the queue empty does it run fair_acquire.lua ("first"), to take the
+// lock if it is free. The two are not one atomic step, and need not be:
+// while an entry is queued, a release hands the lock to it rather than
+// freeing it, and whatever the try then finds is still true.
 func (q *fairKeys) join(ctx context.Context, rdb FairClient, token, entry, fair string) (tried, error) {
-	n, err := rdb.RPush(ctx, q.keys[1], entry).Result()
+	p := rdb.Pipeline()
+	push := redis.NewCmd(ctx, "rpush", q.keys[1], entry)
+	p.Process(ctx, onceCmd{push}) // a second RPUSH would queue us twice
+	p.PExpire(ctx, q.keys[1], queueExpiry)
+	p.Exec(ctx)
+	n, err := push.Int64()
 	if err != nil || n > 1 {
 		return tried{}, err
 	}
@@ -412,15 +454,53 @@ func (q *fairKeys) join(ctx context.Context, rdb FairClient, token, entry, fair 
 // release runs fair_release.lua: with an entry, to leave the queue;
 // without, as Lock.Release does for a lock from a Fair. Like Release, it
 // keeps ctx's values but not its cancellation, and gives up after
-// ReleaseTimeout. It returns ErrNotHeld when token did not hold the lock.
+// ReleaseTimeout. It returns ErrNotHeld when token did not hold the lock,
+// and an error matching ErrUnknown when no answer came (see outcome).
+//
+// A release whose reply was lost is sent again, by release itself, not
+// by go-redis: running the script twice does no harm (once a token has
+// given the lock away it never holds it again, and the entry is gone
+// already), but the second run answers 0 when the first released the
+// lock, and only release knows that a first run may have happened.
 func (q *fairKeys) release(ctx context.Context, rdb Client, token, entry string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
-	n, err := fairReleaseScript.Run(ctx, rdb, q.keys, q.publish, token, entry).Int()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", q.keys[0], err)
+	var unanswered error // why an earlier run may have run unanswered
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		n, err := runOnce(ctx, rdb, fairReleaseScript, fairQueueLua+fairReleaseLua, q.keys, q.publish, token, entry).Int()
+		if err == nil || !transient(err) {
+			return q.outcome(n, err, unanswered)
+		}
+		if lost(err) {
+			unanswered = err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return q.outcome(0, err, unanswered)
+		case <-t.C:
+		}
 	}
-	if n == 0 {
+}
+
+// outcome is what a release whose last run answered n, or failed with
+// err, returns. unanswered is the error of an earlier run that got no
+// answer: then an answer 0 may mean that run released the lock, and is no
+// proof that the lease had run out. A run that got no answer, or an
+// answer 0 after one, gives an error matching ErrUnknown (and wrapping the
+// cause), never ErrNotHeld.
+func (q *fairKeys) outcome(n int, err, unanswered error) error {
+	switch {
+	case lost(err):
+		return fmt.Errorf("lock: release %s: %w: %w", q.keys[0], ErrUnknown, err)
+	case err != nil && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", q.keys[0], ErrUnknown, unanswered, err)
+	case err != nil:
+		return fmt.Errorf("lock: release %s: %w", q.keys[0], err)
+	case n == 0 && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", q.keys[0], ErrUnknown, unanswered)
+	case n == 0:
 		return ErrNotHeld
 	}
 	return nil

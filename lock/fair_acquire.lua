@@ -12,30 +12,47 @@
 --          no longer in it
 -- ARGV[5]: the lease of the Fair's presence in ms, to renew it now; 0
 --          leaves it alone (another waiter of the Fair renews it)
--- Returns {1, fence} when the waiter holds the lock: it took it now, or a
--- release handed it over (the message saying so may be on its way, or
--- lost); fence is 0 unless it asked for one. Returns {0, holder, lapsed}
--- when it waits: holder is the SHA-1 of the holder's token ("" when
--- unknown), so that a Fair can tell a waiter of its own that missed its
--- hand-off; lapsed is 1 when the presence key had run out before this
+-- ARGV[6]: how long the queue lasts in ms after it was last written or
+--          renewed, longer than the presence lease: a queue that nobody
+--          waits on any more (a waiter that gave up and could not leave)
+--          expires, and never before the presence of a Fair that waits
+-- Returns {1, fence, lapsed} when the waiter holds the lock: it took it
+-- now, or a release handed it over (the message saying so may be on its
+-- way, or lost); fence is 0 unless it asked for one. Returns {0, holder,
+-- lapsed} when it waits: holder is the SHA-1 of the holder's token (""
+-- when unknown), so that a Fair can tell a waiter of its own that missed
+-- its hand-off. lapsed is 1 when the presence key had run out before this
 -- renewal, so that entries of this Fair may have been skipped and must
 -- join again. When a key holds what it must not, it changes nothing and
 -- returns a pair saying what is wrong, as acquire_fenced.lua does:
 --   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
 --   {"counter ...", v} the fence counter is broken (only when fenced)
--- A waiter that finds others queued runs only RPUSH (and a waiter whose
--- Fair has others queued sends that RPUSH without this script). The first
--- to queue behind a holder runs RPUSH and SET; without contention, RPUSH,
--- SET and LREM (and GET and INCR on the counter when fenced).
+-- A waiter that finds others queued runs only RPUSH and PEXPIRE (and a
+-- waiter whose Fair has others queued sends those two without this
+-- script). The first to queue behind a holder runs RPUSH, PEXPIRE and
+-- SET; without contention, RPUSH, PEXPIRE, SET and LREM (and GET and INCR
+-- on the counter when fenced).
 local token, entry, mode, lease = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local kept = ARGV[6]
 local _, ttl, fenced = parse(entry)
 
+-- push queues the entry at the tail; every write to the queue renews
+-- its expiry. Returns the queue's length.
+local function push()
+	local n = redis.call("RPUSH", queue, entry)
+	redis.call("PEXPIRE", queue, kept)
+	return n
+end
+
 local lapsed = 0
-if lease > 0 and not redis.call("SET", KEYS[5], "1", "PX", lease, "GET") then
-	lapsed = 1
-	if mode == "check" then
-		mode = "rejoin"
+if lease > 0 then
+	if not redis.call("SET", KEYS[5], "1", "PX", lease, "GET") then
+		lapsed = 1
+		if mode == "check" then
+			mode = "rejoin"
+		end
 	end
+	redis.call("PEXPIRE", queue, kept)
 end
 if fenced == "1" then
 	local refusal = counterRefusal()
@@ -47,7 +64,7 @@ if fenced == "1" then
 	end
 end
 
-if mode == "join" and redis.call("RPUSH", queue, entry) > 1 then
+if mode == "join" and push() > 1 then
 	return {0, "", lapsed} -- others wait ahead of us: wait our turn
 end
 
@@ -64,11 +81,11 @@ if holder == token then
 	if fenced == "1" then
 		n = tonumber(redis.call("GET", counter)) or 0
 	end
-	return {1, n}
+	return {1, n, lapsed}
 end
 if holder then
 	if mode == "rejoin" and not redis.call("LPOS", queue, entry) then
-		redis.call("RPUSH", queue, entry)
+		push()
 	end
 	return {0, redis.sha1hex(holder), lapsed}
 end
@@ -77,16 +94,16 @@ end
 if mode == "join" or mode == "first" then
 	-- We joined an empty queue: nobody waits ahead of us.
 	redis.call("LREM", queue, 1, entry)
-	return {1, fence(fenced)}
+	return {1, fence(fenced), lapsed}
 end
 -- Free while waiters queue: its holder expired, or gave it back without a
 -- hand-off. Serve the queue in order, with us in it; the first may be us.
 if not redis.call("LPOS", queue, entry) then
-	redis.call("RPUSH", queue, entry)
+	push()
 end
 local to, n = handOff(token)
 if to == token then
-	return {1, n}
+	return {1, n, lapsed}
 end
 if not to then -- never: our own entry passes
 	redis.call("DEL", lock)

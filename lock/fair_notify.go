@@ -38,6 +38,10 @@ type waiter struct {
 	grant  chan int64    // the fence of the hand-off that named this waiter
 	nudged chan struct{} // another waiter of the Fair says: ask again
 	sub    *subscription
+	// settled is sub.doubt as of this waiter's arrival or its last
+	// answered try in mode rejoin; guarded by Fair.mu. While sub.doubt
+	// has grown past it, its entry may be missing from the queue.
+	settled int
 }
 
 // subscription is one lock's hand-off channel on a shard's connection,
@@ -50,6 +54,11 @@ type subscription struct {
 	renewed  time.Time // when a waiter last set out to renew the Fair's presence on the lock
 	presence string    // the presence key, which Close deletes
 	holder   string    // the handoffID of the holder the last try saw
+	// doubt counts what may have taken entries of the Fair's waiters on
+	// the lock out of the queue without a hand-off: a try that got no
+	// answer (Redis may have lost the queue, or the reply said the
+	// presence had lapsed), or a presence found lapsed.
+	doubt int
 }
 
 // generation is one subscription on one connection: confirmed is closed
@@ -118,6 +127,7 @@ func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*wai
 func (f *Fair) join(w *waiter, s *subscription) {
 	s.waiters++
 	w.sub = s
+	w.settled = s.doubt
 	f.waiters[w.id] = w
 }
 
@@ -235,6 +245,48 @@ func (f *Fair) renewal(w *waiter) bool {
 	return true
 }
 
+// due reports, when w's timer fires, in which mode w must ask Redis
+// again: rejoin while doubt remains that its entry is in the queue (see
+// subscription.doubt), check when the Fair's presence is due for renewal
+// and w takes that on (renew), "" when neither.
+func (f *Fair) due(w *waiter) (mode string, renew bool) {
+	renew = f.renewal(w)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case w.settled != w.sub.doubt:
+		return rejoin, renew
+	case renew:
+		return check, true
+	}
+	return "", false
+}
+
+// doubts returns the doubt count of w's lock, to settle w with once a try
+// in mode rejoin made before it is answered.
+func (f *Fair) doubts(w *waiter) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return w.sub.doubt
+}
+
+// doubt says that entries of w's Fair on its lock may be gone from the
+// queue: each of its waiters asks again in mode rejoin at its next timer,
+// and goes on doing so until one such try is answered.
+func (f *Fair) doubt(w *waiter) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.sub.doubt++
+}
+
+// settle records that w's try in mode rejoin, made when the doubt count
+// was d, was answered: w's entry is in the queue, or w holds the lock.
+func (f *Fair) settle(w *waiter, d int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w.settled = d
+}
+
 // crowded reports whether at least two other waiters of the Fair wait on
 // w's lock: then at least one of them is still queued, even if a release
 // has just handed the lock to the other and the message is on its way.
@@ -259,7 +311,8 @@ func (f *Fair) renewalIn(w *waiter) time.Duration {
 // between two renewals), and it must ask again to learn so. When the
 // Fair's presence had lapsed, hand-offs may have skipped its entries:
 // every waiter on the lock asks again, and joins the queue again if its
-// entry is gone.
+// entry is gone, at once and, should that try fail, until one is
+// answered (see doubt). A try that won the lock passes that on too.
 func (f *Fair) nudge(w *waiter, r tried) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -270,6 +323,7 @@ func (f *Fair) nudge(w *waiter, r tried) {
 		w.sub.holder = r.holder
 	}
 	if r.lapsed {
+		w.sub.doubt++
 		f.pokeOthers(w)
 	}
 }

@@ -28,6 +28,12 @@
 -- share the hash tag, so on Redis Cluster they live in the same slot as
 -- the declared ones.
 --
+-- Every key these scripts write expires, but the fence counter, which
+-- must only grow: the lock and the presence keys with their PX, the queue
+-- with the PEXPIRE that fair_acquire.lua sends with every write to it and
+-- every renewal of a presence, so that entries of waiters that could not
+-- leave go with it once nobody waits.
+--
 -- Every spend of a contended lock runs these scripts, so they count their
 -- commands: a waiter that finds others queued joins with one RPUSH, and a
 -- hand-off reads the lock, pops the head, sets the lock and publishes. A

@@ -831,6 +831,244 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 	r.l.Release(ctx)
 }
 
+// After an outage (Redis killed, then started again empty on the same
+// port), every waiter that was queued when Redis went is back in the
+// queue soon after Redis returns, and served: none waits on until the
+// others stop contending.
+func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	key := "lock:{wallet:1}"
+	var fairs []*lock.Fair
+	for range 3 {
+		fairs = append(fairs, newFair(t, srv.client()))
+	}
+	const (
+		workers = 30
+		down    = 2 * time.Second
+		after   = 7 * time.Second // how long the workers go on once Redis is back
+		bound   = 4 * time.Second // a waiter queued at the outage is served by then
+	)
+	var (
+		inside, overlaps, acquired, counter atomic.Int64
+		restarted                           atomic.Int64 // unix ns; 0 while Redis is up or down
+		mu                                  sync.Mutex
+		longest, lateAfterRestart           time.Duration
+	)
+	ctx := ctxFor(t, 60*time.Second)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		f := fairs[w%len(fairs)]
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				l, err := f.Acquire(ctx, key, 2*time.Second)
+				end := time.Now()
+				if err != nil {
+					// Redis is down: the first try of an Acquire fails at once.
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				mu.Lock()
+				longest = max(longest, end.Sub(start))
+				if r := restarted.Load(); r != 0 && start.UnixNano() < r {
+					lateAfterRestart = max(lateAfterRestart, end.Sub(time.Unix(0, r)))
+				}
+				mu.Unlock()
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				n := counter.Load()
+				time.Sleep(2 * time.Millisecond)
+				counter.Store(n + 1)
+				inside.Add(-1)
+				acquired.Add(1)
+				l.Release(ctx) // fails while Redis is down, or after it lost the lease
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	srv.kill()
+	time.Sleep(down)
+	if err := srv.start(); err != nil {
+		t.Fatalf("start redis-server again: %v", err)
+	}
+	restarted.Store(time.Now().UnixNano())
+	time.Sleep(after)
+	close(stop)
+	wg.Wait()
+
+	t.Logf("%d acquisitions; the longest Acquire took %v; the last waiter queued at the outage was served %v after Redis was back",
+		acquired.Load(), longest.Round(time.Millisecond), lateAfterRestart.Round(time.Millisecond))
+	if lateAfterRestart > bound {
+		t.Errorf("a waiter queued at the outage was served %v after Redis was back, want within %v", lateAfterRestart.Round(time.Millisecond), bound)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions found another holder inside, want 0", n)
+	}
+	if got, want := counter.Load(), acquired.Load(); got != want {
+		t.Errorf("the counter is %d after %d acquisitions: updates were lost", got, want)
+	}
+}
+
+// With the clients' connections killed every 20 ms, replies are lost
+// mid-flight: a script is sent once, so a retry cannot queue a waiter
+// twice, and a release that gets no answer says the outcome is unknown,
+// never that the lock was not held (no lease runs out here: the TTL is
+// far longer than any hold).
+func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	killer := srv.client()
+	key := "lock:{wallet:1}"
+	var fairs []*lock.Fair
+	for range 3 {
+		fairs = append(fairs, newFair(t, srv.client()))
+	}
+	const workers, rounds = 15, 60
+	var (
+		inside, overlaps, acquired, counter atomic.Int64
+		notHeld, unknown, otherRelease      atomic.Int64
+		failedAcquires                      atomic.Int64
+	)
+	ctx := ctxFor(t, 90*time.Second)
+	stop := disrupt(20*time.Millisecond, func() {
+		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		f := fairs[w%len(fairs)]
+		wg.Go(func() {
+			for done := 0; done < rounds && ctx.Err() == nil; {
+				l, err := f.Acquire(ctx, key, 10*time.Second)
+				if err != nil {
+					failedAcquires.Add(1) // three tries in a row got no answer
+					continue
+				}
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				n := counter.Load()
+				time.Sleep(time.Millisecond)
+				counter.Store(n + 1)
+				inside.Add(-1)
+				acquired.Add(1)
+				done++
+				switch err := l.Release(ctx); {
+				case errors.Is(err, lock.ErrNotHeld):
+					notHeld.Add(1)
+					t.Errorf("worker %d: Release: %v, want nil or ErrUnknown: the lease cannot have run out", w, err)
+				case errors.Is(err, lock.ErrUnknown):
+					unknown.Add(1)
+				case err != nil:
+					otherRelease.Add(1)
+					t.Errorf("worker %d: Release: %v", w, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	kills := stop()
+	t.Logf("%d acquisitions under %d kills; releases: %d unknown, %d not held, %d other errors; %d Acquire calls gave up",
+		acquired.Load(), kills, unknown.Load(), notHeld.Load(), otherRelease.Load(), failedAcquires.Load())
+	if got, want := acquired.Load(), int64(workers*rounds); got != want {
+		t.Errorf("%d acquisitions, want %d", got, want)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d acquisitions found another holder inside, want 0", n)
+	}
+	if got, want := counter.Load(), acquired.Load(); got != want {
+		t.Errorf("the counter is %d after %d acquisitions: updates were lost", got, want)
+	}
+}
+
+// scriptsFail is a FairClient whose scripts all fail while fail is set,
+// as if every reply were lost, however they are sent.
+type scriptsFail struct {
+	redis.UniversalClient
+	fail *atomic.Bool
+}
+
+var errNoReply = errors.New("injected: no reply")
+
+func (c scriptsFail) Process(ctx context.Context, cmd redis.Cmder) error {
+	if name := cmd.Name(); c.fail.Load() && (name == "evalsha" || name == "eval") {
+		cmd.SetErr(errNoReply)
+		return errNoReply
+	}
+	return c.UniversalClient.Process(ctx, cmd)
+}
+
+func (c scriptsFail) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if c.fail.Load() {
+		return redis.NewCmdResult(nil, errNoReply)
+	}
+	return c.UniversalClient.EvalSha(ctx, sha, keys, args...)
+}
+
+// Every key the fair lock writes expires, even when its waiters cannot
+// leave the queue: their entries go with the queue soon after nobody
+// waits on it any more.
+func TestFair_everyKeyItWritesExpires(t *testing.T) {
+	t.Parallel()
+	rdb, key := setup(t)
+	prefix := strings.TrimSuffix(key, "lock:{wallet:1}")
+	ctx := ctxFor(t, 30*time.Second)
+	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
+
+	var fail atomic.Bool
+	leaving := []*lock.Fair{lock.NewFair(scriptsFail{rdb, &fail}), lock.NewFair(scriptsFail{rdb, &fail})}
+	var waiters []<-chan result
+	for i := range 29 {
+		waiters = append(waiters, acquireAsync(ctx, leaving[i%2], key, 10*time.Second))
+		waitQueued(t, rdb, key, int64(i+1))
+	}
+	fail.Store(true)
+	for _, f := range leaving {
+		f.Close() // each waiter's leave fails, for a second
+	}
+	if n := queued(t, rdb, key); n != 29 {
+		t.Fatalf("the queue holds %d entries as the leaves fail, want 29", n)
+	}
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl < 0 {
+			t.Errorf("%s has no expiry (PTTL %v)", k, ttl)
+		}
+	}
+	for i, w := range waiters {
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrFairClosed) {
+			t.Fatalf("waiter %d: %v, want ErrFairClosed", i, r.err)
+		}
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(lease + slack)
+	for {
+		keys, err := rdb.Keys(ctx, prefix+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind after every waiter is gone: %v", keys)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // A Fair holds no connection for a lock nobody waits on: a channel is
 // dropped once idle for a while, and the connection with its last one.
 func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {

@@ -93,30 +93,42 @@ func fenceRefusal(key string, r []any) error {
 // the lock key's Redis Cluster hash slot, so that one script can touch
 // both: "app:lock:{wallet:42}" has the counter "app:lock:{wallet:42}:fence"
 // (same hash tag), and a key without a hash tag, "lock:7", has the counter
-// "{lock:7}:fence" (whose hash tag is the whole lock key).
-//
-// One kind of key has no such counter: a key without a hash tag that
-// contains "}" (such as "lock:{}:7", where "{}" is no hash tag). Redis
-// Cluster hashes such a key whole, only that key hashes the same text (a
-// hash tag cannot contain "}"), so its counter lands in another slot and
-// AcquireFenced fails there with CROSSSLOT. Give such keys a hash tag. A
-// single node is unaffected.
+// "{lock:7}:fence" (whose hash tag is the whole lock key). A key that no
+// call here accepts (see slotPrefix) has no counter: FenceKey returns "".
 func FenceKey(key string) string {
-	if hasHashTag(key) {
-		return key + ":fence"
+	prefix, err := slotPrefix(key)
+	if err != nil {
+		return ""
 	}
-	return "{" + key + "}:fence"
+	return prefix + ":fence"
 }
 
-// hasHashTag reports whether Redis Cluster would hash only part of key: a
-// "{" followed later by a "}" with at least one byte between them.
-func hasHashTag(key string) bool {
+// slotPrefix returns what the names the lock keeps next to key start with
+// (its fence counter, a fair lock's queue, presence keys and channels), so
+// that each lands in key's Redis Cluster slot (and on its Ring shard): key
+// itself when it has a hash tag, and "{" + key + "}" otherwise. Redis
+// Cluster hashes only a key's hash tag when it has one: the text between
+// its first "{" and the first "}" after it, if that text is not empty.
+//
+// A key without a hash tag that holds a "}" ("lock}7", "a{}b", "}{") has
+// no such prefix: Redis Cluster hashes it whole, and a name built from it
+// either has a hash tag that stops at its "}" ("{lock}7}:fence" hashes
+// "lock") or none, and then hashes differently. slotPrefix returns an
+// error matching ErrStrayBrace for such a key, and ErrEmptyKey for "".
+func slotPrefix(key string) (string, error) {
 	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
+	if open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key, nil // a hash tag: every name starting with key shares it
+		}
 	}
-	end := strings.IndexByte(key[open+1:], '}')
-	return end > 0
+	switch {
+	case key == "":
+		return "", ErrEmptyKey
+	case strings.Contains(key, "}"):
+		return "", fmt.Errorf("%w: %q: Redis Cluster hashes it whole, and the fence counter and a fair lock's queue cannot share its slot; put the part that names what is locked in braces, as in \"lock:{wallet:42}\"", ErrStrayBrace, key)
+	}
+	return "{" + key + "}", nil
 }
 
 // RaiseFence makes sure the fence counter of lock key is at least atLeast
@@ -127,8 +139,9 @@ func hasHashTag(key string) bool {
 // acquisition be accepted again; it never lowers the counter. A counter
 // that holds a string that is no number is overwritten with atLeast.
 //
-// It returns ErrNilClient or ErrEmptyKey before talking to Redis, and an
-// error matching ErrFenceOverflow, also before, for an atLeast above
+// It returns ErrNilClient, ErrEmptyKey or an error matching ErrStrayBrace
+// before talking to Redis, and an error matching ErrFenceOverflow, also
+// before, for an atLeast above
 // MaxFence (a script would store it rounded). When the counter already
 // holds a number above MaxFence, or anything but a string, it changes
 // nothing and returns an error matching ErrFenceOverflow or ErrWrongType.
@@ -136,8 +149,8 @@ func RaiseFence(ctx context.Context, rdb Client, key string, atLeast int64) (int
 	if isNil(rdb) {
 		return 0, ErrNilClient
 	}
-	if key == "" {
-		return 0, ErrEmptyKey
+	if _, err := slotPrefix(key); err != nil {
+		return 0, err
 	}
 	if atLeast > MaxFence {
 		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s to %d: above 2^53 (%d), which a Redis script cannot hold exactly", key, atLeast, MaxFence), ErrFenceOverflow}

@@ -1,6 +1,8 @@
 package lock_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
@@ -125,20 +128,21 @@ func hashedPart(key string) string {
 	return key[open+1 : open+1+end]
 }
 
+// strayBraceKeys hold a "}" but no hash tag: Redis Cluster hashes them
+// whole, and no name built from them can share their slot.
+var strayBraceKeys = []string{"probe:lock}7", "a{}b", "}{", "}", "{}", "lock:{}:7", "x}{y"}
+
 func TestFenceKey_sharesTheSlot(t *testing.T) {
 	tests := []struct {
 		name, key, want string
-		sameSlot        bool
 	}{
-		{"with a hash tag", "app:lock:{wallet:42}", "app:lock:{wallet:42}:fence", true},
-		{"with the hash tag first", "{wallet:42}:lock", "{wallet:42}:lock:fence", true},
-		{"without a hash tag", "lock:7", "{lock:7}:fence", true},
-		{"with an open brace only", "lock:{7", "{lock:{7}:fence", true},
-		// Redis hashes such a key whole, and no other key can have a
-		// "}" in its hashed part: no fence key can share its slot. The
-		// doc comment says to give such keys a hash tag.
-		{"empty braces are no hash tag", "lock:{}:7", "{lock:{}:7}:fence", false},
-		{"a close brace without a hash tag", "lock:}7", "{lock:}7}:fence", false},
+		{"with a hash tag", "app:lock:{wallet:42}", "app:lock:{wallet:42}:fence"},
+		{"with the hash tag first", "{wallet:42}:lock", "{wallet:42}:lock:fence"},
+		{"that is a hash tag", "{x}", "{x}:fence"},
+		{"with a close brace before its hash tag", "a}{b}", "a}{b}:fence"},
+		{"without a hash tag", "lock:7", "{lock:7}:fence"},
+		{"with an open brace only", "lock:{7", "{lock:{7}:fence"},
+		{"that is an open brace", "{", "{{}:fence"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,42 +150,147 @@ func TestFenceKey_sharesTheSlot(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("FenceKey(%q) = %q, want %q", tt.key, got, tt.want)
 			}
-			if same := hashedPart(got) == hashedPart(tt.key); same != tt.sameSlot {
-				t.Errorf("FenceKey(%q) = %q hashes %q, the lock key hashes %q: same slot %v, want %v",
-					tt.key, got, hashedPart(got), hashedPart(tt.key), same, tt.sameSlot)
+			if hashedPart(got) != hashedPart(tt.key) {
+				t.Errorf("FenceKey(%q) = %q hashes %q, the lock key hashes %q", tt.key, got, hashedPart(got), hashedPart(tt.key))
 			}
 		})
 	}
+	for _, key := range strayBraceKeys {
+		if got := lock.FenceKey(key); got != "" {
+			t.Errorf("FenceKey(%q) = %q, want \"\": no counter can share its slot", key, got)
+		}
+	}
 }
 
-// On a cluster, a key whose fence counter lands in another slot (see
-// FenceKey) makes the acquire script fail at once, in one line that names
-// CROSSSLOT, and leaves nothing behind. `make test-cluster` runs it.
-func TestAcquireFenced_keysInTwoSlotsFailWithCROSSSLOT(t *testing.T) {
-	t.Parallel()
-	rdb, key := setup(t)
-	if _, ok := rdb.(*redis.ClusterClient); !ok {
-		t.Skip("REDIS_ADDR names one server, where every key shares the one node; `make test-cluster` runs this on a cluster")
-	}
-	key = strings.TrimSuffix(key, "lock:{wallet:1}") + "lock:{}:7" // "{}" is no hash tag
+// A key with a "}" but no hash tag is refused by every call that takes a
+// key, before it sends anything, in one line that names the key: its
+// fence counter or fair queue would land in another slot of a cluster.
+func TestStrayBrace_refusedBeforeAnyCall(t *testing.T) {
+	rdb := testenv.Redis(t)
+	f := newFair(t, rdb)
 	ctx := ctxFor(t, 10*time.Second)
-	start := time.Now()
-	l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
-	if err == nil {
-		l.Release(ctx)
-		t.Fatalf("AcquireFenced(%s) on a cluster succeeded, want CROSSSLOT", key)
+	calls := map[string]func(c lock.Client, key string) error{
+		"Acquire": func(c lock.Client, key string) error {
+			_, err := lock.Acquire(ctx, c, key, time.Second)
+			return err
+		},
+		"AcquireFenced": func(c lock.Client, key string) error {
+			_, err := lock.AcquireFenced(ctx, c, key, time.Second)
+			return err
+		},
+		"RaiseFence": func(c lock.Client, key string) error {
+			_, err := lock.RaiseFence(ctx, c, key, 1)
+			return err
+		},
+		// A Fair has its own client: a real one, so check the error only.
+		"Fair.Acquire": func(_ lock.Client, key string) error {
+			_, err := f.Acquire(ctx, key, time.Second)
+			return err
+		},
+		"Fair.AcquireFenced": func(_ lock.Client, key string) error {
+			_, err := f.AcquireFenced(ctx, key, time.Second)
+			return err
+		},
 	}
-	t.Log(err)
-	if msg := err.Error(); !strings.Contains(msg, "CROSSSLOT") || strings.Contains(msg, "\n") {
-		t.Errorf("error %q: want one line that names CROSSSLOT", msg)
+	for name, call := range calls {
+		for _, key := range strayBraceKeys {
+			c := &faultyClient{} // no Redis behind it: any call would panic
+			err := call(c, key)
+			if !errors.Is(err, lock.ErrStrayBrace) {
+				t.Errorf("%s(%q) = %v, want ErrStrayBrace", name, key, err)
+				continue
+			}
+			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("%q", key)) || strings.Contains(msg, "\n") {
+				t.Errorf("%s(%q): %q, want one line naming the key", name, key, msg)
+			}
+			if n := c.calls.Load(); n != 0 {
+				t.Errorf("%s(%q) made %d calls, want none", name, key, n)
+			}
+			if name == "AcquireFenced" && key == strayBraceKeys[0] {
+				t.Log(err)
+			}
+		}
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("AcquireFenced took %v to give up: a CROSSSLOT is no reason to retry", took)
+}
+
+// On a Redis Cluster (here one node of the test's own that serves every
+// slot), the fenced and the fair lock work for every key they accept:
+// each key they write is in the lock key's slot, as CLUSTER KEYSLOT says.
+// A script whose keys span two slots would fail with CROSSSLOT.
+func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t, "--cluster-enabled", "yes")
+	node := srv.client()
+	ctx := ctxFor(t, time.Minute)
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	// One EXISTS of both keys would itself be CROSSSLOT: one by one.
-	for _, k := range []string{key, lock.FenceKey(key)} {
-		if n := rdb.Exists(ctx, k).Val(); n != 0 {
-			t.Errorf("%s was left behind", k)
+	for !strings.Contains(node.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		if ctx.Err() != nil {
+			t.Fatal("the one-node cluster never said cluster_state:ok")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Not a vacuous check: this node refuses a script over two slots.
+	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	fair := newFair(t, rdb)
+
+	keys := []string{"lock:7", "app:lock:{wallet:42}", "{x}", "a}{b}", "lock:{7", "{", "{wallet:42}:lock"}
+	seen := map[string]bool{} // keys of the keys before: fence counters stay
+	for _, key := range keys {
+		slot := node.ClusterKeySlot(ctx, key).Val()
+		inSlot := func(what string) {
+			t.Helper()
+			all, err := node.Keys(ctx, "*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range all {
+				if seen[k] {
+					continue
+				}
+				if s := node.ClusterKeySlot(ctx, k).Val(); s != slot {
+					t.Errorf("%s on %q wrote %q in slot %d, the lock key is in slot %d", what, key, k, s, slot)
+				}
+			}
+		}
+		l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		inSlot("AcquireFenced")
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release(%q): %v", key, err)
+		}
+		if _, err := lock.RaiseFence(ctx, rdb, key, 5); err != nil {
+			t.Errorf("RaiseFence(%q): %v", key, err)
+		}
+		// A waiter queues behind the holder, so that the queue and the
+		// presence key exist while we look.
+		held, err := fair.AcquireFenced(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("Fair.AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		waiter := acquireAsync(ctx, fair, key, 10*time.Second)
+		waitQueued(t, node, key, 1)
+		inSlot("Fair.AcquireFenced")
+		if err := held.Release(ctx); err != nil {
+			t.Errorf("Fair Release(%q): %v", key, err)
+		}
+		for _, k := range node.Keys(ctx, "*").Val() {
+			seen[k] = true
+		}
+		r := await(t, waiter, 10*time.Second, "the waiter")
+		if r.err != nil {
+			t.Errorf("the waiter on %q: %v", key, r.err)
+		} else if err := r.l.Release(ctx); err != nil {
+			t.Errorf("the waiter's Release(%q): %v", key, err)
 		}
 	}
 }

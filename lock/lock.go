@@ -30,6 +30,19 @@ var (
 	// ErrEmptyKey is returned when the key is empty.
 	ErrEmptyKey = errors.New("lock: empty key")
 
+	// ErrStrayBrace is matched by the error of every call that takes a
+	// key, before it talks to Redis, for a key that holds a "}" but no
+	// hash tag, such as "lock}7" or "a{}b" (see FenceKey): the fence
+	// counter and a fair lock's queue could not share its Redis Cluster
+	// slot. The error names the key.
+	ErrStrayBrace = errors.New("lock: key has a \"}\" but no hash tag")
+
+	// ErrUnknown is matched by the error of Release and Refresh when the
+	// reply was lost (a broken connection, a timeout): Redis may have run
+	// the command or not. Count it apart from ErrNotHeld, which Redis
+	// answered.
+	ErrUnknown = errors.New("lock: outcome unknown: the reply was lost, the command may have run")
+
 	// ErrNilClient is returned, before anything else is tried, by every
 	// call given a nil client (a nil interface or a nil *redis.Client).
 	ErrNilClient = errors.New("lock: nil client")
@@ -71,14 +84,16 @@ var (
 	keyTypeScript = redis.NewScript(keyTypeLua)
 )
 
-// Client is what the lock needs from go-redis: scripts, SET NX and DELEX.
-// *redis.Client (single node or Sentinel failover), *redis.ClusterClient
-// and redis.UniversalClient all satisfy it; tests can wrap one to inject
-// faults.
+// Client is what the lock needs from go-redis: scripts, SET NX and DELEX,
+// and Process, through which Release sends its command once (see
+// Release). *redis.Client (single node or Sentinel failover),
+// *redis.ClusterClient and redis.UniversalClient all satisfy it; tests can
+// wrap one to inject faults.
 type Client interface {
 	redis.Scripter
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 	DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // Lock is a lease held on Key. Its zero value is not a lock; get one from
@@ -194,8 +209,9 @@ func (l *Lock) held() error {
 // whole milliseconds, so a ttl with a fraction of one is rounded up: 1.9ms
 // holds the lock for 2ms, never for less than asked.
 //
-// It returns ErrNilClient for a nil rdb, ErrBadTTL for a TTL under 1 ms
-// and ErrEmptyKey for an empty key, all before talking to Redis; an error
+// It returns ErrNilClient for a nil rdb, ErrBadTTL for a TTL under 1 ms,
+// ErrEmptyKey for an empty key and an error matching ErrStrayBrace for a
+// key with a "}" but no hash tag, all before talking to Redis; an error
 // matching ErrWrongType at once when the key holds something other than a
 // lock (a hash, a list...), which no holder would ever release; an error
 // wrapping ctx.Err() and naming the key when ctx ends first; and a Redis
@@ -255,9 +271,11 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// A failed call may still have run in Redis: ctx cut it short,
 			// or the reply was lost to a timeout. Delete what might be ours
 			// (token-checked, so nobody else's) so that no orphan lease
-			// blocks the others until its TTL runs out.
-			orphan := newLock(rdb, key, token, ttl, 0)
-			orphan.ReleaseLua(ctx)
+			// blocks the others until its TTL runs out. One try, bounded as
+			// a release is (see ReleaseTimeout).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+			newLock(rdb, key, token, ttl, 0).releaseOnce(rctx, false)
+			cancel()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
@@ -284,8 +302,8 @@ func validate(rdb any, key string, ttl time.Duration) error {
 	if isNil(rdb) {
 		return ErrNilClient
 	}
-	if key == "" {
-		return ErrEmptyKey
+	if _, err := slotPrefix(key); err != nil {
+		return err
 	}
 	return CheckTTL(ttl)
 }
@@ -335,16 +353,25 @@ func wholeMillis(ttl time.Duration) time.Duration {
 
 // Refresh resets the lock's TTL to the one it was acquired with (rounded
 // up to whole milliseconds, see CheckTTL) if the key still holds this
-// lock's token. It returns ErrNotHeld when the lease had expired or passed
-// to another holder (it is not extended then) or the Lock is nil or zero,
-// or the Redis error.
+// lock's token. It returns nil when Redis reset the TTL; ErrNotHeld when
+// Redis answered that the lease had expired or passed to another holder
+// (it is not extended then), or the Lock is nil or zero; an error
+// matching ErrUnknown when no answer came (a broken connection, ctx
+// ended): the lease may have been extended or not, and it still runs out
+// at the latest one TTL after the last refresh that succeeded; or the
+// error Redis replied with.
+//
+// Unlike Release, Refresh may be sent twice: go-redis resends a command
+// whose reply was lost (up to the client's MaxRetries), and refresh.lua is
+// idempotent for its own token: run twice, it finds its token twice and
+// resets the same TTL.
 func (l *Lock) Refresh(ctx context.Context) error {
 	if err := l.held(); err != nil {
 		return err
 	}
 	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.token, l.ttl.Milliseconds()).Int()
 	if err != nil {
-		return fmt.Errorf("lock: refresh %s: %w", l.Key, err)
+		return fmt.Errorf("lock: refresh %s: %w", l.Key, unknownIfLost(err))
 	}
 	if n == 0 {
 		return ErrNotHeld

@@ -51,6 +51,14 @@ func (f *faultyClient) DelExArgs(ctx context.Context, key string, a redis.DelExA
 	return f.Client.DelExArgs(ctx, key, a)
 }
 
+func (f *faultyClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	if err := f.fault(); err != nil {
+		cmd.SetErr(err)
+		return err
+	}
+	return f.Client.Process(ctx, cmd)
+}
+
 func (f *faultyClient) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	if err := f.fault(); err != nil {
 		return redis.NewCmdResult(nil, err)

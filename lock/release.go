@@ -3,7 +3,9 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -23,9 +25,23 @@ const ReleaseTimeout = time.Second
 // token and deletes the key on a match, in one atomic step, using DELEX where the server has
 // it (Redis 8.4 and later) and a Lua script otherwise. It first stops the
 // watchdogs that Watch started for this lock. It runs even when ctx has
-// ended, bounded by ReleaseTimeout (see there). It returns ErrNotHeld when
-// the lease had expired or passed to another holder (then nothing is
-// deleted) or the Lock is nil or zero, or the Redis error.
+// ended, bounded by ReleaseTimeout (see there).
+//
+// It returns nil when it deleted the key; ErrNotHeld when Redis answered
+// that the key was not this lock's (the lease had expired or passed to
+// another holder; nothing is deleted then), or the Lock is nil or zero;
+// an error matching ErrUnknown when it cannot tell (see below); or the
+// error Redis replied with.
+//
+// A release is not idempotent: sent twice, the second finds the key gone
+// and answers "not held" for a lock the first one released. go-redis
+// resends a command whose reply was lost (up to the client's MaxRetries),
+// so Release sends its command with go-redis's NoRetry set, through
+// Client.Process, and does the one resend itself, knowing what its answer
+// means: the key deleted now (the first never ran, nil), or not this
+// lock's, which after a lost reply proves nothing (ErrUnknown: the first
+// may have deleted it, or the lease ran out). Either way, after Release
+// this lock is no longer held, or runs out within its TTL.
 func (l *Lock) Release(ctx context.Context) error {
 	return l.release(ctx, true)
 }
@@ -46,11 +62,15 @@ func (l *Lock) ReleaseLua(ctx context.Context) error {
 // or not the lease is still held, exactly as a write sent just before
 // Release would: the lease protects them only as far as Watch and a fence
 // do. Read their results from the commands p returned: a command that
-// fails does not stop the release. Like Release, it keeps ctx's values
-// but not its cancellation, and gives up after ReleaseTimeout; it sends
-// nothing for a nil or zero Lock. On Redis Cluster, keys in p must share
-// the lock key's hash tag, as "balance:{wallet:42}" does with
-// "lock:{wallet:42}": a pipeline that spans nodes has no order.
+// fails does not stop the release. Nothing in p is sent twice: the release
+// makes go-redis send the whole pipeline once, so a lost reply leaves
+// each command with the network error and an unknown outcome, and only
+// the release is sent again, alone, as Release does. Like Release, it
+// keeps ctx's values but not its cancellation, and gives up after
+// ReleaseTimeout; it sends nothing for a nil or zero Lock. On Redis
+// Cluster, keys in p must share the lock key's hash tag, as
+// "balance:{wallet:42}" does with "lock:{wallet:42}": a pipeline that
+// spans nodes has no order.
 func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	if err := l.held(); err != nil {
 		return err
@@ -60,21 +80,22 @@ func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	defer cancel()
 	var release *redis.Cmd
 	if l.handoff != nil {
-		release = fairReleaseScript.EvalSha(ctx, p, l.handoff.keys, l.handoff.publish, l.token, "")
+		release = evalShaOnce(ctx, p, fairReleaseScript, l.handoff.keys, l.handoff.publish, l.token, "")
 	} else {
-		release = releaseScript.EvalSha(ctx, p, []string{l.Key}, l.token)
+		release = evalShaOnce(ctx, p, releaseScript, []string{l.Key}, l.token)
 	}
 	p.Exec(ctx) // each command keeps its own result
 	n, err := release.Int()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+	switch {
+	case err != nil && redis.HasErrorPrefix(err, "NOSCRIPT"):
 		// The script cache was flushed: p's commands ran; release alone,
 		// which loads the script again.
 		return l.release(ctx, false)
-	}
-	if err != nil {
+	case lost(err):
+		return l.releaseAgain(ctx, false, fmt.Errorf("lock: release %s: %w", l.Key, unknownIfLost(err)))
+	case err != nil:
 		return fmt.Errorf("lock: release %s: %w", l.Key, err)
-	}
-	if n == 0 {
+	case n == 0:
 		return ErrNotHeld
 	}
 	return nil
@@ -90,34 +111,122 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
+	err := l.releaseOnce(ctx, delexOK)
+	if errors.Is(err, ErrUnknown) {
+		return l.releaseAgain(ctx, delexOK, err)
+	}
+	return err
+}
+
+// releaseAgain sends the release once more after the reply to the first
+// was lost (first is that error, matching ErrUnknown), and tells what the
+// two together say: nil when this one deleted the key, ErrUnknown
+// otherwise (see Release).
+func (l *Lock) releaseAgain(ctx context.Context, delexOK bool, first error) error {
+	switch err := l.releaseOnce(ctx, delexOK); {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotHeld):
+		return fmt.Errorf("%w; sent again, the release found the key no longer this lock's: the first deleted it, or the lease ran out", first)
+	default:
+		return fmt.Errorf("%w; sent again: %v", first, err)
+	}
+}
+
+// releaseOnce sends the release once: nil when it deleted the key,
+// ErrNotHeld when Redis answered that the key was not this lock's, and a
+// lost reply as an error matching ErrUnknown.
+func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
+	if l.handoff != nil {
+		return l.handoff.release(ctx, l.rdb, l.token, "")
+	}
+	delex := false
 	if delexOK {
-		ok, err := supportsDelex(ctx, l.rdb)
-		if err != nil {
-			return fmt.Errorf("lock: release %s: %w", l.Key, err)
-		}
-		if ok {
-			return l.releaseDelex(ctx)
-		}
+		// When the probe's reply is lost, the script does: it runs on
+		// every server.
+		delex, _ = supportsDelex(ctx, l.rdb)
 	}
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.Key}, l.token).Int()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.Key, err)
+	var cmd *redis.Cmd
+	if delex {
+		cmd = sendOnce(ctx, l.rdb, "delex", l.Key, "IFEQ", l.token)
+	} else {
+		cmd = runOnce(ctx, l.rdb, releaseScript, releaseLua, []string{l.Key}, l.token)
 	}
-	if n == 0 {
+	n, err := cmd.Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("lock: release %s: %w", l.Key, unknownIfLost(err))
+	case n == 0:
 		return ErrNotHeld
 	}
 	return nil
 }
 
-func (l *Lock) releaseDelex(ctx context.Context) error {
-	n, err := l.rdb.DelExArgs(ctx, l.Key, redis.DelExArgs{Mode: "IFEQ", MatchValue: l.token}).Result()
-	if err != nil {
-		return fmt.Errorf("lock: release %s: %w", l.Key, err)
+// onceCmd is a command that go-redis sends at most once: NoRetry tells its
+// retry loop not to send it again after an error, because the command may
+// have run (go-redis's own RawWriteTo uses the same flag). A redirect on
+// Redis Cluster (MOVED, ASK) is still followed: the node that answered
+// with one did not run the command.
+type onceCmd struct{ *redis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
+
+// sendOnce sends the command args through c once (see onceCmd).
+func sendOnce(ctx context.Context, c interface {
+	Process(context.Context, redis.Cmder) error
+}, args ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	c.Process(ctx, onceCmd{cmd}) // the error is cmd's
+	return cmd
+}
+
+// evalShaOnce sends EVALSHA of s through c once, as s.EvalSha would send
+// it with retries.
+func evalShaOnce(ctx context.Context, c interface {
+	Process(context.Context, redis.Cmder) error
+}, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return sendOnce(ctx, c, evalArgs("evalsha", s.Hash(), keys, args)...)
+}
+
+// runOnce is s.Run sent once: EVALSHA, and on NOSCRIPT (Redis ran
+// nothing) EVAL of src, the script's source.
+func runOnce(ctx context.Context, rdb Client, s *redis.Script, src string, keys []string, args ...any) *redis.Cmd {
+	cmd := evalShaOnce(ctx, rdb, s, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = sendOnce(ctx, rdb, evalArgs("eval", src, keys, args)...)
 	}
-	if n == 0 {
-		return ErrNotHeld
+	return cmd
+}
+
+// evalArgs are the words of EVAL or EVALSHA: the script or its hash, the
+// number of keys, the keys, the arguments.
+func evalArgs(eval, script string, keys []string, args []any) []any {
+	words := make([]any, 0, 3+len(keys)+len(args))
+	words = append(words, eval, script, len(keys))
+	for _, k := range keys {
+		words = append(words, k)
 	}
-	return nil
+	return append(words, args...)
+}
+
+// lost reports whether err says that no reply came (a broken connection,
+// a timeout, ctx ended), as opposed to an error Redis replied with, a
+// closed client or a connection that could not be made, which sent
+// nothing: then the command may have run.
+func lost(err error) bool {
+	var reply redis.Error
+	var op *net.OpError
+	return err != nil && !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) &&
+		!(errors.As(err, &op) && op.Op == "dial")
+}
+
+// unknownIfLost wraps a lost reply's error so that it matches ErrUnknown,
+// and returns any other error as it is.
+func unknownIfLost(err error) error {
+	if lost(err) {
+		return fmt.Errorf("%w: %w", ErrUnknown, err)
+	}
+	return err
 }
 
 // delexSupport remembers, per client, whether its server knows DELEX, so

@@ -3,7 +3,9 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,4 +206,221 @@ func TestReleaseAfter_writesThenReleases(t *testing.T) {
 			t.Errorf("balance %q after ReleaseAfter on a nil lock, want 70: the write was sent", got)
 		}
 	})
+}
+
+// losingClient passes every command on to Redis, and makes the replies of
+// the first lose commands sent with go-redis's NoRetry flag (the release)
+// lost, as a connection that breaks while the reply is on its way does.
+// With run false the lost command never reaches Redis, as when the
+// connection broke before it was sent.
+type losingClient struct {
+	lock.Client
+	lose atomic.Int64
+	run  bool
+}
+
+func (c *losingClient) Process(ctx context.Context, cmd redis.Cmder) error {
+	if !cmd.NoRetry() || c.lose.Add(-1) < 0 {
+		return c.Client.Process(ctx, cmd)
+	}
+	if c.run {
+		c.Client.Process(ctx, cmd)
+	}
+	cmd.SetErr(io.ErrUnexpectedEOF)
+	return io.ErrUnexpectedEOF
+}
+
+// losingPipe loses every reply of a pipeline, which ran when run is set
+// and never reached Redis otherwise.
+type losingPipe struct {
+	redis.Pipeliner
+	run bool
+}
+
+func (p losingPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
+	var cmds []redis.Cmder
+	if p.run {
+		cmds, _ = p.Pipeliner.Exec(ctx)
+	} else {
+		cmds = p.Pipeliner.Cmds()
+		p.Pipeliner.Discard()
+	}
+	for _, cmd := range cmds {
+		cmd.SetErr(io.ErrUnexpectedEOF)
+	}
+	return cmds, io.ErrUnexpectedEOF
+}
+
+// A release whose reply is lost is sent once more, and what the two say
+// together is what Release returns: nil when the second deleted the key
+// (the first never ran), ErrUnknown when it found the key gone (the first
+// may have deleted it) or got no reply either, never ErrNotHeld.
+func TestRelease_lostReplyIsUnknownNeverNotHeld(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 10*time.Second)
+	cases := []struct {
+		name string
+		lose int64 // replies lost, the first's and maybe the second's
+		run  bool  // whether the lost ones ran in Redis
+		want error // nil, or ErrUnknown
+	}{
+		{"the release ran, its reply was lost", 1, true, lock.ErrUnknown},
+		{"the release never reached Redis", 1, false, nil},
+		{"the release ran, both replies were lost", 2, true, lock.ErrUnknown},
+		{"neither reached Redis", 2, false, lock.ErrUnknown},
+	}
+	for _, r := range []string{"Release", "ReleaseLua", "ReleaseAfter"} {
+		for _, c := range cases {
+			t.Run(r+"/"+c.name, func(t *testing.T) {
+				f := &losingClient{Client: rdb, run: c.run}
+				l := mustAcquire(t, f, key, 10*time.Second)
+				t.Cleanup(func() { rdb.Del(context.Background(), key) })
+				var err error
+				switch r {
+				case "Release":
+					f.lose.Store(c.lose)
+					err = l.Release(ctx)
+				case "ReleaseLua":
+					f.lose.Store(c.lose)
+					err = l.ReleaseLua(ctx)
+				case "ReleaseAfter":
+					f.lose.Store(c.lose - 1) // the pipeline loses the first
+					err = l.ReleaseAfter(ctx, losingPipe{rdb.Pipeline(), c.run})
+				}
+				switch {
+				case errors.Is(err, lock.ErrNotHeld):
+					t.Fatalf("got %v: it matches ErrNotHeld", err)
+				case c.want == nil && err != nil:
+					t.Fatalf("got %v, want nil", err)
+				case c.want != nil && !errors.Is(err, c.want):
+					t.Fatalf("got %v, want ErrUnknown", err)
+				}
+				if c.run || c.want == nil {
+					if n := rdb.Exists(ctx, key).Val(); n != 0 {
+						t.Error("the key is still there")
+					}
+				}
+			})
+		}
+	}
+}
+
+// Refresh may be sent twice (refresh.lua is idempotent for its token); a
+// reply that never came is ErrUnknown, not ErrNotHeld.
+func TestRefresh_lostReplyIsUnknown(t *testing.T) {
+	rdb, key := setup(t)
+	f := &faultyClient{Client: rdb}
+	l := mustAcquire(t, f, key, 10*time.Second)
+	t.Cleanup(func() { l.Release(context.Background()) })
+	f.failWith(io.ErrUnexpectedEOF)
+	err := l.Refresh(ctxFor(t, 10*time.Second))
+	if !errors.Is(err, lock.ErrUnknown) || errors.Is(err, lock.ErrNotHeld) {
+		t.Errorf("Refresh with its reply lost: %v, want ErrUnknown", err)
+	}
+	f.fail.Store(nil)
+}
+
+// With the client's connections killed every 20 ms from another client,
+// while goroutines take turns on one lock with a long TTL, no release of a
+// lock that was held answers ErrNotHeld (go-redis would resend a release
+// whose reply was lost, and the resent one would find the key gone);
+// the count is right and no two holders overlap. A release that cannot
+// tell is ErrUnknown, counted apart.
+func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t)
+	// MaxRetries 1, as services.RedisOptions sets: go-redis resends a
+	// command whose reply was lost, unless it carries NoRetry.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: 1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	killer := srv.client()
+	var errs atomic.Int64
+	rdb.AddHook(errorCounter{&errs})
+
+	const workers, rounds, ttl = 10, 100, 2 * time.Second
+	ctx := ctxFor(t, 3*time.Minute)
+	key := "lock:{wallet:1}"
+	var counter, inside, overlaps, notHeld, unknown, other, acquireErrs atomic.Int64
+	stop := disrupt(20*time.Millisecond, func() {
+		killer.ClientKillByFilter(context.Background(), "TYPE", "normal", "SKIPME", "yes")
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; i < rounds && ctx.Err() == nil; {
+				l, err := lock.Acquire(ctx, rdb, key, ttl)
+				if err != nil {
+					acquireErrs.Add(1) // a lost SET NX reply: try again
+					continue
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				counter.Store(counter.Load() + 1) // lost updates if two hold it
+				inside.Add(-1)
+				var rerr error
+				switch (w + i) % 3 {
+				case 0:
+					rerr = l.Release(ctx)
+				case 1:
+					rerr = l.ReleaseLua(ctx)
+				default:
+					rerr = l.ReleaseAfter(ctx, rdb.Pipeline())
+				}
+				switch {
+				case rerr == nil:
+				case errors.Is(rerr, lock.ErrNotHeld):
+					notHeld.Add(1)
+					t.Errorf("release %d of worker %d: %v", i, w, rerr)
+				case errors.Is(rerr, lock.ErrUnknown):
+					unknown.Add(1)
+				default:
+					other.Add(1)
+					t.Logf("release %d of worker %d: %v", i, w, rerr)
+				}
+				i++
+			}
+		})
+	}
+	wg.Wait()
+	kills := stop()
+	t.Logf("%d kills, %d failed commands; releases: %d not held, %d unknown, %d other errors; %d acquire errors",
+		kills, errs.Load(), notHeld.Load(), unknown.Load(), other.Load(), acquireErrs.Load())
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("the rounds did not end in time: %v", err)
+	}
+	if n := counter.Load(); n != workers*rounds {
+		t.Errorf("counter = %d, want %d", n, workers*rounds)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Errorf("%d overlaps, want 0", n)
+	}
+	if n := notHeld.Load(); n != 0 {
+		t.Errorf("%d releases of a held lock answered ErrNotHeld, want 0", n)
+	}
+}
+
+// errorCounter is a go-redis hook that counts the commands that failed.
+type errorCounter struct{ n *atomic.Int64 }
+
+func (errorCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h errorCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h errorCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil {
+			h.n.Add(1)
+		}
+		return err
+	}
 }

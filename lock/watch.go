@@ -11,8 +11,9 @@ import (
 // Watch keeps the lock alive while work runs: it refreshes the lease every
 // third of the lock's TTL and returns a context for the work; the first
 // failed refresh cancels that context. context.Cause then says why:
-// ErrNotHeld when the lease was lost to expiry or another holder, the
-// Redis error otherwise.
+// ErrNotHeld when the lease was lost to expiry or another holder, an error
+// matching ErrUnknown when a refresh got no reply (the lease may still
+// run, but nobody can vouch for it), the Redis error otherwise.
 //
 // Call it right after acquiring and do the protected work with the
 // returned context. Release stops the watchdog before it deletes the key,

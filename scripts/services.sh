@@ -436,10 +436,13 @@ pg_bin() {
 }
 
 # as_pg CMD...: run as the postgres user when we are root (initdb and
-# postgres refuse to run as root), as ourselves otherwise.
+# postgres refuse to run as root), as ourselves otherwise. From /: su keeps
+# the working directory, and psql and initdb fail with "could not change
+# directory" in one the postgres user cannot enter (a clone inside a 0700
+# folder). Every path given to them is absolute.
 as_pg() {
   if [[ $(id -u) == 0 ]]; then
-    su postgres -s /bin/bash -c "$(printf '%q ' "$@")"
+    (cd / && su postgres -s /bin/bash -c "$(printf '%q ' "$@")")
   else
     "$@"
   fi
@@ -468,7 +471,7 @@ pg_dir() {
   if [[ $(id -u) == 0 ]]; then
     id postgres >/dev/null 2>&1 || die "running as root needs a postgres user to run PostgreSQL: apt-get install postgresql"
     mkdir -p "$dir" && chown postgres: "$dir" && chmod 700 "$dir"
-    if ! su postgres -s /bin/bash -c "test -w '$dir'" 2>/dev/null; then
+    if ! as_pg test -w "$dir" 2>/dev/null; then
       rm -rf "$dir"
       dir=$(mktemp -d /tmp/walletlock-pg.XXXXXX)
       chown postgres: "$dir" && chmod 700 "$dir"
@@ -515,7 +518,7 @@ pg_setup_packaged() {
   if [[ $(id -u) == 0 ]]; then
     role_sql | as_pg "$bin/psql" -p "$pg_port" -d postgres -qtAX -v ON_ERROR_STOP=1 >/dev/null
   else
-    role_sql | sudo -u postgres "$bin/psql" -p "$pg_port" -d postgres -qtAX -v ON_ERROR_STOP=1 >/dev/null
+    role_sql | (cd / && sudo -u postgres "$bin/psql" -p "$pg_port" -d postgres -qtAX -v ON_ERROR_STOP=1) >/dev/null
   fi || die "cannot create role $pg_user and database $pg_db there; do it as its postgres user, or set DATABASE_URL to another port"
 }
 

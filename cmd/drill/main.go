@@ -31,8 +31,11 @@
 //	go run ./cmd/drill -json                                                   # one JSON row per run
 //
 // It exits 0 when every cell gives the verdict the lesson table says, 1
-// when not or when something fails, 2 on bad flags, and 130 after Ctrl-C,
-// once it has killed every process it started and deleted its rows.
+// when not or when something fails, 2 on bad flags, and 130 after Ctrl-C
+// (or SIGTERM, SIGHUP, a closed stdout such as `| head -2`), once it has
+// killed every process it started and deleted its rows. Its wallet ids
+// follow from -prefix; the rows of a drill killed before its clean-up it
+// takes over, and says so.
 package main
 
 import (
@@ -70,10 +73,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := drill.Config{Procs: 3, Conc: 2, Wallets: 2, Initial: 1_000_000, Amount: 7, TTL: 500 * time.Millisecond, Work: 10 * time.Millisecond}
 	fs.IntVar(&c.Procs, "procs", c.Procs, "spender processes, 2 to 16")
 	fs.IntVar(&c.Conc, "conc", c.Conc, "concurrent spends in each spender process, 1 to 16")
-	fs.IntVar(&c.Wallets, "wallets", c.Wallets, "wallets they all spend from, 1 to 100")
+	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets they all spend from, 1 to %d", drill.MaxWallets))
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease TTL, 100ms to 10s")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
-	fs.Int64Var(&c.First, "first-id", 7_700_000, "first PostgreSQL wallet id this drill uses")
+	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
@@ -81,14 +84,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	nems, err1 := pick("-nemesis", *nemeses, drill.Nemeses)
 	strats, err2 := pick("-strategy", *strategies, drill.Strategies)
+	if c.First == 0 {
+		c.First = drill.FirstID(c.Prefix)
+	}
 	var bad error
 	switch {
 	case *seeds < 1 || *seeds > 100:
 		bad = fmt.Errorf("-seeds must be 1 to 100, got %d", *seeds)
+	case *seed > math.MaxInt64-int64(*seeds-1):
+		bad = fmt.Errorf("-seed %d leaves no room for -seeds %d below 2^63 (at most %d)", *seed, *seeds, math.MaxInt64-int64(*seeds-1))
 	case c.Procs < 2 || c.Procs > 16 || c.Conc < 1 || c.Conc > 16:
 		bad = fmt.Errorf("-procs must be 2 to 16 and -conc 1 to 16, got %d and %d", c.Procs, c.Conc)
-	case c.Wallets < 1 || c.Wallets > 100:
-		bad = fmt.Errorf("-wallets must be 1 to 100, got %d", c.Wallets)
+	case c.Wallets < 1 || c.Wallets > drill.MaxWallets:
+		bad = fmt.Errorf("-wallets must be 1 to %d, got %d", drill.MaxWallets, c.Wallets)
 	case c.TTL < 100*time.Millisecond || c.TTL > 10*time.Second:
 		bad = fmt.Errorf("-ttl must be 100ms to 10s, got %v", c.TTL)
 	case c.Work < 0 || 2*c.Work >= c.TTL:
@@ -123,6 +131,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer release()
+	// A drill killed before its clean-up (SIGKILL, a power cut) leaves its
+	// rows; its lease went with its connection.
+	if note, err := drill.TakeOver(ctx, pool, store, c.Prefix, c.First, c.Wallets); err != nil {
+		return fail(err)
+	} else if note != "" {
+		fmt.Fprintln(stderr, prog+": "+note)
+	}
 	if c.Exe, err = os.Executable(); err != nil {
 		return fail(err)
 	}
@@ -165,14 +180,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	done, cancel := cli.Cleanup(ctx)
 	defer cancel()
 	if err := c.Store.DeleteRange(done, c.First, c.Wallets); err != nil {
-		fmt.Fprintf(stderr, "%s: could not delete its rows (%v); delete them with: psql \"$DATABASE_URL\" -c \"DELETE FROM walletlock_wallets WHERE owner = '%s'\"\n", prog, err, c.Prefix)
+		fmt.Fprintf(stderr, "%s: could not delete its rows (%v); delete them with: %s\n", prog, err, cli.PostgresDeleteRange(c.Prefix, c.First, c.Wallets))
 	}
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "%s: these processes did not die: %s\n", prog, strings.Join(left, ", "))
 	}
 	if ctx.Err() != nil {
 		r.table()
-		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C; the table counts the runs that finished\n", prog)
+		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, cli.Why(ctx))
 		return cli.ExitInterrupted
 	}
 	if runErr != nil {

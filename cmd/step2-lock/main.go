@@ -167,6 +167,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.Set("failed_spends", len(tally.Errors))
 	r.Set("unknown_spends", tally.Unknown)
 	r.Set("failed_releases", len(failedReleases))
+	unknownReleases := 0 // their reply was lost: deleted or not, nobody knows
+	for _, err := range failedReleases {
+		if errors.Is(err, lock.ErrUnknown) {
+			unknownReleases++
+		}
+	}
+	r.Set("unknown_releases", unknownReleases)
 	if s.Interrupted() { // measured, but not what the lesson is about
 		fmt.Fprintf(stderr, "%s: interrupted by Ctrl-C; the check line counts only the spends made before it\n", step)
 		r.Interrupted("lock", verdict, nil)
@@ -177,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		r.Fail(stderr, errors.New(line))
 	}
 	if len(failedReleases) > 0 {
-		r.Fail(stderr, fmt.Errorf("%d releases failed, first: %w", len(failedReleases), failedReleases[0]))
+		r.Fail(stderr, fmt.Errorf("%d releases failed, first: %w (%d of them with an unknown outcome: the reply was lost)", len(failedReleases), failedReleases[0], unknownReleases))
 	}
 	if left > 0 {
 		r.Fail(stderr, fmt.Errorf("the lock key %s is still there after every spender released it", lockKey))

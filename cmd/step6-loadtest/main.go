@@ -40,6 +40,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,7 +79,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	if err := c.Resolve(*workers, *which); err != nil {
+	err := c.Resolve(*workers, *which)
+	if err == nil && *htmlFile != "" { // a page that could not be written is refused before any work
+		err = charts.CheckPage(*htmlFile)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
 		return 2
 	}
@@ -94,10 +99,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			return interrupted(stderr, false)
 		}
+		if errors.Is(err, loadtest.ErrBadConfig) { // REDLOCK_ADDRS naming one node twice
+			fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
+			return 2
+		}
 		fmt.Fprintln(stderr, step+":", err)
 		return 1
 	}
 	defer env.Close()
+	if env.Redlock != nil && env.Redlock.Degraded() != "" { // a minority down: Redlock runs
+		fmt.Fprintln(stderr, step+":", env.Redlock.Degraded())
+	}
 	rep, runErr := loadtest.Run(ctx, env, c)
 	if rep == nil { // it failed before anything was measured
 		fmt.Fprintln(stderr, step+":", runErr)

@@ -176,6 +176,21 @@ func TestRun_redlockWithoutItsNodes(t *testing.T) {
 	testenv.FailsInOneLine(t, run, args, "0 of 3 answer", dead[0], "make redlock-up", "REDLOCK_ADDRS")
 }
 
+// REDLOCK_ADDRS that names one node three times is a configuration
+// mistake: exit 2 and one line, before any spend waits on a majority that
+// cannot be had.
+func TestRun_redlockOneNodeNamedThrice(t *testing.T) {
+	args, _ := ownArgs(t, "-strategy", "redlock")
+	t.Setenv("REDLOCK_ADDRS", "127.0.0.1:6380,127.0.0.1:6380,localhost:6380")
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), args, &stdout, &stderr); code != 2 {
+		t.Errorf("run = %d, want 2", code)
+	}
+	if msg := stderr.String(); strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "names one node twice") || stdout.Len() > 0 {
+		t.Errorf("stdout %q, stderr %q; want nothing, and one line saying one node is named twice", stdout.String(), msg)
+	}
+}
+
 // The default run needs only `make up`: without the Redlock nodes it runs
 // every other strategy, and one line on stderr says what it left out.
 func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {

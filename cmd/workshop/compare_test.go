@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,13 @@ import (
 	"example.com/walletlock/internal/workshop"
 )
 
-// The testdata files are three real runs of make workshop JSON=1: one
-// written before the host label and the format existed, lab-b, and "lab c".
+// The testdata files are real runs of make workshop JSON=1: three of an
+// older version, which had fewer phases (one written before the host label
+// and the format existed, lab-b, and "lab c"), and "lab d" of today's, run
+// with the Redlock nodes down, so that step 6 left redlock out.
 var room = []string{"testdata/workshop-before-host.json", "testdata/workshop-lab-b.json", "testdata/workshop-lab-c.json"}
+
+const labD = "testdata/workshop-lab-d.json"
 
 func compareRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -28,7 +33,8 @@ func TestCompare_threeMachinesSideBySide(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("compare = %d, stderr %q; want 0 and nothing", code, errs)
 	}
-	for _, want := range []string{"3 machines:", "before-host ", "lab-b ", "lab c ", "20 of 20 verdicts as the lesson says", "wrote " + page} {
+	for _, want := range []string{"3 machines:", "before-host ", "lab-b ", "lab c ", "18 of 23 phases as the lesson says, 5 not reported",
+		"3 of 3 machines differ from the lesson:", "lab c: step5-fencing phase 1b: not reported (the lesson says BROKEN)", "wrote " + page} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary does not say %q:\n%s", want, out)
 		}
@@ -76,7 +82,7 @@ func TestCompare_summaryNamesAPhaseThatDiffers(t *testing.T) {
 		phase["verdict"], phase["match"] = "OK", false
 	})
 	code, out, _ := compareRun(t, room[2], odd)
-	if code != 0 || !strings.Contains(out, "19 of 20") || !strings.Contains(out, "odd: step3-ttl phase 1 gave OK, the lesson says BROKEN") {
+	if code != 0 || !strings.Contains(out, "17 of 23") || !strings.Contains(out, "odd: step3-ttl phase 1 gave OK, the lesson says BROKEN") {
 		t.Errorf("compare = %d, summary:\n%s\nwant odd's step3-ttl 1 named", code, out)
 	}
 }
@@ -100,6 +106,9 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 		{"not JSON", write("notes.txt", "lab-b: all OK\n"), "not JSON"},
 		{"a newer format", newer, "is newer than this workshop reads"},
 		{"a missing file", filepath.Join(dir, "nope.json"), "no such file"},
+		{"step 6's strategies not a list", edited(t, dir, "bad-rows.json", func(s6 map[string]any) { s6["strategies"] = "lock" }), "step 6: "},
+		{"step 6's workers not a count", edited(t, dir, "bad-workers.json", func(s6 map[string]any) { s6["params"].(map[string]any)["workers"] = "many" }), "params.workers"},
+		{"a step 6 row without a strategy", edited(t, dir, "no-strategy.json", func(s6 map[string]any) { delete(s6["strategies"].([]any)[0].(map[string]any), "strategy") }), "names no strategy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,6 +125,156 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The summary and the page show one judgement: every phase the text
+// names as differing is a red cell on the page, and every machine's count
+// is the same in both.
+func TestCompare_summaryAndPageAgree(t *testing.T) {
+	odd := filepath.Join(t.TempDir(), "workshop-odd.json")
+	copyFile(t, labD, odd, func(rep map[string]any) {
+		rep["host"] = "odd"
+		phase := rep["phases"].([]any)[4].(map[string]any) // step3-ttl 1
+		phase["verdict"] = "OK"
+	})
+	page := filepath.Join(t.TempDir(), "room.html")
+	code, out, _ := compareRun(t, append([]string{"-html", page}, append(room, labD, odd)...)...)
+	if code != 0 {
+		t.Fatalf("compare = %d, summary:\n%s", code, out)
+	}
+	html := readPage(t, page)
+	named := strings.Count(out, ": not reported (the lesson says") + strings.Count(out, ", the lesson says ")
+	if red := strings.Count(html, "✗ differs"); red != named || named != 3*5+1 {
+		t.Errorf("the summary names %d phases that differ, the page marks %d; want 16 in both (5 per older file, odd's step3-ttl 1)\n%s", named, red, out)
+	}
+	for _, tally := range []string{"18 of 23 phases as the lesson says, 5 not reported", "26 of 26 phases as the lesson says, 1 left out, not checked", "25 of 26 phases as the lesson says, 1 left out, not checked"} {
+		if !strings.Contains(out, tally) || !strings.Contains(html, tally) {
+			t.Errorf("the summary or the page does not say %q", tally)
+		}
+	}
+}
+
+// A phase a step left out (redlock, its nodes down) is neither a
+// difference nor a pass: both the summary and the page say it was left
+// out, not checked, and why.
+func TestCompare_aPhaseLeftOutIsShownAsLeftOut(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "room.html")
+	code, out, _ := compareRun(t, "-html", page, labD)
+	for _, want := range []string{"26 of 26 phases as the lesson says, 1 left out, not checked",
+		"No machine differs from the lesson, but 1 phase was left out, not checked:",
+		"lab d: step6-loadtest phase redlock: left out, not checked: redlock: nodes down"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary does not say %q:\n%s", want, out)
+		}
+	}
+	if code != 0 || strings.Contains(out, "Every machine gave every verdict") {
+		t.Errorf("compare = %d, summary:\n%s\nwant 0 and no claim that every verdict was given", code, out)
+	}
+	html := readPage(t, page)
+	if strings.Contains(html, `class="differs"`) || strings.Contains(html, `class="row-differs"`) || strings.Contains(html, "✗") {
+		t.Error("the page marks something as differing; want only redlock shown as left out")
+	}
+	if !strings.Contains(html, `<td class="unchecked">left out, not checked<small>redlock: nodes down`) {
+		t.Error("the page does not show redlock as left out, not checked, with why")
+	}
+}
+
+// A 64-worker run and a 2,8,50 sweep are not the same load: the summary
+// and the page say how each machine ran step 6, the page marks the odd one.
+func TestCompare_saysWhenStep6RanUnderDifferentLoads(t *testing.T) {
+	sweep := filepath.Join(t.TempDir(), "workshop-sweep.json")
+	copyFile(t, labD, sweep, func(rep map[string]any) {
+		rep["host"] = "sweep"
+		s6 := rep["steps"].(map[string]any)["step6-loadtest"].(map[string]any)
+		for i, row := range s6["strategies"].([]any) {
+			row.(map[string]any)["workers"] = []float64{2, 8, 50}[i%3]
+		}
+	})
+	page := filepath.Join(t.TempDir(), "room.html")
+	code, out, _ := compareRun(t, "-html", page, labD, labD, sweep)
+	if code != 0 || !strings.Contains(out, "Step 6 ran under different loads, so its rates do not compare:") ||
+		!strings.Contains(out, "2, 8, 50 workers spending from 16 wallets") || !strings.Contains(out, "64 workers spending from 16 wallets, 1ms of work, 2s per strategy") {
+		t.Errorf("compare = %d, summary:\n%s\nwant each machine's load named", code, out)
+	}
+	html := readPage(t, page)
+	if !strings.Contains(html, "ran step 6 under different loads") || strings.Count(html, `<td class="unlike">`) != 1 || !strings.Contains(html, `<td class="unlike">2, 8, 50 workers`) {
+		t.Error("the page does not mark the sweep's load as unlike the others'")
+	}
+	code, out, _ = compareRun(t, "-html", page, labD, labD)
+	if code != 0 || strings.Contains(out, "different loads") || !strings.Contains(readPage(t, page), "Every machine ran step 6 under the same load: 64 workers") {
+		t.Errorf("compare of one load twice = %d, summary:\n%s\nwant the same load said once, on the page", code, out)
+	}
+}
+
+// Nothing read from a file reaches the terminal with a control character:
+// a label that sets the terminal's title, one that forges a verdict line,
+// a phase name, a failure and a step 6 strategy with ESC, CR or BEL.
+func TestCompare_printsNoControlCharacterFromAFile(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, host := range []string{"lab\x1b]0;owned\a", "lab\nEvery machine gave every verdict the lesson promises.", "lab\rok", "bell\a"} {
+		file := filepath.Join(dir, fmt.Sprintf("workshop-%d.json", i))
+		copyFile(t, labD, file, func(rep map[string]any) {
+			rep["host"] = host
+			rep["failures"] = []string{"step2-lock: \x1b[31mred\x1b[0m"}
+			phase := rep["phases"].([]any)[4].(map[string]any)
+			phase["phase"], phase["verdict"] = "1\x1b[2J", "OK"
+			s6 := rep["steps"].(map[string]any)["step6-loadtest"].(map[string]any)
+			s6["strategies"].([]any)[0].(map[string]any)["strategy"] = "none\x1b]0;x\a"
+			s6["left_out"] = map[string]any{"redlock": "nodes\r\ndown\a"}
+		})
+		files = append(files, file)
+	}
+	page := filepath.Join(dir, "room.html")
+	code, out, errs := compareRun(t, append([]string{"-html", page}, files...)...)
+	if code != 0 {
+		t.Fatalf("compare = %d, stderr %q", code, errs)
+	}
+	for _, text := range []string{out, readPage(t, page)} {
+		if i := strings.IndexAny(text, "\x1b\r\a"); i >= 0 {
+			t.Errorf("control character %q printed: %q", text[i], text[max(0, i-40):min(len(text), i+40)])
+		}
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r < 0x20 && r != '\n' || r == 0x7f }); i >= 0 {
+		t.Errorf("control character %q in the summary", out[i])
+	}
+	for l := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(l, "Every machine gave") {
+			t.Errorf("a host label forged the line %q:\n%s", l, out)
+		}
+	}
+	for _, want := range []string{`"lab\x1b]0;owned\a"`, `"lab\nEvery machine gave every verdict the lesson promises."`, `"step2-lock: \x1b[31mred\x1b[0m"`, `"1\x1b[2J"`, `"nodes\r\ndown\a"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary does not show %s quoted:\n%s", want, out)
+		}
+	}
+}
+
+// -html in a folder that does not exist is a bad flag: refused in one
+// line before any file is read.
+func TestCompare_refusesAPageInAMissingFolder(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "missing", "room.html")
+	code, out, errs := compareRun(t, "-html", page, "no-such-file.json")
+	if code != 2 || out != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "does not exist") || !strings.Contains(errs, page) {
+		t.Errorf("compare = %d, stdout %q, stderr %q; want 2, nothing, and one line naming the missing folder", code, out, errs)
+	}
+}
+
+func readPage(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// edited is a copy of lab d in dir whose step 6 report edit changed.
+func edited(t *testing.T, dir, name string, edit func(step6 map[string]any)) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	copyFile(t, labD, path, func(rep map[string]any) { edit(rep["steps"].(map[string]any)["step6-loadtest"].(map[string]any)) })
+	return path
 }
 
 // copyFile copies a workshop JSON file, changed by edit if not nil.

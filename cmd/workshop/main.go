@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/report"
@@ -106,7 +107,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case strings.TrimSpace(opt.host) == "":
 		bad = errors.New("-host must not be empty: it names this machine on the facilitator's page")
 	}
-	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(opt.prefix)); stop {
+	var page error // a page that could not be written is refused before any file is read
+	if opt.compare && opt.html != "" {
+		page = charts.CheckPage(opt.html)
+	}
+	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(opt.prefix), page); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
@@ -160,7 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for phase, why := range ran.LeftOut {
 			leftOut[p.step+"/"+phase] = true
-			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, phase, why)
+			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, cli.Printable(phase), cli.Printable(why))
 		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,

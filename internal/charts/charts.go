@@ -1,6 +1,7 @@
 // Package charts writes the pictures of a run as HTML pages that open
 // offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
-// machines side by side (WriteRoom).
+// machines side by side (WriteRoom), judged against the lesson once
+// (Judge) for both the page and cmd/workshop's summary.
 //
 // A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
 // drawn by gonum.org/v1/plot and put inline, its style sits in the page,
@@ -13,9 +14,15 @@ package charts
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"example.com/walletlock/internal/cli"
 )
 
 //go:embed page.tmpl
@@ -31,5 +38,41 @@ func render(w io.Writer, name string, data any) error {
 		return fmt.Errorf("charts: write the %s page: %w", name, err)
 	}
 	_, err := b.WriteTo(w)
+	return err
+}
+
+// CheckPage refuses, before a program does any work, a page it could not
+// write at the end: path must name a file (not a folder) in a folder that
+// exists and takes a new file. It tries one, and removes it. The error
+// names the flag (-html) and the fix, in one line.
+func CheckPage(path string) error {
+	shown := cli.Printable(path)
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("-html %s is a folder: name the page's file in it, e.g. %s", shown, cli.Printable(filepath.Join(path, "report.html")))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("-html %s: the folder %s does not exist: create it, or name a file in a folder that does", shown, cli.Printable(dir))
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("-html %s: %s is not a folder", shown, cli.Printable(dir))
+	case err != nil:
+		return fmt.Errorf("-html %s: %v", shown, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".walletlock-page-*")
+	if err != nil {
+		return fmt.Errorf("-html %s: cannot write in the folder %s: %v", shown, cli.Printable(dir), unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+// unwrapPath is the reason of a file error, without the path it names.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
 	return err
 }

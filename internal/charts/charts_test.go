@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -225,12 +229,22 @@ func room(t *testing.T) []Machine {
 	return room
 }
 
-func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
+// writeRoom judges the machines and writes their page.
+func writeRoom(t *testing.T, machines []Machine) []byte {
+	t.Helper()
+	r, err := Judge(machines)
+	if err != nil {
+		t.Fatalf("Judge: %v", err)
+	}
 	var b bytes.Buffer
-	if err := WriteRoom(&b, room(t)); err != nil {
+	if err := WriteRoom(&b, r); err != nil {
 		t.Fatalf("WriteRoom: %v", err)
 	}
-	p := parsePage(t, b.Bytes())
+	return b.Bytes()
+}
+
+func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
+	p := parsePage(t, writeRoom(t, room(t)))
 	p.mustName(t, "machine", "ana-laptop", "bob-desktop", "room-pc-3")
 	p.mustName(t, "strategy", oneRun...)
 	p.mustName(t, "version", "go1.26.8", "7.0.15", "15.18")
@@ -268,5 +282,149 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// svgText maps each text of a chart to the x it starts at (the last, for
+// a text drawn twice).
+func svgText(chart string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range regexp.MustCompile(`<text x="([-\d.]+)"[^>]*>([^<]*)</text>`).FindAllStringSubmatch(chart, -1) {
+		x, _ := strconv.ParseFloat(m[1], 64)
+		out[m[2]] = x
+	}
+	return out
+}
+
+// Every legend stands right of the data, so that it covers no point: the
+// sweep's legend once sat on the 2-worker points of the efficiency chart.
+func TestCharts_legendsStandRightOfTheData(t *testing.T) {
+	l, err := decodeLoad(readTestdata(t, "step6-sweep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charts, err := loadCharts(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct{ lastTick, firstEntry string }{
+		{"forupdate", "2 workers"}, {"fenced", "2 workers"}, {"50", "lock"}, {"50", "lock"},
+	} {
+		text := svgText(string(charts[i]))
+		tick, tok := text[c.lastTick]
+		entry, eok := text[c.firstEntry]
+		if !tok || !eok {
+			t.Errorf("chart %d: no %q or %q text", i, c.lastTick, c.firstEntry)
+			continue
+		}
+		if entry < tick+20 {
+			t.Errorf("chart %d: legend entry %q starts at x=%.0f, the last tick %q at x=%.0f: the legend is over the data", i, c.firstEntry, entry, c.lastTick, tick)
+		}
+	}
+}
+
+// A run without none has no rate to hold the others against: vs none is
+// n/a, as the terminal's table says, never 0%.
+func TestWriteLoad_vsNoneWithoutNoneIsNA(t *testing.T) {
+	var rep map[string]any
+	if err := json.Unmarshal(readTestdata(t, "step6.json"), &rep); err != nil {
+		t.Fatal(err)
+	}
+	rows := rep["strategies"].([]any)[1:] // none left out
+	for _, r := range rows {
+		r.(map[string]any)["vs_none"] = 0
+	}
+	rep["strategies"] = rows
+	data, _ := json.Marshal(rep)
+	html := string(writeLoad(t, data))
+	last := regexp.MustCompile(`<td class="num">([^<]*)</td><td>`).FindAllStringSubmatch(html, -1) // vs none, before the verdict
+	if len(last) != len(rows) {
+		t.Fatalf("%d rows with vs none, want %d", len(last), len(rows))
+	}
+	for _, m := range last {
+		if m[1] != "n/a" {
+			t.Errorf("vs none without none = %q, want n/a", m[1])
+		}
+	}
+}
+
+func TestJudge_everyStatus(t *testing.T) {
+	full := func(label string) Machine {
+		m := Machine{Label: label, File: "workshop-" + label + ".json"}
+		for _, p := range lesson.Phases {
+			m.Phases = append(m.Phases, lesson.NewResult(p.Step, p.Phase, "check "+p.Want, p.Want == lesson.OK))
+		}
+		return m
+	}
+	drop := func(m Machine, step, phase string) Machine {
+		m.Phases = slices.DeleteFunc(slices.Clone(m.Phases), func(r lesson.Result) bool { return r.Step == step && r.Phase == phase })
+		return m
+	}
+	all := full("all")
+	left := drop(full("left"), "step6-loadtest", "redlock")
+	left.LeftOut = map[string]string{"step6-loadtest/redlock": "redlock: nodes down"}
+	missing := drop(full("missing"), "step5-fencing", "1b")
+	other := full("other")
+	other.Phases[2].Verdict = lesson.OK // step3-ttl 1
+	stopped := drop(full("stopped"), "step6-loadtest", "forupdate")
+	stopped.Interrupted = "step6-loadtest"
+	drilled := full("drilled")
+	drilled.Phases = append(drilled.Phases, lesson.NewResult(lesson.DrillStep, "pause/lock", "check BROKEN", false))
+
+	r, err := Judge([]Machine{all, left, missing, other, stopped, drilled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(lesson.Phases)
+	for i, want := range []struct {
+		tally   string
+		differs bool
+	}{
+		{fmt.Sprintf("%d of %d phases as the lesson says", n, n), false},
+		{fmt.Sprintf("%d of %d phases as the lesson says, 1 left out, not checked", n-1, n-1), false},
+		{fmt.Sprintf("%d of %d phases as the lesson says, 1 not reported", n-1, n), true},
+		{fmt.Sprintf("%d of %d phases as the lesson says", n-1, n), true},
+		{fmt.Sprintf("%d of %d phases as the lesson says, 2 not run", n-1, n+1), true}, // forupdate, the drill's cell
+		{fmt.Sprintf("%d of %d phases as the lesson says", n+1, n+1), false},
+	} {
+		if got := r.Tallies[i].String(); got != want.tally || r.Differs(i) != want.differs {
+			t.Errorf("%s: %q, differs %v; want %q, %v", r.Machines[i].Label, got, r.Differs(i), want.tally, want.differs)
+		}
+	}
+	// The drill's cell is a row; the machines without it did not run it,
+	// which is no difference (the lesson does not promise it), but for
+	// the one interrupted before it.
+	last := r.Phases[len(r.Phases)-1]
+	for i, want := range []Status{Absent, Absent, Absent, Absent, NotRun, Match} {
+		if last.Step != lesson.DrillStep || last.Cells[i].Status != want {
+			t.Errorf("drill row on %s = %+v, want status %d", r.Machines[i].Label, last.Cells[i], want)
+		}
+	}
+	if c := r.Phases[slices.IndexFunc(r.Phases, func(p PhaseRow) bool { return p.Phase == "redlock" })].Cells[1]; c.Status != LeftOut || c.Checks != "redlock: nodes down" || c.Class() != "unchecked" || c.Mark() != "" {
+		t.Errorf("redlock on left = %+v, want left out with why, not checked", c)
+	}
+}
+
+func TestCheckPage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, path, want string }{
+		{"a new file in a folder", filepath.Join(dir, "room.html"), ""},
+		{"a folder that does not exist", filepath.Join(dir, "missing", "room.html"), "does not exist"},
+		{"a folder", dir, "is a folder"},
+		{"a file as the folder", filepath.Join(file, "room.html"), "is not a folder"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckPage(tt.path)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "-html ")) {
+				t.Errorf("CheckPage(%s) = %v, want %q", tt.path, err, tt.want)
+			}
+		})
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("CheckPage left %d files in the folder, want only the one there before", len(left)-1)
 	}
 }

@@ -1,7 +1,6 @@
 package charts
 
 import (
-	"bytes"
 	"context"
 	"image"
 	"image/png"
@@ -79,13 +78,9 @@ func inked(img image.Image) (share float64, colours int) {
 func TestPages_renderInChromium(t *testing.T) {
 	browser := chromium(t)
 	dir := t.TempDir()
-	var room3 bytes.Buffer
-	if err := WriteRoom(&room3, room(t)); err != nil {
-		t.Fatal(err)
-	}
 	pages := map[string][]byte{
 		"report.html": writeLoad(t, readTestdata(t, "step6-sweep.json")),
-		"room.html":   room3.Bytes(),
+		"room.html":   writeRoom(t, room(t)),
 	}
 	for name, html := range pages {
 		t.Run(name, func(t *testing.T) {

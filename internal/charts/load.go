@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
 )
@@ -91,7 +92,8 @@ func (r loadRow) verdict() (string, bool) {
 	return lesson.OK, want == lesson.OK
 }
 
-// decodeLoad reads step 6's JSON report.
+// decodeLoad reads step 6's JSON report. The texts it keeps are made
+// printable (cli.Printable): a workshop file may come from anyone.
 func decodeLoad(data []byte) (load, error) {
 	var l load
 	if err := json.Unmarshal(data, &l); err != nil {
@@ -99,13 +101,27 @@ func decodeLoad(data []byte) (load, error) {
 	}
 	if len(l.Params.Workers) > 0 {
 		var n int
-		if json.Unmarshal(l.Params.Workers, &n) == nil {
+		var counts []int
+		switch {
+		case json.Unmarshal(l.Params.Workers, &n) == nil:
 			for i := range l.Rows {
 				if l.Rows[i].Workers == 0 {
 					l.Rows[i].Workers = n
 				}
 			}
+		case json.Unmarshal(l.Params.Workers, &counts) != nil:
+			return l, fmt.Errorf("charts: read step 6's report: params.workers is %s, not a count or a list of counts", cli.Printable(string(l.Params.Workers)))
 		}
+	}
+	for _, s := range []*string{&l.Started, &l.Params.Duration, &l.Params.Work} {
+		*s = cli.Printable(*s)
+	}
+	for i := range l.Rows {
+		r := &l.Rows[i]
+		if r.Strategy == "" {
+			return l, fmt.Errorf("charts: read step 6's report: row %d names no strategy", i+1)
+		}
+		r.Strategy, r.Check, r.Note = cli.Printable(r.Strategy), cli.Printable(r.Check), cli.Printable(r.Note)
 	}
 	return l, nil
 }
@@ -203,7 +219,7 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 			tr.Bound = "n/a" // atomic: nothing queues, so there is no bound
 		}
 		if r.VsNone != nil {
-			tr.VsNone = percent(*r.VsNone, true)
+			tr.VsNone = percent(*r.VsNone, *r.VsNone > 0) // 0: none did not run, or measured nothing
 		}
 		page.Rows = append(page.Rows, tr)
 	}

@@ -57,7 +57,6 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	}
 	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
 	p.Legend.TextStyle.Font = font.From(sans, 10)
-	p.Legend.Top = true
 	p.Y.Min = 0
 	p.Y.Tick.Marker = plainTicks
 	return p
@@ -99,11 +98,22 @@ func bars(title, yLabel string, categories []string, ss []series) (template.HTML
 		b.Offset = (vg.Length(i) - vg.Length(len(ss)-1)/2) * width
 		p.Add(b)
 		if len(ss) > 1 {
-			p.Legend.Add(s.name, b)
+			p.Legend.Add(legendName(s.name), b)
 		}
 	}
 	p.X.Min, p.X.Max, p.X.Padding = -0.5, float64(len(categories))-0.5, 0
-	p.Y.Max *= 1.25 // room above the bars for the legend
+	p.Y.Max *= 1.08 // the tallest bar below the frame
+	// Names wider than their group (ten strategies, or long ones) would
+	// run into each other: slant them, ending under their bars.
+	data := chartWidth - legendWidth(p) - vg.Points(50) // the y axis and its label
+	widest := vg.Length(0)
+	for _, c := range categories {
+		widest = max(widest, p.X.Tick.Label.Width(c))
+	}
+	if widest > 0.9*data/vg.Length(len(categories)) {
+		p.X.Tick.Label.Rotation = math.Pi / 4
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YTop
+	}
 	return svg(p)
 }
 
@@ -147,7 +157,7 @@ func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, b
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		p.Add(l, sc)
-		p.Legend.Add(s.name, l, sc)
+		p.Legend.Add(legendName(s.name), l, sc)
 		return nil
 	}
 	for _, s := range ss {
@@ -160,25 +170,56 @@ func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, b
 			return "", err
 		}
 	}
-	// Room above the lines for the legend, top left where contention
-	// is low.
-	p.Legend.Left = true
-	switch {
+	switch { // the highest point below the frame
 	case math.IsInf(p.Y.Min, 1):
 		p.Y.Min, p.Y.Max = 0.1, 1 // nothing was drawn
 	case logY:
-		p.Y.Max *= 4
+		p.Y.Max *= 1.5
 	default:
-		p.Y.Max *= 1.3
+		p.Y.Max *= 1.08
 	}
 	return svg(p)
 }
 
+// legendGap is the space between the data and the legend beside it.
+const legendGap = 8 * vg.Millimeter / 3
+
+// legendWidth is the width p's legend takes beside the data, gap
+// included; 0 when it has no entry.
+func legendWidth(p *plot.Plot) vg.Length {
+	w := p.Legend.Rectangle(draw.Canvas{}).Size().X
+	if w == 0 {
+		return 0
+	}
+	return w + legendGap
+}
+
+// legendName shortens a series' name for the legend, which takes the
+// chart's width from the data: a long host label would squeeze the bars.
+func legendName(name string) string {
+	const most = 20
+	if r := []rune(name); len(r) > most {
+		return string(r[:most-1]) + "…"
+	}
+	return name
+}
+
 // svg renders p as an SVG element to put inline in a page: the XML
-// declaration, which only a standalone file may carry, is dropped.
+// declaration, which only a standalone file may carry, is dropped. The
+// legend stands in a column of its own right of the data, level with its
+// top, so that it covers no bar, point or line.
 func svg(p *plot.Plot) (template.HTML, error) {
 	c := vgsvg.New(chartWidth, chartHeight)
-	p.Draw(draw.New(c))
+	dc := draw.New(c)
+	if w := legendWidth(p); w > 0 {
+		legend := p.Legend
+		legend.Top, legend.Left = true, true
+		top := p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding + p.Y.Padding
+		legend.Draw(draw.Crop(dc, chartWidth-w+legendGap, 0, 0, -top))
+		p.Legend = plot.NewLegend() // drawn: the plot draws none
+		dc = draw.Crop(dc, 0, -w, 0, 0)
+	}
+	p.Draw(dc)
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("charts: draw %q: %w", p.Title.Text, err)

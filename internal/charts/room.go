@@ -1,158 +1,76 @@
 package charts
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
 	"slices"
-	"strings"
-
-	"example.com/walletlock/internal/lesson"
 )
 
-// Machine is one participant's workshop run (cmd/workshop -json) as the
-// room's page shows it: one column.
-type Machine struct {
-	Label       string // names the column; unique in the room
-	File        string // the file it was read from
-	Go          string
-	OS          string
-	CPUs        int
-	Redis       string
-	Postgres    string
-	Started     string
-	Phases      []lesson.Result
-	Failures    []string
-	Interrupted string          // the step Ctrl-C stopped; "": none
-	Load        json.RawMessage // step 6's -json output; nil: step 6 did not report
-}
-
-// Matching counts the phases that gave the lesson's verdict.
-func (m Machine) Matching() int {
-	n := 0
-	for _, r := range m.Phases {
-		if r.Match() {
-			n++
-		}
-	}
-	return n
-}
-
 // WriteRoom writes the room's page: one column per machine, one row per
-// phase with each machine's verdict, every verdict that differs from the
-// lesson highlighted, and step 6's figures charted across the machines.
-// Like WriteLoad's, the page fetches nothing.
-func WriteRoom(w io.Writer, room []Machine) error {
-	page := roomPage{Machines: room}
-	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(room), plural(len(room), "machine"))
-	for _, key := range phaseKeys(room) {
-		pr := phaseRow{Step: key.Step, Phase: key.Phase, Want: "?"}
-		if p, ok := lesson.Lookup(key.Step, key.Phase); ok {
-			pr.Want, pr.What = p.Want, p.What
-		}
-		for _, m := range room {
-			c := verdictCell(m, key.Step, key.Phase)
-			pr.Differs = pr.Differs || !c.Match
-			pr.Cells = append(pr.Cells, c)
-		}
-		page.Phases = append(page.Phases, pr)
-	}
-
-	loads := make([]load, len(room))
-	for i, m := range room {
-		if m.Load == nil {
-			continue
-		}
-		l, err := decodeLoad(m.Load)
-		if err != nil {
-			return fmt.Errorf("charts: %s: %w", m.File, err)
-		}
-		loads[i] = l.lastLevel()
+// phase with each machine's cell of r, every cell that differs from the
+// lesson highlighted and every phase left out shown as not checked, then
+// how each machine ran step 6 and its figures charted across the
+// machines. Like WriteLoad's, the page fetches nothing.
+func WriteRoom(w io.Writer, r *Room) error {
+	page := roomPage{Room: r, SameLoad: r.SameLoad()}
+	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(r.Machines), plural(len(r.Machines), "machine"))
+	usual := usualSetup(r.Setups)
+	for i, m := range r.Machines {
+		s := r.Setups[i]
+		page.Columns = append(page.Columns, column{Machine: m, Tally: r.Tallies[i].String(), Differs: r.Differs(i),
+			Setup: s, OddLoad: !page.SameLoad && s != "" && s != usual})
+		page.Setup = cmp.Or(page.Setup, s)
 	}
 	var err error
-	if page.Load, page.Charts, err = roomLoad(room, loads); err != nil {
+	if page.Load, page.Charts, err = roomLoad(r); err != nil {
 		return err
 	}
 	return render(w, "room", page)
 }
 
 type roomPage struct {
+	*Room
 	Title    string
-	Machines []Machine
-	Phases   []phaseRow
+	Columns  []column
+	SameLoad bool
+	Setup    string // the first machine's step 6 load, which with SameLoad is every machine's
 	Load     []loadLine
 	Charts   []template.HTML
 }
 
-// phaseRow is one phase across the room.
-type phaseRow struct {
-	Step, Phase, Want, What string
-	Differs                 bool // on some machine
-	Cells                   []cell
+// column is one machine's header and summary on the page.
+type column struct {
+	Machine
+	Tally   string
+	Differs bool
+	Setup   string // how it ran step 6; "": it did not report step 6
+	OddLoad bool   // its load is not the one most machines ran
 }
 
-// cell is one machine's verdicts of one phase: step 1 reports its phase
-// once per run, so a cell may hold several.
-type cell struct {
-	Text   string // "BROKEN", "BROKEN ×3", "OK ×2, BROKEN ×1", "not reported"
-	Checks string // the check lines, one per verdict
-	Match  bool
-}
-
-// phaseKeys lists the phases of the room: the lesson's in its order, then
-// any the lesson does not know (a participant ran another version).
-func phaseKeys(room []Machine) []lesson.Result {
-	var keys []lesson.Result
-	add := func(step, phase string) {
-		k := lesson.Result{Step: step, Phase: phase}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
-		}
-	}
-	for _, p := range lesson.Phases {
-		add(p.Step, p.Phase)
-	}
-	for _, m := range room {
-		for _, r := range m.Phases {
-			add(r.Step, r.Phase)
-		}
-	}
-	return keys
-}
-
-func verdictCell(m Machine, step, phase string) cell {
-	var verdicts, checks []string
+// usualSetup is the load most machines ran step 6 under, or "" when no
+// one load is the most common: then every machine's is marked.
+func usualSetup(setups []string) string {
 	count := map[string]int{}
-	c := cell{Match: true}
-	for _, r := range m.Phases {
-		if r.Step != step || r.Phase != phase {
-			continue
-		}
-		if count[r.Verdict] == 0 {
-			verdicts = append(verdicts, r.Verdict)
-		}
-		count[r.Verdict]++
-		checks = append(checks, r.Check)
-		c.Match = c.Match && r.Match()
-	}
-	if len(checks) == 0 {
-		c.Text, c.Match = "not reported", false
-		if m.Interrupted != "" {
-			c.Text = "not run: interrupted"
-		}
-		return c
-	}
-	var parts []string
-	for _, v := range verdicts {
-		if len(checks) == 1 {
-			parts = append(parts, v)
-		} else {
-			parts = append(parts, fmt.Sprintf("%s ×%d", v, count[v]))
+	for _, s := range setups {
+		if s != "" {
+			count[s]++
 		}
 	}
-	c.Text, c.Checks = strings.Join(parts, ", "), strings.Join(checks, "\n")
-	return c
+	usual, most, tie := "", 0, false
+	for s, n := range count {
+		switch {
+		case n > most:
+			usual, most, tie = s, n, false
+		case n == most:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return usual
 }
 
 // lastLevel keeps each strategy's row at its highest level of contention:
@@ -175,14 +93,15 @@ func (l load) lastLevel() load {
 // loadLine is one strategy of step 6 across the room.
 type loadLine struct {
 	Strategy string
-	Cells    []cell
+	Cells    []Cell
 }
 
 // roomLoad tables and charts step 6 across the machines: one series per
-// machine, one group of bars per strategy.
-func roomLoad(room []Machine, loads []load) ([]loadLine, []template.HTML, error) {
+// machine, one group of bars per strategy. A cell is coloured by the
+// judgement of its phase, so that the table agrees with the phases above.
+func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 	var names, waiting []string
-	for _, l := range loads {
+	for _, l := range room.loads {
 		for _, r := range l.Rows {
 			if !slices.Contains(names, r.Strategy) {
 				names = append(names, r.Strategy)
@@ -202,28 +121,43 @@ func roomLoad(room []Machine, loads []load) ([]loadLine, []template.HTML, error)
 	var lines []loadLine
 	for _, s := range names {
 		line := loadLine{Strategy: s}
-		for _, l := range loads {
-			r, ok := find(l, s)
-			if !ok {
-				line.Cells = append(line.Cells, cell{Text: "not run"})
-				continue
+		judged := slices.IndexFunc(room.Phases, func(p PhaseRow) bool { return p.Step == "step6-loadtest" && p.Phase == s })
+		for i, l := range room.loads {
+			c := Cell{Status: Absent} // a strategy the lesson does not know, not run
+			if judged >= 0 {
+				c.Status = room.Phases[judged].Cells[i].Status
 			}
-			v, match := r.verdict()
-			text := fmt.Sprintf("%.0f/s, %s", r.PerSecond, v)
-			if r.LockWait != nil {
-				text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, ms(r.LockWait.P99), v)
-				if !slices.Contains(waiting, s) {
-					waiting = append(waiting, s)
+			r, ok := find(l, s)
+			switch {
+			case !ok && c.Status == LeftOut:
+				c.Text, c.Checks = "left out", room.Phases[judged].Cells[i].Checks
+			case !ok:
+				c.Text = "not run"
+			default:
+				v, match := r.verdict()
+				if judged < 0 { // no phase to agree with: the row's own verdict
+					c.Status = OtherVerdict
+					if match {
+						c.Status = Match
+					}
+				}
+				c.Text = fmt.Sprintf("%.0f/s, %s", r.PerSecond, v)
+				if r.LockWait != nil {
+					c.Text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, ms(r.LockWait.P99), v)
+					if !slices.Contains(waiting, s) {
+						waiting = append(waiting, s)
+					}
 				}
 			}
-			line.Cells = append(line.Cells, cell{Text: text, Checks: r.Check, Match: match})
+			line.Cells = append(line.Cells, c)
 		}
 		lines = append(lines, line)
 	}
 
 	var rate, eff, wait []series
-	for i, l := range loads {
-		rs, es, ws := series{name: room[i].Label}, series{name: room[i].Label}, series{name: room[i].Label}
+	for i, l := range room.loads {
+		label := room.Machines[i].Label
+		rs, es, ws := series{name: label}, series{name: label}, series{name: label}
 		for _, s := range names {
 			r, ok := find(l, s)
 			rs.values = append(rs.values, value(ok, r.PerSecond))

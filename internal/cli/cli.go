@@ -58,10 +58,28 @@ func Refuse(fs *flag.FlagSet, stderr io.Writer, errs ...error) (code int, stop b
 // walletlock: namespace, perhaps another application's.
 var ErrEmptyPrefix = errors.New("-prefix must not be empty: every key this program writes needs one")
 
-// CheckPrefix returns ErrEmptyPrefix for an empty prefix, else nil.
+// ErrBadPrefix refuses a prefix with a character outside PrefixChars.
+var ErrBadPrefix = errors.New("-prefix may hold only ASCII letters, digits and the characters " + PrefixChars)
+
+// PrefixChars are the characters a prefix may hold besides ASCII letters
+// and digits. None means anything to a shell, to SQL or to a Redis
+// pattern, so a prefix reads the same in every command a program prints
+// for pasting; "_" is a LIKE wildcard, which those commands escape (see
+// PostgresDeletePrefix). Braces are out too: a prefix must not change the
+// hash tag of the keys under it.
+const PrefixChars = ":._-"
+
+// CheckPrefix returns ErrEmptyPrefix for an empty prefix, an error that
+// matches ErrBadPrefix and names the first bad character for one outside
+// PrefixChars, else nil.
 func CheckPrefix(prefix string) error {
 	if prefix == "" {
 		return ErrEmptyPrefix
+	}
+	for _, r := range prefix {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(PrefixChars, r)) {
+			return fmt.Errorf("%w; %q holds %q", ErrBadPrefix, prefix, r)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -24,7 +25,7 @@ import (
 func RedisDel(opt *redis.UniversalOptions, keys ...string) string {
 	quoted := make([]string, len(keys))
 	for i, k := range keys {
-		quoted[i] = shellQuote(k)
+		quoted[i] = ShellQuote(k)
 	}
 	if !services.IsCluster(opt) {
 		return redisCLI(opt, "") + " del " + strings.Join(quoted, " ")
@@ -44,7 +45,7 @@ func RedisDel(opt *redis.UniversalOptions, keys ...string) string {
 // On a cluster SCAN sees one node only: the command asks the first node for
 // the masters (CLUSTER NODES), scans each, and deletes key by key.
 func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
-	pattern := shellQuote(services.GlobEscape(prefix) + "*")
+	pattern := ShellQuote(services.GlobEscape(prefix) + "*")
 	if !services.IsCluster(opt) {
 		cli := redisCLI(opt, "")
 		return cli + " --scan --pattern " + pattern + " | xargs " + cli + " del"
@@ -63,19 +64,44 @@ func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 // a password; without DATABASE_URL, by the default URL without its
 // password, which psql then asks for.
 func PostgresDelete(owner string, ids ...int64) string {
-	target := `"$DATABASE_URL"`
-	if services.DatabaseURL() == services.DefaultDatabaseURL {
-		if u, err := url.Parse(services.DefaultDatabaseURL); err == nil {
-			u.User = url.User(u.User.Username())
-			target = shellQuote(u.String())
-		}
-	}
 	list := make([]string, len(ids))
 	for i, id := range ids {
 		list[i] = strconv.FormatInt(id, 10)
 	}
-	sql := "DELETE FROM walletlock_wallets WHERE owner = '" + strings.ReplaceAll(owner, "'", "''") + "' AND id IN (" + strings.Join(list, ", ") + ")"
-	return "psql " + target + " -c " + shellQuote(sql)
+	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner) + " AND id IN (" + strings.Join(list, ", ") + ")")
+}
+
+// PostgresDeleteRange is PostgresDelete for the n wallets first ..
+// first+n-1.
+func PostgresDeleteRange(owner string, first int64, n int) string {
+	return psql(fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = %s AND id BETWEEN %d AND %d", sqlString(owner), first, first+int64(n)-1))
+}
+
+// PostgresDeletePrefix returns the command that deletes the wallet rows of
+// every owner under prefix, such as the runs a workshop started under its
+// tag. The prefix is matched as it is: LIKE's wildcards in it ("_" may be
+// one) are escaped.
+func PostgresDeletePrefix(prefix string) string {
+	like := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(prefix) + "%"
+	return psql("DELETE FROM walletlock_wallets WHERE owner LIKE " + sqlString(like) + " ESCAPE '!'")
+}
+
+// psql returns the command that runs sql in the programs' database, named
+// as PostgresDelete says.
+func psql(sql string) string {
+	target := `"$DATABASE_URL"`
+	if services.DatabaseURL() == services.DefaultDatabaseURL {
+		if u, err := url.Parse(services.DefaultDatabaseURL); err == nil {
+			u.User = url.User(u.User.Username())
+			target = ShellQuote(u.String())
+		}
+	}
+	return "psql " + target + " -c " + ShellQuote(sql)
+}
+
+// sqlString quotes s as an SQL string literal.
+func sqlString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // redisCLI is the redis-cli command for the server opt describes; for a
@@ -106,7 +132,8 @@ func redisCLI(opt *redis.UniversalOptions, node string) string {
 	return strings.Join(args, " ")
 }
 
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell, so that a command printed for
+// pasting passes s as one word, as it is, whatever it holds.
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -32,5 +33,43 @@ func TestPostgresDelete(t *testing.T) {
 	out, err := exec.Command(sh, "-c", "printf %s "+quoted).Output()
 	if want := "DELETE FROM walletlock_wallets WHERE owner = 'o''brien:' AND id IN (7, 8)"; err != nil || string(out) != want {
 		t.Errorf("the shell reads %q (%v), want %q", out, err, want)
+	}
+}
+
+// Every command printed for pasting quotes what it names: pasted into a
+// shell it passes the SQL through as written, runs nothing else, and the
+// SQL matches the owner as it is, LIKE's wildcards included.
+func TestPostgresDelete_quotesForShellAndSQL(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	t.Setenv("DATABASE_URL", "postgres://me:s3cret@db:5432/x")
+	dir := t.TempDir()
+	hostile := "walletlock:bob's:$(touch " + dir + "/ran)`touch " + dir + "/ran`\"_%!:"
+	sql := `'walletlock:bob''s:$(touch ` + dir + "/ran)`touch " + dir + "/ran`\"_%!:'"
+	tests := []struct {
+		name, cmd, want string
+	}{
+		{"by ids", PostgresDelete(hostile, 7), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id IN (7)"},
+		{"by a range", PostgresDeleteRange(hostile, 7, 3), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id BETWEEN 7 AND 9"},
+		{"by a prefix", PostgresDeletePrefix(hostile), "DELETE FROM walletlock_wallets WHERE owner LIKE " +
+			strings.NewReplacer("_", "!_", "%", "!%", "!", "!!").Replace(strings.TrimSuffix(sql, "'")) + "%' ESCAPE '!'"},
+		{"a plain prefix, _ escaped", PostgresDeletePrefix("walletlock:a_b:"), `DELETE FROM walletlock_wallets WHERE owner LIKE 'walletlock:a!_b:%' ESCAPE '!'`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, quoted, ok := strings.Cut(tt.cmd, " -c ")
+			if !ok || !strings.HasPrefix(tt.cmd, `psql "$DATABASE_URL" -c `) {
+				t.Fatalf("command %q, want psql \"$DATABASE_URL\" -c ...", tt.cmd)
+			}
+			out, err := exec.Command(sh, "-c", "printf %s "+quoted).Output()
+			if err != nil || string(out) != tt.want {
+				t.Errorf("the shell reads\n%s (%v), want\n%s", out, err, tt.want)
+			}
+			if _, err := os.Stat(dir + "/ran"); err == nil {
+				t.Errorf("pasting %q ran a command", tt.cmd)
+			}
+		})
 	}
 }

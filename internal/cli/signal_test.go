@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -16,16 +17,27 @@ import (
 
 // TestHelperProgram is the program the tests below run as a process of
 // its own: it says "ready", waits for Ctrl-C, and then cleans up briefly
-// (CLI_HELPER=clean) or for good (hang).
+// (CLI_HELPER=clean) or for good (hang). With CLI_HELPER=pipe it prints
+// lines until its context ends, then writes what ended it to the file
+// CLI_HELPER_FILE: its clean-up, which a closed stdout must not prevent.
 func TestHelperProgram(t *testing.T) {
 	mode := os.Getenv("CLI_HELPER")
 	if mode == "" {
 		t.Skip("run by TestMain_* and TestCommand_* as a process of its own")
 	}
 	Main(func(ctx context.Context, _ []string, stdout, _ io.Writer) int {
+		if mode == "pipe" {
+			for i := 0; ctx.Err() == nil; i++ {
+				fmt.Fprintln(stdout, "line", i)
+				time.Sleep(5 * time.Millisecond)
+			}
+			fmt.Fprintln(stdout, "a write after the end must not kill the program")
+			os.WriteFile(os.Getenv("CLI_HELPER_FILE"), []byte("cleaned up after "+Why(ctx)), 0o600)
+			return ExitInterrupted
+		}
 		fmt.Fprintln(stdout, "ready")
 		<-ctx.Done()
-		fmt.Fprintln(stdout, "interrupted")
+		fmt.Fprintln(stdout, "interrupted by "+Why(ctx))
 		if mode == "hang" {
 			time.Sleep(time.Minute)
 		}
@@ -70,15 +82,63 @@ func expectLine(t *testing.T, lines <-chan string, want string) {
 	}
 }
 
-func TestMain_firstCtrlCLetsTheProgramCleanUp(t *testing.T) {
+// Ctrl-C, a kill from a supervisor and a closed terminal end a run the
+// same way: the program hears of it, cleans up and exits 130.
+func TestMain_firstSignalLetsTheProgramCleanUp(t *testing.T) {
+	for _, tt := range []struct {
+		sig  syscall.Signal
+		name string
+	}{{syscall.SIGINT, "Ctrl-C"}, {syscall.SIGTERM, "SIGTERM"}, {syscall.SIGHUP, "SIGHUP"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProgram$")
+			lines := helper(t, cmd, "clean")
+			expectLine(t, lines, "ready")
+			cmd.Process.Signal(tt.sig)
+			expectLine(t, lines, "interrupted by "+tt.name)
+			expectLine(t, lines, "cleaned up")
+			if err := cmd.Wait(); cmd.ProcessState.ExitCode() != ExitInterrupted {
+				t.Errorf("exit: %v, want status %d", err, ExitInterrupted)
+			}
+		})
+	}
+}
+
+// `prog | head -2`: once the reader has gone, the next write fails, and
+// that ends the run like Ctrl-C instead of killing the process with
+// SIGPIPE before it cleans up.
+func TestMain_closedStdoutEndsTheRunAndLetsItCleanUp(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cleaned")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProgram$")
-	lines := helper(t, cmd, "clean")
-	expectLine(t, lines, "ready")
-	cmd.Process.Signal(syscall.SIGINT)
-	expectLine(t, lines, "interrupted")
-	expectLine(t, lines, "cleaned up")
-	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != ExitInterrupted {
-		t.Errorf("exit: %v, want status %d", err, ExitInterrupted)
+	cmd.Env = append(os.Environ(), "CLI_HELPER=pipe", "CLI_HELPER_FILE="+file)
+	cmd.Stdout = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(r)
+	for _, want := range []string{"line 0", "line 1"} {
+		if !sc.Scan() || sc.Text() != want {
+			t.Fatalf("the program printed %q (%v), want %q", sc.Text(), sc.Err(), want)
+		}
+	}
+	r.Close() // as head does after two lines
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := cmd.ProcessState.ExitCode(); code != ExitInterrupted {
+			t.Errorf("exit: %v (%v), want status %d, not death by SIGPIPE", err, cmd.ProcessState, ExitInterrupted)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the program did not end within 30s of its stdout closing")
+	}
+	if got, err := os.ReadFile(file); err != nil || string(got) != "cleaned up after a closed output" {
+		t.Errorf("the clean-up wrote %q (%v), want %q", got, err, "cleaned up after a closed output")
 	}
 }
 
@@ -87,7 +147,7 @@ func TestMain_secondCtrlCExitsAtOnce(t *testing.T) {
 	lines := helper(t, cmd, "hang")
 	expectLine(t, lines, "ready")
 	cmd.Process.Signal(syscall.SIGINT)
-	expectLine(t, lines, "interrupted")
+	expectLine(t, lines, "interrupted by Ctrl-C")
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -114,7 +174,7 @@ func TestCommand_interruptsTheProgramInsteadOfKillingIt(t *testing.T) {
 		t.Errorf("process group %d (%v), want its own, %d", pgid, err, cmd.Process.Pid)
 	}
 	cancel()
-	expectLine(t, lines, "interrupted")
+	expectLine(t, lines, "interrupted by Ctrl-C")
 	expectLine(t, lines, "cleaned up")
 	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != ExitInterrupted {
 		t.Errorf("exit: %v, want status %d", err, ExitInterrupted)

@@ -75,7 +75,7 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 			poll(ctx, 3*time.Second+2*ttl, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s) })
 		}
 		r.ack(g.s, g.e)
-		return 1, fmt.Sprintf("killed and restarted Redis empty while spender %d held wallet %d", g.s.n, g.e.Wallet), err
+		return 1, "killed and restarted Redis empty while " + r.holding(g), err
 
 	case Failover:
 		return r.failover(ctx)
@@ -136,9 +136,22 @@ func (r *runner) awaitPromotion(ctx context.Context, target grabbed, found bool,
 	}
 	what := "no holder took a lock the replica lacked"
 	if found {
-		what = fmt.Sprintf("spender %d held wallet %d with a lock the replica never got", target.s.n, target.e.Wallet)
+		what = r.holding(target)
+		if r.c.Strategy != Version {
+			what += " with a lock the replica never got"
+		}
 	}
 	return 1, fmt.Sprintf("%s in %v; %s", did, took.Round(time.Millisecond), what), nil
+}
+
+// holding says who was in the middle of a spend when the fault struck:
+// "spender 0 held wallet 7", or for version, which takes no lock,
+// "spender 0 had read wallet 7 (version takes no lock)".
+func (r *runner) holding(g grabbed) string {
+	if r.c.Strategy == Version {
+		return fmt.Sprintf("spender %d had read wallet %d (version takes no lock)", g.s.n, g.e.Wallet)
+	}
+	return fmt.Sprintf("spender %d held wallet %d", g.s.n, g.e.Wallet)
 }
 
 // replicaHas reports whether the replica holds the lock of the read e.

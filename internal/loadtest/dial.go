@@ -88,10 +88,12 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
 	opt.ReadBufferSize, opt.WriteBufferSize = connBuffer, connBuffer
 	// A command that timed out may have run: a spend counts it as an
-	// unknown outcome, and must not send it a second time.
+	// unknown outcome, and must not send it a second time. On a cluster
+	// this also turns off go-redis's own retries (see
+	// services.ClusterOptions), and the client follows a failover.
 	opt.MaxRetries = -1
 	watchRedisPoolWaits() // each spend's wait for a connection, apart from its lock wait
-	env.Redis = redis.NewUniversalClient(opt)
+	env.Redis = services.NewClient(opt)
 	env.redisPool = opt.PoolSize
 	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,8 +29,10 @@ import (
 const Redlock = "redlock"
 
 // dialRedlock connects to the Redlock nodes with pools sized like the
-// wallets' Redis, counting their commands with calls, and fails in one
-// line, wrapping redlock.ErrNodesDown, when one does not answer.
+// wallets' Redis, counting their commands with calls. It fails in one
+// line, wrapping redlock.ErrNodesDown, when fewer than a majority answer,
+// and wrapping ErrBadConfig when REDLOCK_ADDRS names one node twice; with
+// a minority down it goes on (the nodes' Degraded says so).
 func dialRedlock(ctx context.Context, cfg Config, calls *services.CallCounter) (*redlock.Nodes, error) {
 	addrs, err := redlock.Addrs()
 	if err != nil {
@@ -41,6 +44,9 @@ func dialRedlock(ctx context.Context, cfg Config, calls *services.CallCounter) (
 		o.ReadTimeout, o.WriteTimeout = commandTimeout, commandTimeout
 		o.ReadBufferSize, o.WriteBufferSize = connBuffer, connBuffer
 	})
+	if errors.Is(err, redlock.ErrSameNode) {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
 	if err != nil {
 		return nil, err // one line: how many answer, and the fix
 	}
@@ -76,8 +82,11 @@ func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats services
 	if s.name != Redlock || r.redlock == nil {
 		return
 	}
-	for _, c := range r.redlock.Clients() {
+	for i, c := range r.redlock.Clients() {
 		node, err := services.ReadCommandStats(ctx, c)
+		if err != nil && r.downAtDial(i) {
+			continue // down from the start: it ran nothing of this run's
+		}
 		if err != nil {
 			stats["redlock node unread"] = -1
 			return
@@ -90,6 +99,12 @@ func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats services
 	}
 }
 
+// downAtDial reports whether Redlock node i did not answer when the run
+// dialled the nodes (a minority may be down: see redlock.Dial).
+func (r *runner) downAtDial(i int) bool {
+	return slices.Contains(r.redlock.DownAtDial(), r.redlock.Addrs()[i])
+}
+
 // clearRedlock deletes every key under the run's prefix on every Redlock
 // node: locks an interrupted earlier run left, or this run's, at its end.
 // The nodes hold nothing but locks, so a SCAN of the prefix is short.
@@ -99,6 +114,9 @@ func (r *runner) clearRedlock(ctx context.Context) error {
 	}
 	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(r.cfg.Prefix) + "*"
 	for i, c := range r.redlock.Clients() {
+		if r.downAtDial(i) {
+			continue // what it holds expires within the TTL; waiting for it would not end
+		}
 		err := retry(ctx, func() error {
 			iter := c.Scan(ctx, 0, pattern, batch).Iterator()
 			var keys []string

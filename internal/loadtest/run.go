@@ -460,7 +460,9 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	if s.inPostgres {
 		err = r.resetPostgres(ctx)
 	} else {
-		err = r.w.resetRedis(ctx, cfg.Initial, r.bar.setup)
+		// Setting up may be done again: a cluster that fails over between
+		// two phases delays the next one, it does not end the run.
+		err = r.again(ctx, func(ctx context.Context) error { return r.w.resetRedis(ctx, cfg.Initial, r.bar.setup) })
 		r.timeSetup(setup)
 	}
 	if err != nil {
@@ -474,7 +476,11 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 
 	var before services.CommandStats
 	if r.rdb != nil {
-		if before, err = services.ReadCommandStats(ctx, r.rdb); err != nil {
+		err = r.again(ctx, func(ctx context.Context) (err error) {
+			before, err = services.ReadCommandStats(ctx, r.rdb)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 		r.addRedlockStats(ctx, s, before)
@@ -685,6 +691,14 @@ func retry(ctx context.Context, f func() error) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// again calls f as retry does, for at most r.settle(): for what comes
+// before the spends of a phase, which may be done again.
+func (r *runner) again(ctx context.Context, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, r.settle())
+	defer cancel()
+	return retry(ctx, func() error { return f(ctx) })
 }
 
 // spendOnce makes one spend of wallet id and times it, waiting included.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -136,10 +137,14 @@ func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, er
 }
 
 // transient reports whether err may go away if the call is made again: a
-// timeout or a lost connection, not an answer from the server.
+// timeout or a lost connection, not an answer from the server, unless the
+// answer is a cluster's between two masters of a slot (a failover).
 func transient(err error) bool {
 	var reply redis.Error // redis.Nil too
 	var pgErr *pgconn.PgError
+	if services.SlotMoving(err) {
+		return true
+	}
 	return !errors.As(err, &reply) && !errors.As(err, &pgErr) &&
 		!errors.Is(err, wallet.ErrNoWallet) && !errors.Is(err, wallet.ErrOwned)
 }

@@ -46,9 +46,15 @@ var (
 	// ErrNoQuorum is returned when fewer than a majority of the nodes
 	// answered a call: the lock cannot be taken, kept or given back.
 	ErrNoQuorum = errors.New("redlock: fewer than a majority of the nodes answered")
+	// ErrSameNode is returned by Addrs and Dial when two of the
+	// addresses reach one Redis server: the nodes are not independent.
+	ErrSameNode = errors.New("redlock: not independent nodes")
 )
 
-// Addrs returns the nodes' addresses: REDLOCK_ADDRS, or DefaultAddrs.
+// Addrs returns the nodes' addresses: REDLOCK_ADDRS, or DefaultAddrs. It
+// refuses a list that names one node twice, after resolving host names
+// (127.0.0.1:6380 and localhost:6380 are one node): a majority of
+// addresses would then not be a majority of nodes.
 func Addrs() ([]string, error) {
 	v := os.Getenv("REDLOCK_ADDRS")
 	if strings.TrimSpace(v) == "" {
@@ -65,7 +71,42 @@ func Addrs() ([]string, error) {
 	if len(addrs) < MinNodes {
 		return nil, fmt.Errorf("redlock: REDLOCK_ADDRS names %d nodes, Redlock needs at least %d", len(addrs), MinNodes)
 	}
+	if a, b, ok := sameAddress(addrs); ok {
+		return nil, fmt.Errorf("%w: REDLOCK_ADDRS names one node twice (%s and %s are the same address): name each node once", ErrSameNode, a, b)
+	}
 	return addrs, nil
+}
+
+// sameAddress returns the first two of addrs that reach the same IP
+// address and port. A host name is resolved within a second; one that
+// does not resolve stands for itself (Dial then finds it down).
+func sameAddress(addrs []string) (string, string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	seen := map[string]int{} // ip:port -> the index of the address that reaches it
+	for i, a := range addrs {
+		host, port, _ := net.SplitHostPort(a)
+		ips := []string{host}
+		if net.ParseIP(host) == nil {
+			if host == "" {
+				host = "localhost" // what a dial to :port reaches
+			}
+			if found, err := net.DefaultResolver.LookupHost(ctx, host); err == nil {
+				ips = found
+			}
+		}
+		for _, ip := range ips {
+			if p := net.ParseIP(ip); p != nil {
+				ip = p.String() // one spelling per address
+			}
+			key := net.JoinHostPort(ip, port)
+			if j, ok := seen[key]; ok && j != i {
+				return addrs[j], a, true
+			}
+			seen[key] = i
+		}
+	}
+	return "", "", false
 }
 
 // Nodes are the independent Redis nodes of one Redlock, each with its own
@@ -74,6 +115,7 @@ type Nodes struct {
 	addrs   []string
 	clients []redis.UniversalClient
 	rs      *redsync.Redsync
+	down    []string // the nodes that did not answer Dial
 }
 
 // New returns the nodes behind clients, whose addresses addrs name (for
@@ -87,29 +129,71 @@ func New(addrs []string, clients ...redis.UniversalClient) *Nodes {
 }
 
 // Dial opens a client to each of addrs (configure, when not nil, may change
-// its options: pool size, timeouts) and checks that every node answers
-// within a second. When one does not, it returns an error wrapping
-// ErrNodesDown that says how many answered and how to start them.
+// its options: pool size, timeouts) and asks every node for INFO server
+// within a second.
+//
+// Redlock tolerates a minority of its nodes down: when a majority answer,
+// Dial returns the nodes, and Degraded says which do not. When fewer
+// answer, it returns an error wrapping ErrNodesDown that says how many
+// answered and how to start them. When two nodes answer with one run_id,
+// they are one server behind two addresses (a second name, another
+// loopback address): it returns an error wrapping ErrSameNode.
 func Dial(ctx context.Context, addrs []string, configure func(*redis.Options)) (*Nodes, error) {
 	clients := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
 		opt := &redis.Options{Addr: a, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 			// A SET NX retried after a timeout may have landed the first
 			// time: the lock's count of grants must not be muddled.
-			MaxRetries: -1}
+			MaxRetries: -1,
+			// A node that refuses a connection is down, and the majority
+			// decides without it: go-redis's default of 5 dials 100 ms
+			// apart would hold every lock call on it for 400 ms.
+			DialerRetries: 1}
 		if configure != nil {
 			configure(opt)
 		}
 		clients[i] = redis.NewClient(opt)
 	}
 	n := New(addrs, clients...)
-	if down := n.Down(ctx); len(down) > 0 {
+	ids := n.runIDs(ctx)
+	byID := map[string]string{}
+	for i, id := range ids {
+		switch first, seen := byID[id]; {
+		case id == "":
+			n.down = append(n.down, addrs[i])
+		case seen:
+			n.Close()
+			return nil, fmt.Errorf("%w: %s and %s are one Redis server (the same run_id): point REDLOCK_ADDRS at %d servers of their own",
+				ErrSameNode, first, addrs[i], len(addrs))
+		default:
+			byID[id] = addrs[i]
+		}
+	}
+	if answer := len(addrs) - len(n.down); answer < n.Quorum() {
 		n.Close()
-		return nil, fmt.Errorf("%w: %d of %d answer (%s %s not): start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
-			ErrNodesDown, len(addrs)-len(down), len(addrs), strings.Join(down, ", "), verb(len(down)))
+		return nil, fmt.Errorf("%w: %d of %d answer (%s %s not), and Redlock needs a majority, %d: start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
+			ErrNodesDown, answer, len(addrs), strings.Join(n.down, ", "), verb(len(n.down)), n.Quorum())
 	}
 	return n, nil
 }
+
+// Degraded says, in one line, which nodes did not answer Dial while a
+// majority did; "" when every node answered.
+func (n *Nodes) Degraded() string {
+	if len(n.down) == 0 {
+		return ""
+	}
+	answer := len(n.addrs) - len(n.down)
+	spare := "one more down stops it"
+	if more := answer - n.Quorum(); more > 0 {
+		spare = fmt.Sprintf("it can lose %d more", more)
+	}
+	return fmt.Sprintf("%d of %d Redlock nodes answer (%s %s not): a majority, so Redlock runs; %s",
+		answer, len(n.addrs), strings.Join(n.down, ", "), verb(len(n.down)), spare)
+}
+
+// DownAtDial returns the addresses of the nodes that did not answer Dial.
+func (n *Nodes) DownAtDial() []string { return n.down }
 
 func verb(n int) string {
 	if n == 1 {
@@ -118,24 +202,31 @@ func verb(n int) string {
 	return "do"
 }
 
-// Down returns the addresses of the nodes that do not answer a PING within
-// a second.
-func (n *Nodes) Down(ctx context.Context) []string {
+// runIDs asks every node for its run_id (INFO server) within a second:
+// "" for a node that does not answer.
+func (n *Nodes) runIDs(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	failed := make([]bool, len(n.clients))
+	ids := make([]string, len(n.clients))
 	var wg sync.WaitGroup
 	for i, c := range n.clients {
-		wg.Go(func() { failed[i] = c.Ping(ctx).Err() != nil })
+		wg.Go(func() {
+			info, err := c.Info(ctx, "server").Result()
+			if err != nil {
+				return
+			}
+			for line := range strings.Lines(info) {
+				if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+					ids[i] = id
+				}
+			}
+			if ids[i] == "" {
+				ids[i] = "unknown " + n.addrs[i] // answers, but names no run_id
+			}
+		})
 	}
 	wg.Wait()
-	var down []string
-	for i, f := range failed {
-		if f {
-			down = append(down, n.addrs[i])
-		}
-	}
-	return down
+	return ids
 }
 
 // Clients returns the nodes' clients, in the order of Addrs.

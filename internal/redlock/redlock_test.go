@@ -174,13 +174,65 @@ func TestDial_saysHowManyNodesAnswerAndTheFix(t *testing.T) {
 		t.Fatalf("Dial = %v, want ErrNodesDown", err)
 	}
 	msg := err.Error()
-	for _, want := range []string{"nodes down: 1 of 3 answer", addrs[1], addrs[2], "make redlock-up", "REDLOCK_ADDRS"} {
+	for _, want := range []string{"nodes down: 1 of 3 answer", addrs[1], addrs[2], "needs a majority, 2", "make redlock-up", "REDLOCK_ADDRS"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error = %q, want it to say %q", msg, want)
 		}
 	}
 	if strings.Contains(msg, live) {
 		t.Errorf("error = %q names the node that answers", msg)
+	}
+}
+
+// Redlock tolerates a minority down, from the start too: Dial goes on
+// and says in one line how many answer.
+func TestDial_oneNodeOfThreeDownRuns(t *testing.T) {
+	addrs := []string{testenv.StartRedis(t).Addr, testenv.StartRedis(t).Addr, deadAddr(t)}
+	n, err := redlock.Dial(t.Context(), addrs, nil)
+	if err != nil {
+		t.Fatalf("Dial with 2 of 3 nodes up = %v, want the nodes", err)
+	}
+	defer n.Close()
+	msg := n.Degraded()
+	for _, want := range []string{"2 of 3 Redlock nodes answer", addrs[2] + " does not", "majority"} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Errorf("Degraded() = %q, want one line saying %q", msg, want)
+		}
+	}
+	l, err := n.Acquire(t.Context(), "k", time.Second)
+	if err != nil {
+		t.Fatalf("Acquire with 2 of 3 nodes up = %v, want the lock", err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Errorf("Release = %v", err)
+	}
+
+	everyone := []string{addrs[0], addrs[1], testenv.StartRedis(t).Addr}
+	all, err := redlock.Dial(t.Context(), everyone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	if msg := all.Degraded(); msg != "" {
+		t.Errorf("Degraded() with every node up = %q, want \"\"", msg)
+	}
+}
+
+// One server behind two addresses is one node, whatever the names say:
+// its run_id gives it away.
+func TestDial_oneServerBehindTwoAddressesIsRefused(t *testing.T) {
+	a, b := testenv.StartRedis(t).Addr, testenv.StartRedis(t).Addr
+	_, port, _ := net.SplitHostPort(a)
+	alias := "localhost:" + port
+	_, err := redlock.Dial(t.Context(), []string{a, alias, b}, nil)
+	if !errors.Is(err, redlock.ErrSameNode) {
+		t.Fatalf("Dial(%s, %s, %s) = %v, want ErrSameNode", a, alias, b, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{a + " and " + alias, "one Redis server", "run_id", "REDLOCK_ADDRS"} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Errorf("error = %q, want one line saying %q", msg, want)
+		}
 	}
 }
 
@@ -192,6 +244,10 @@ func TestAddrs(t *testing.T) {
 		{"127.0.0.1:1, 127.0.0.1:2,127.0.0.1:3", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", ""},
 		{"127.0.0.1:1,127.0.0.1:2", "", "names 2 nodes, Redlock needs at least 3"},
 		{"127.0.0.1:1,nope,127.0.0.1:3", "", `"nope" is not host:port`},
+		{"127.0.0.1:1,127.0.0.1:1,127.0.0.1:1", "", "names one node twice (127.0.0.1:1 and 127.0.0.1:1 are the same address)"},
+		{"127.0.0.1:6380,localhost:6380,127.0.0.1:6381", "", "names one node twice (127.0.0.1:6380 and localhost:6380"},
+		{"127.0.0.1:1,[::ffff:127.0.0.1]:1,127.0.0.1:3", "", "names one node twice"},
+		{"localhost:1,localhost:2,localhost:3", "localhost:1,localhost:2,localhost:3", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {

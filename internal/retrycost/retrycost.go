@@ -151,6 +151,8 @@ func ErrorKind(err error) string {
 		return "cancelled by the watchdog (lease lost)"
 	case errors.Is(err, lock.ErrNotHeld), errors.Is(err, redislock.ErrLockNotHeld):
 		return "lease lost"
+	case errors.Is(err, lock.ErrUnknown): // a release or refresh whose reply was lost
+		return "lock outcome unknown"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "gave up waiting"
 	case errors.Is(err, context.Canceled):

@@ -74,38 +74,66 @@ func Take(ctx context.Context, rdb Client, prefix string) (*Lease, error) {
 		return nil, fmt.Errorf("runlease: take %s: %w", Key(prefix), err)
 	}
 	// lock's one watchdog, with a refresh that forgives a stall: a failed
-	// refresh while the lease still has time left is tried again at the
-	// next tick, so a Redis frozen for a few seconds does not end the run.
-	// A refresh that finds the lease gone (ErrNotHeld) ends it at once.
+	// refresh while the lease still has time left is tried again every
+	// retryEvery, so a Redis frozen for a few seconds, or a cluster
+	// promoting the replica of the lease's master, does not end the run.
+	// (The lease key reached that replica long ago, and each refresh
+	// reaches it within a moment: the promoted replica holds the lease
+	// until lastSent+TTL at the earliest.) A refresh that finds the lease
+	// gone (ErrNotHeld) ends it at once, and so does a whole TTL without
+	// one that got through: the lease may have expired by then.
 	lastSent := time.Now()
 	wctx, stop := lock.KeepAlive(context.Background(), TTL, func(ctx context.Context) error {
-		sent := time.Now()
-		err := l.Refresh(ctx)
-		switch {
-		case err == nil:
-			lastSent = sent
-			return nil
-		case errors.Is(err, lock.ErrNotHeld), time.Since(lastSent) >= TTL:
-			return err
-		default:
-			return nil
+		for {
+			sent := time.Now()
+			err := l.Refresh(ctx)
+			switch {
+			case err == nil:
+				lastSent = sent
+				return nil
+			case errors.Is(err, lock.ErrNotHeld), time.Since(lastSent) >= TTL:
+				return err
+			}
+			select {
+			case <-ctx.Done(): // the watchdog's next tick tries again
+				return nil
+			case <-time.After(retryEvery):
+			}
 		}
 	})
 	return &Lease{lock: l, ctx: wctx, stop: stop}, nil
 }
 
+// retryEvery is how soon a refresh or release that got no answer is sent
+// again. Both may be: a refresh twice extends the lease twice, and a
+// release whose first try landed finds the lease gone, which Close takes
+// as released.
+const retryEvery = 200 * time.Millisecond
+
 // Context is cancelled when the lease is lost.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Close stops the watchdog and releases the lease. Call it after the run
-// has deleted its keys and rows. It is safe on a nil *Lease.
+// Close stops the watchdog and releases the lease, trying again every
+// retryEvery while Redis does not answer (a failover under way), until
+// ctx ends or for TTL at most: a lease not given back expires within TTL.
+// Call it after the run has deleted its keys and rows. It is safe on a nil
+// *Lease.
 func (l *Lease) Close(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
 	l.stop()
-	if err := l.lock.Release(ctx); err != nil && !errors.Is(err, lock.ErrNotHeld) {
-		return fmt.Errorf("runlease: release %s: %w", l.lock.Key, err)
+	ctx, cancel := context.WithTimeout(ctx, TTL)
+	defer cancel()
+	for {
+		err := l.lock.Release(ctx)
+		if err == nil || errors.Is(err, lock.ErrNotHeld) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("runlease: release %s: %w", l.lock.Key, err)
+		case <-time.After(retryEvery):
+		}
 	}
-	return nil
 }

@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,6 +70,63 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 		return errs[0]
 	}
 	return nil
+}
+
+// followFailover is a cluster client's hook that makes it read the slot
+// map again after a command fails for a reason the map may explain: no
+// reply at all (a dead or frozen master), or CLUSTERDOWN, TRYAGAIN or
+// MASTERDOWN (a failover under way). go-redis re-reads it by itself only on
+// MOVED and READONLY, and otherwise every ClusterReloadInterval. Re-reading
+// is cheap: go-redis runs one reload at a time and at most one more per
+// 200 ms, however many commands ask.
+type followFailover struct{ c *redis.ClusterClient }
+
+func (followFailover) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f followFailover) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		f.after(err)
+		return err
+	}
+}
+
+func (f followFailover) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		f.after(err)
+		return err
+	}
+}
+
+func (f followFailover) after(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	var reply redis.Error // redis.Nil too: an answer
+	if errors.As(err, &reply) && !SlotMoving(err) {
+		return
+	}
+	f.c.ReloadState(context.Background())
+}
+
+// SlotMoving reports whether err is a cluster's reply while a slot changes
+// hands: CLUSTERDOWN (a master failed and its replica is not promoted
+// yet), TRYAGAIN, MASTERDOWN, or MOVED (the client's slot map is old). The
+// command did not run; sent again a moment later it may, once the
+// promotion is over and the client has read the new map.
+func SlotMoving(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	for _, p := range []string{"CLUSTERDOWN ", "TRYAGAIN ", "MASTERDOWN ", "MOVED "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // infoField returns the value of name in INFO or CLUSTER INFO text.

@@ -3,6 +3,7 @@ package services_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,65 @@ func TestCluster_keysAcrossSlots(t *testing.T) {
 			t.Errorf("%s is still there", k)
 		}
 	}
+}
+
+func TestClusterOptions_followAFailoverAndNeverRetryBlind(t *testing.T) {
+	for _, retries := range []int{1, -1} {
+		opt := &redis.UniversalOptions{Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002"}, MaxRetries: retries}
+		c := services.ClusterOptions(opt)
+		if c.ClusterStateReloadInterval <= 0 || c.ClusterStateReloadInterval > services.ClusterReloadInterval {
+			t.Errorf("MaxRetries %d: ClusterStateReloadInterval %v, want at most %v", retries, c.ClusterStateReloadInterval, services.ClusterReloadInterval)
+		}
+		if noRetry := c.MaxRedirects == -1; noRetry != (retries < 0) {
+			t.Errorf("MaxRetries %d: MaxRedirects %d", retries, c.MaxRedirects)
+		}
+	}
+}
+
+// The reproduction: a client from Connect, kill -9 the master of
+// its key. It must write again soon after the replica is promoted (with
+// go-redis's defaults it still wrote to the dead master 40 s later).
+func TestConnect_followsAClusterFailover(t *testing.T) {
+	cl := testenv.StartCluster(t)
+	key := testenv.Prefix(t, cl.Use(t)) + "key"
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	rdb, err := services.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Set(ctx, key, 1, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := slices.IndexFunc(cl.Masters[:], func(s *testenv.RedisServer) bool { return s.Addr == m.Options().Addr })
+	cl.Masters[victim].Kill()
+	killed := time.Now()
+	var promoted time.Time
+	for {
+		if promoted.IsZero() && cl.Promoted(ctx, victim) {
+			promoted = time.Now()
+		}
+		err := rdb.Set(ctx, key, 2, time.Minute).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no SET got through in %v after the kill: %v", time.Since(killed).Round(time.Second), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if promoted.IsZero() {
+		t.Fatal("a SET got through before the replica was promoted: the kill did not take")
+	}
+	// Generous: the slot map is re-read within ClusterReloadInterval.
+	if late := time.Since(promoted); late > 5*time.Second {
+		t.Errorf("the first SET after the promotion got through %v later, want within a few seconds", late.Round(100*time.Millisecond))
+	}
+	t.Logf("promoted %v after the kill, written again %v after that",
+		promoted.Sub(killed).Round(100*time.Millisecond), time.Since(promoted).Round(100*time.Millisecond))
 }

@@ -3,17 +3,21 @@ package services
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -51,6 +55,11 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 // options then hold more than one address, and redis.NewUniversalClient
 // (and Connect) make a *redis.ClusterClient of them; with one address, a
 // *redis.Client.
+//
+// With rediss://, the server's certificate must be signed by a CA this
+// machine trusts, or by one in REDIS_CA_FILE (a PEM file; for a
+// self-signed certificate, the certificate itself). go-redis's
+// ?skip_verify=true skips the check; Connect then warns on stderr.
 //
 // Errors never contain the URL, nor any part of its user and password.
 func RedisOptions() (*redis.UniversalOptions, error) {
@@ -93,10 +102,16 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 			}
 			opt = fromSingle(sopt)
 		}
+		if err := trustCAFile(opt); err != nil {
+			return nil, err
+		}
 	} else {
 		list := os.Getenv("REDIS_ADDR")
 		if list == "" {
 			list = DefaultRedisAddr
+		}
+		if os.Getenv("REDIS_CA_FILE") != "" {
+			return nil, errors.New(caWithoutTLS)
 		}
 		opt = &redis.UniversalOptions{}
 		for addr := range strings.SplitSeq(list, ",") {
@@ -116,9 +131,95 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 	return opt, nil
 }
 
+const caWithoutTLS = "REDIS_CA_FILE is set, but REDIS_URL does not start with rediss://: " +
+	"set REDIS_URL=rediss://host:port/0 for a server with TLS, or unset REDIS_CA_FILE"
+
+// trustCAFile makes the certificates of REDIS_CA_FILE, when it is set, the
+// ones a rediss:// server's certificate must be signed by.
+func trustCAFile(opt *redis.UniversalOptions) error {
+	file := os.Getenv("REDIS_CA_FILE")
+	if file == "" {
+		return nil
+	}
+	if opt.TLSConfig == nil {
+		return errors.New(caWithoutTLS)
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err // without the path, which %q quotes below
+		}
+		return fmt.Errorf("REDIS_CA_FILE %q cannot be read (%v): name the PEM file of the CA that signed the server's certificate", file, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("REDIS_CA_FILE %q holds no PEM certificate (a -----BEGIN CERTIFICATE----- block): name the CA's certificate, not its key", file)
+	}
+	opt.TLSConfig.RootCAs = pool
+	return nil
+}
+
+// warnings is where Connect warns that a certificate goes unchecked; once
+// per process is enough.
+var (
+	warnings   io.Writer = os.Stderr
+	warnedOnce sync.Once
+)
+
+// warnUnverified says, once, that opt's TLS connections check no
+// certificate: skip_verify=true is a choice, never a silent one.
+func warnUnverified(opt *redis.UniversalOptions) {
+	if opt.TLSConfig == nil || !opt.TLSConfig.InsecureSkipVerify {
+		return
+	}
+	warnedOnce.Do(func() {
+		fmt.Fprintf(warnings, "warning: REDIS_URL has skip_verify=true: the certificate of %s is not checked, so anyone on the way can read and change the traffic; set REDIS_CA_FILE to its CA's certificate instead\n", redisURL(opt))
+	})
+}
+
 // IsCluster reports whether opt names the seeds of a Redis Cluster rather
 // than one server: redis.NewUniversalClient's rule.
 func IsCluster(opt *redis.UniversalOptions) bool { return len(opt.Addrs) > 1 || opt.IsClusterMode }
+
+// ClusterReloadInterval is how old a cluster client's slot map may grow
+// before the next command makes it read the map again. go-redis's default
+// is a minute: after a failover its commands would go to the dead master
+// for that long, because a refused connection, unlike a MOVED reply, does
+// not make it look again. NewClient also re-reads the map after every
+// failed command (followFailover), so a client finds a promoted replica
+// within about this long after the promotion.
+const ClusterReloadInterval = time.Second
+
+// ClusterOptions returns the options of a cluster client for opt: the
+// single place where they are set. Besides ClusterReloadInterval, it keeps
+// the promise of opt.MaxRetries < 0 (never send a command twice). go-redis
+// retries a cluster command up to MaxRedirects times, whatever MaxRetries
+// says, after a timeout or a dropped connection too: a spend whose reply
+// was lost would run again on the promoted replica, or be reported with
+// the CLUSTERDOWN of its retry as a write that did not happen. With no
+// retries, a MOVED or CLUSTERDOWN reply is the caller's error (the command
+// did not run), and the caller decides what may be sent again.
+func ClusterOptions(opt *redis.UniversalOptions) *redis.ClusterOptions {
+	c := opt.Cluster()
+	c.ClusterStateReloadInterval = ClusterReloadInterval
+	if opt.MaxRetries < 0 {
+		c.MaxRedirects = -1 // go-redis's "none"; 0 would mean its default, 3
+	}
+	return c
+}
+
+// NewClient makes the client for opt, as redis.NewUniversalClient would
+// (a *redis.ClusterClient for a cluster, else a *redis.Client), except
+// that a cluster client follows a failover: see ClusterOptions and
+// followFailover. It does not check that the server answers (Connect does).
+func NewClient(opt *redis.UniversalOptions) redis.UniversalClient {
+	if !IsCluster(opt) {
+		return redis.NewClient(opt.Simple())
+	}
+	c := redis.NewClusterClient(ClusterOptions(opt))
+	c.AddHook(followFailover{c})
+	return c
+}
 
 // fromSingle carries what redis.ParseURL read into UniversalOptions.
 func fromSingle(o *redis.Options) *redis.UniversalOptions {
@@ -196,19 +297,20 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	if opt.TLSConfig != nil {
+		warnUnverified(opt)
 		if err := shakeHands(pctx, opt); err != nil {
 			return nil, redisError(opt, err)
 		}
 	}
 	if IsCluster(opt) {
-		rdb := redis.NewClusterClient(opt.Cluster())
+		rdb := NewClient(opt).(*redis.ClusterClient)
 		if err := clusterOK(pctx, rdb, opt); err != nil {
 			rdb.Close()
 			return nil, redisError(opt, err)
 		}
 		return rdb, nil
 	}
-	rdb := redis.NewClient(opt.Simple())
+	rdb := NewClient(opt)
 	if err := rdb.Ping(pctx).Err(); err != nil {
 		rdb.Close()
 		return nil, redisError(opt, err)
@@ -310,7 +412,7 @@ func redisError(opt *redis.UniversalOptions, err error) error {
 	case strings.Contains(msg, "cluster support disabled"):
 		return fmt.Errorf("%s is not a cluster (%s): several addresses in REDIS_ADDR name the nodes of a Redis Cluster; give one address for a single server", where, msg)
 	case errors.As(err, &tlsErr):
-		return fmt.Errorf("%s: the TLS handshake failed (%s): check the scheme of REDIS_URL, rediss:// is for a server with TLS, redis:// for one without", where, oneLine(tlsErr.err))
+		return handshakeError(where, tlsErr.err)
 	case strings.HasPrefix(msg, "NOAUTH"):
 		fix := fmt.Sprintf("set REDIS_URL=redis://:PASSWORD@%s/%d", opt.Addrs[0], opt.DB)
 		if opt.Username != "" {
@@ -332,6 +434,33 @@ func redisError(opt *redis.UniversalOptions, err error) error {
 		return fmt.Errorf("%s hung up (%s): a server that wants TLS does that, so try rediss://; is it Redis at all?", where, msg)
 	}
 	return fmt.Errorf("%s is not reachable (%s): is Redis running? try `%s`", where, msg, up)
+}
+
+// handshakeError says why a TLS handshake failed: a certificate this
+// machine does not trust, or one for other names or another time, each
+// with its fix; anything else is a server that speaks no TLS.
+func handshakeError(where string, err error) error {
+	// The reason may quote names from the server's certificate: no
+	// control character of theirs reaches the terminal.
+	msg := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, oneLine(err))
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknownCA):
+		return fmt.Errorf("%s: the server's certificate is not trusted (%s): set REDIS_CA_FILE to the PEM file of the CA that signed it "+
+			"(for a self-signed certificate, the certificate itself), or add ?skip_verify=true to REDIS_URL to skip the check (insecure)", where, msg)
+	case errors.As(err, &badHost):
+		return fmt.Errorf("%s: the server's certificate is not for this host (%s): put a host name it names in REDIS_URL", where, msg)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("%s: the server's certificate is not valid (%s): renew it, or check this machine's clock", where, msg)
+	}
+	return fmt.Errorf("%s: the TLS handshake failed (%s): check the scheme of REDIS_URL, rediss:// is for a server with TLS, redis:// for one without", where, msg)
 }
 
 // DatabaseURL returns DATABASE_URL, or the default that docker-compose.yml

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/url"
@@ -468,6 +469,7 @@ func TestConnect_wrongScheme(t *testing.T) {
 	})
 	t.Run("rediss:// to a server with TLS", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "rediss://"+withTLS+"/0?skip_verify=true")
+		services.WarnTo(t, io.Discard)
 		rdb, err := services.Connect(context.Background())
 		if err != nil {
 			t.Fatalf("Connect: %v", err)
@@ -485,6 +487,82 @@ func TestConnect_wrongScheme(t *testing.T) {
 			t.Fatal("Connect succeeded")
 		}
 		assertOneLine(t, err.Error(), []string{"redis://" + withTLS + "/0", "hung up", "rediss://"})
+	})
+}
+
+// A self-signed certificate is the usual one on a test server: the error
+// must say that it is not trusted and how to trust it, not blame the
+// scheme, which is right.
+func TestConnect_certificateNotTrusted(t *testing.T) {
+	cert, key := selfSigned(t)
+	addr := redisServer(t, redisConf{certFile: cert, keyFile: key})
+	_, port, _ := net.SplitHostPort(addr)
+	ping := func(t *testing.T) {
+		t.Helper()
+		rdb, err := services.Connect(context.Background())
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		defer rdb.Close()
+		if err := rdb.Set(context.Background(), "walletlock:probe", "1", time.Second).Err(); err != nil {
+			t.Errorf("SET over TLS: %v", err)
+		}
+	}
+	refused := func(t *testing.T, want []string, not ...string) {
+		t.Helper()
+		rdb, err := services.Connect(context.Background())
+		if err == nil {
+			rdb.Close()
+			t.Fatal("Connect succeeded")
+		}
+		assertOneLine(t, err.Error(), want)
+		for _, n := range not {
+			if strings.Contains(err.Error(), n) {
+				t.Errorf("message %q mentions %q", err, n)
+			}
+		}
+	}
+
+	t.Run("without a CA file it says the certificate is not trusted", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")
+		t.Setenv("REDIS_CA_FILE", "")
+		refused(t, []string{"rediss://" + addr + "/0", "certificate is not trusted", "unknown authority", "REDIS_CA_FILE", "skip_verify=true"}, "scheme", "make up")
+	})
+	t.Run("REDIS_CA_FILE trusts it", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")
+		t.Setenv("REDIS_CA_FILE", cert)
+		ping(t)
+	})
+	t.Run("a certificate for another host is named as such", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://localhost:"+port+"/0")
+		t.Setenv("REDIS_CA_FILE", cert)
+		refused(t, []string{"not for this host", "REDIS_URL"}, "scheme")
+	})
+	t.Run("skip_verify=true connects, with a warning", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+addr+"/0?skip_verify=true")
+		t.Setenv("REDIS_CA_FILE", "")
+		var warned bytes.Buffer
+		services.WarnTo(t, &warned)
+		ping(t)
+		assertOneLine(t, warned.String(), []string{"warning", "skip_verify=true", "not checked", "REDIS_CA_FILE"})
+	})
+	t.Run("a missing CA file", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")
+		t.Setenv("REDIS_CA_FILE", filepath.Join(t.TempDir(), "nope.pem"))
+		refused(t, []string{"REDIS_CA_FILE", "nope.pem", "cannot be read", "no such file"})
+	})
+	t.Run("a key in place of the certificate", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")
+		t.Setenv("REDIS_CA_FILE", key)
+		refused(t, []string{"REDIS_CA_FILE", "holds no PEM certificate"})
+	})
+	t.Run("a CA file without rediss://", func(t *testing.T) {
+		t.Setenv("REDIS_URL", "redis://"+addr+"/0")
+		t.Setenv("REDIS_CA_FILE", cert)
+		refused(t, []string{"REDIS_CA_FILE", "rediss://"})
+		t.Setenv("REDIS_URL", "")
+		t.Setenv("REDIS_ADDR", addr)
+		refused(t, []string{"REDIS_CA_FILE", "rediss://"})
 	})
 }
 

@@ -73,6 +73,7 @@ func StartPostgres(t testing.TB) *PostgresServer {
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(initdb, "-D", data, "-U", "walletlock", "--auth=trust", "--no-sync", "-E", "UTF8")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	cmd.Dir = dir // one the user postgres can enter, unlike a clone inside a 0700 folder
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: initdb: %v\n%s", err, out)
 	}
@@ -153,6 +154,7 @@ func (s *PostgresServer) Start() {
 	s.cmd = exec.Command(s.args[0], s.args[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	s.cmd.Dir = "/" // see initdb's
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("testenv: start postgres: %v", err)
 	}

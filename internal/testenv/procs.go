@@ -54,28 +54,32 @@ func ownChildren(t *testing.T) []int {
 	if len(comm) > 15 { // the kernel keeps 15 bytes of a command's name
 		comm = comm[:15]
 	}
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	return Processes(func(dir string) bool {
+		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
+			return false // gone meanwhile
 		}
 		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
 		s := string(stat)
 		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 		if open < 0 || end < open {
-			continue
+			return false
 		}
 		fields := strings.Fields(s[end+1:])
-		if len(fields) < 2 || s[open+1:end] != comm || fields[1] != strconv.Itoa(os.Getpid()) {
-			continue
+		return len(fields) >= 2 && s[open+1:end] == comm && fields[1] == strconv.Itoa(os.Getpid())
+	})
+}
+
+// Processes returns the pids of the processes for which match, given the
+// process's folder in /proc, says true. Without /proc it returns none.
+func Processes(match func(dir string) bool) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err == nil && match(filepath.Join("/proc", e.Name())) {
+			pids = append(pids, pid)
 		}
-		pids = append(pids, pid)
 	}
 	return pids
 }

@@ -58,7 +58,9 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 
 // Prefix returns a Redis key prefix that no other test uses, such as
 // "test:TestSpend_refuses:3f9a1c2e:". Every key under it is deleted when the
-// test ends; nothing else is touched.
+// test ends, and so is every key under "{" + prefix (a lock's companion keys
+// wrap a key that has no hash tag of its own in one); nothing else is
+// touched.
 func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
 	name := strings.Map(func(r rune) rune {
@@ -75,6 +77,7 @@ func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		services.DeletePrefix(ctx, rdb, prefix)
+		services.DeletePrefix(ctx, rdb, "{"+prefix)
 	})
 	return prefix
 }

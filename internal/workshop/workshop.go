@@ -231,11 +231,11 @@ func Missing(phases []report.Phase, leftOut map[string]bool) []string {
 // Leftovers gives the commands that delete whatever a killed step wrote
 // under prefix: Redis keys, and the PostgreSQL rows it owns.
 func Leftovers(prefix string) string {
-	redisCmd := "redis-cli --scan --pattern '" + prefix + "*' | xargs redis-cli del"
+	redisCmd := "redis-cli --scan --pattern " + cli.ShellQuote(services.GlobEscape(prefix)+"*") + " | xargs redis-cli del"
 	if opt, err := services.RedisOptions(); err == nil {
 		redisCmd = cli.RedisDelPrefix(opt, prefix)
 	}
-	return fmt.Sprintf(`%s; psql "$DATABASE_URL" -c "DELETE FROM walletlock_wallets WHERE owner LIKE '%s%%'"`, redisCmd, prefix)
+	return redisCmd + "; " + cli.PostgresDeletePrefix(prefix)
 }
 
 // WriteJSON writes the document, indented.

@@ -73,7 +73,9 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		(slices.Contains(cfg.Strategies, Redlock) && env.Redlock == nil) {
 		return nil, errors.New("loadtest: Run needs Redis, PostgreSQL when a strategy uses it, and the Redlock nodes for redlock (see Dial)")
 	}
-	defer collectSooner()()
+	if cfg.maxWorkers() >= manyWorkers {
+		defer collectSooner()()
+	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
 	lease, err := runlease.Take(ctx, env.Redis, cfg.Prefix)
@@ -134,12 +136,17 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	return rep, err
 }
 
-// runGCPercent is the GOGC of a run, unless GOGC is set. Go lets the heap
+// runGCPercent is the GOGC of a run of manyWorkers or more, unless GOGC
+// is set. Go lets the heap
 // grow by its live size plus the goroutine stacks before it collects
 // (GOGC=100), and at 10,000 workers the stacks are 100 MiB and more, the
 // live heap a few tens: collecting at a quarter of that growth keeps the
 // peak well under 256 MiB, for a collection every few seconds.
 const runGCPercent = 25
+
+// manyWorkers is where the stacks outweigh the live heap and runGCPercent
+// starts to apply: below it, Go's own pace costs a small run nothing.
+const manyWorkers = 1000
 
 var gcRuns struct {
 	sync.Mutex

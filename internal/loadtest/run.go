@@ -137,11 +137,11 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 }
 
 // runGCPercent is the GOGC of a run of manyWorkers or more, unless GOGC
-// is set. Go lets the heap
-// grow by its live size plus the goroutine stacks before it collects
-// (GOGC=100), and at 10,000 workers the stacks are 100 MiB and more, the
-// live heap a few tens: collecting at a quarter of that growth keeps the
-// peak well under 256 MiB, for a collection every few seconds.
+// is set. Go lets the heap grow by its live size plus the goroutine
+// stacks before it collects (GOGC=100), and at 10,000 workers the stacks
+// are 100 MiB and more, the live heap a few tens: collecting at a quarter
+// of that growth keeps the peak well under 256 MiB, for a collection
+// every few seconds.
 const runGCPercent = 25
 
 // manyWorkers is where the stacks outweigh the live heap and runGCPercent

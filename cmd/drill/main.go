@@ -51,6 +51,7 @@ import (
 
 	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 )
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, prog+":", err); return 1 }
-	if _, err := drill.RedisBinary(); err != nil {
+	if _, err := launch.RedisBinary(); err != nil {
 		return fail(err)
 	}
 	pool, err := services.ConnectPostgres(ctx)
@@ -145,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(c.Dir)
-	procs := &drill.Procs{}
+	procs := &launch.Group{}
 	r := newReport(stdout, *asJSON)
 	r.header(ctx, pool, c)
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 func needs(t *testing.T) (prefix, firstID string) {
 	t.Helper()
 	pool := testenv.Postgres(t)
-	if _, err := drill.RedisBinary(); err != nil {
+	if _, err := launch.RedisBinary(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}

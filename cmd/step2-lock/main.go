@@ -34,9 +34,8 @@ import (
 	"io"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/procs"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -48,19 +47,19 @@ const (
 	amount  = 10  // each spend
 )
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	release := fs.String("release", "auto", "how Release deletes the key: lua, delex (Redis 8.4+) or auto")
-	n := fs.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
+	n := fs.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
 	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
 	wait := fs.Duration("wait", 5*time.Second, "how long each spender waits for the lock, at most 1h")
 	work := fs.Duration("work", 2*time.Millisecond, "time between the read and the write, at most 1h")
 	nprocs := fs.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", procs.Max))
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step2:", "prefix of the Redis keys this run writes")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	var err error
@@ -72,8 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *n < 1 || *wait <= 0 || *work < 0:
 		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
 	}
-	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", *n, cli.MaxN),
-		cli.CheckDuration("-ttl", *ttl), cli.CheckDuration("-wait", *wait), cli.CheckDuration("-work", *work), procs.Check(*nprocs, *n)); stop {
+	if code, stop := harness.Refuse(fs, stderr, err, harness.CheckPrefix(*prefix), harness.CheckMax("-n", *n, harness.MaxN),
+		harness.CheckDuration("-ttl", *ttl), harness.CheckDuration("-wait", *wait), harness.CheckDuration("-work", *work), procs.Check(*nprocs, *n)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
@@ -122,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// The run owns its prefix: a second run on it is refused, not mixed in.
-	s, err := cli.Start(ctx, rdb, step, *prefix)
+	s, err := harness.Start(ctx, rdb, step, *prefix)
 	if err != nil {
 		return fail(err)
 	}
@@ -133,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := wallet.Set(ctx, rdb, balanceKey, initial); err != nil {
 		return stopped(err)
 	}
-	tally, ok := cli.Await(s, func() wallet.Tally { return spenders.Run(ctx) })
+	tally, ok := harness.Await(s, func() wallet.Tally { return spenders.Run(ctx) })
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 		return stopped(errors.New("the spenders got no answer from Redis in time"))
 	}
@@ -158,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "lock key left behind: %s (released with %s, Redis %s)\n", leftBehind, method, version)
 	}
 
-	r := report.New(step)
+	r := harness.NewReport(step)
 	failedReleases := releaseErrs.List()
 	r.Set("redis_version", version)
 	r.Set("release", method) // what releases used: lua or delex
@@ -180,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return r.Finish(stdout, stderr, *asJSON)
 	}
 	r.Add("lock", verdict, nil)
-	if line := cli.Outcomes(tally, *n, verdict); line != "" {
+	if line := harness.Outcomes(tally, *n, verdict); line != "" {
 		r.Fail(stderr, errors.New(line))
 	}
 	if len(failedReleases) > 0 {

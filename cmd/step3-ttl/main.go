@@ -48,9 +48,8 @@ import (
 	"io"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/phaserun"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -58,7 +57,7 @@ import (
 
 const step = "step3-ttl"
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 // The phases, in the lesson's order (phases.go).
 var phases = []struct {
@@ -78,11 +77,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// phase 1's lease always expires mid-work, and phase 2 stays near 3.6 s.
 	fs.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
 	fs.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend, at most 1h")
-	fs.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", cli.MaxN))
+	fs.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", harness.MaxN))
 	prefix := fs.String("prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
 	only := fs.String("phase", "all", "which phase to run: 1, 2, 3 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	var chosen []phaserun.Phase // each reads e when it runs, once e.Run is set below
@@ -101,8 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = errors.New("-n must be at least 1 and -work at least 0")
 	}
 	// The bounds keep a spender's wait, n x (work + ttl), far from overflowing.
-	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", e.n, cli.MaxN),
-		cli.CheckDuration("-ttl", e.ttl), cli.CheckDuration("-work", e.work)); stop {
+	if code, stop := harness.Refuse(fs, stderr, err, harness.CheckPrefix(*prefix), harness.CheckMax("-n", e.n, harness.MaxN),
+		harness.CheckDuration("-ttl", e.ttl), harness.CheckDuration("-work", e.work)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
@@ -118,13 +117,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	balanceKey, lockKey := wallet.BalanceKey(*prefix, wallet.DemoWallet), wallet.LockKey(*prefix, wallet.DemoWallet)
 	// The run owns its prefix: a second run on it is refused, not mixed in.
-	s, err := cli.Start(ctx, rdb, step, *prefix)
+	s, err := harness.Start(ctx, rdb, step, *prefix)
 	if err != nil {
 		return fail(err)
 	}
 	defer s.Close(stderr, balanceKey, lockKey)
 
-	r := report.New(step)
+	r := harness.NewReport(step)
 	r.Set("redis_version", version)
 	r.Set("ttl", e.ttl.String())
 	r.Set("work", e.work.String())

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/phaserun"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -85,7 +85,7 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Out
 	o.Figures = f
 	v, err := e.Check(tally.Accepted, tally.Unknown)
 	o.Verdict = v
-	if line := cli.Outcomes(tally, e.n, o.Verdict); line != "" {
+	if line := harness.Outcomes(tally, e.n, o.Verdict); line != "" {
 		o.Problems = append(o.Problems, line)
 	}
 	if watch && f.NotHeld > 0 {

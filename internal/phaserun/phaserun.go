@@ -1,5 +1,5 @@
 // Package phaserun runs a step's phases one after another within a
-// cli.Session (step 3), each on a fresh balance in Redis: it waits for
+// harness.Session (step 3), each on a fresh balance in Redis: it waits for
 // each one, and after Ctrl-C only until the clean-up deadline, prints its
 // three lines, adds it to the report and ends the run with the report's
 // exit code.
@@ -17,15 +17,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/report"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/wallet"
 )
 
 // Outcome is what one phase found.
 type Outcome struct {
 	Verdict  wallet.Verdict
-	Figures  any      // beside the check in -json (report.Add)
+	Figures  any      // beside the check in -json (harness.Add)
 	Setting  string   // the phase's settings, in its first line
 	Story    string   // what happened, the line above the check line
 	Problems []string // what went wrong beyond the verdict: each makes the run exit 1
@@ -41,12 +40,12 @@ type Phase struct {
 // lock key. Its fields say what the run works with; none may change once a
 // phase has started.
 type Run struct {
-	Step                string       // the program, for its messages
-	Session             *cli.Session // its Context is the phases'
+	Step                string           // the program, for its messages
+	Session             *harness.Session // its Context is the phases'
 	Redis               redis.UniversalClient
 	BalanceKey, LockKey string
 	Initial, Amount     int64 // the balance each phase starts from, and each spend
-	Report              *report.Report
+	Report              *harness.Report
 	JSON                bool // print nothing but the report's JSON on stdout
 	Stdout, Stderr      io.Writer
 }
@@ -80,7 +79,7 @@ func (x *Run) Check(accepted, unknown int) (wallet.Verdict, error) {
 // 1. After Ctrl-C the phase it cut short is printed, with its story
 // replaced, and reported as interrupted, not judged; stderr says where
 // Ctrl-C came and the code is 130. Otherwise each Problem is one line on
-// stderr, and the code is report.Finish's.
+// stderr, and the code is harness.Finish's.
 func (x *Run) Phases(phases []Phase) int {
 	s, r, ctx := x.Session, x.Report, x.Session.Context()
 	type ran struct {
@@ -90,7 +89,7 @@ func (x *Run) Phases(phases []Phase) int {
 	cut := ""             // the phase Ctrl-C interrupted
 	var problems []string // what went wrong beyond the verdicts
 	for _, p := range phases {
-		got, done := cli.Await(s, func() ran { o, err := p.Run(ctx); return ran{o, err} })
+		got, done := harness.Await(s, func() ran { o, err := p.Run(ctx); return ran{o, err} })
 		o, err := got.o, got.err
 		if s.Interrupted() {
 			if cut = p.Name; !done || err != nil {

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/phaserun"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
 )
@@ -19,7 +18,7 @@ func newRun(t *testing.T) (x *phaserun.Run, stdout, stderr *bytes.Buffer) {
 	t.Helper()
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	s, err := cli.Start(t.Context(), rdb, "step3-ttl", prefix)
+	s, err := harness.Start(t.Context(), rdb, "step3-ttl", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +26,7 @@ func newRun(t *testing.T) (x *phaserun.Run, stdout, stderr *bytes.Buffer) {
 	t.Cleanup(func() { s.Close(t.Output(), balance, lockKey) })
 	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
 	return &phaserun.Run{Step: "step3-ttl", Session: s, Redis: rdb, BalanceKey: balance, LockKey: lockKey,
-		Initial: 100, Amount: 10, Report: report.New("step3-ttl"), Stdout: stdout, Stderr: stderr}, stdout, stderr
+		Initial: 100, Amount: 10, Report: harness.NewReport("step3-ttl"), Stdout: stdout, Stderr: stderr}, stdout, stderr
 }
 
 // spendOnce is a phase that takes one spend off a fresh balance by hand.

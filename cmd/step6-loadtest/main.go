@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&c.Initial, "initial", c.Initial, "starting balance of every wallet")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the workers' wallet picks")
 	fs.BoolVar(&c.Hot, "hot", c.Hot, "send every spend to one wallet")
+	fs.IntVar(&c.Pool, "pool", c.Pool, fmt.Sprintf("connections per pool, 1 to %d (PostgreSQL's at most %d); 0 sizes them to the workers,\nat most %d for Redis", loadtest.MaxPool, loadtest.MaxPostgresConns, loadtest.MaxRedisConns))
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease of the Redis locks, at least 1ms")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest a spend may take, waiting for its lock included")
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "prefix of the Redis keys this run writes, and owner of its PostgreSQL rows")

@@ -62,6 +62,9 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "too many workers", Args: []string{"-workers", "20000"}, Want: "-workers must be at most 10000"},
 		{Name: "balances past int64", Args: []string{"-initial", "9223372036854775807", "-wallets", "2"}, Want: "-initial"},
 		{Name: "an empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty"},
+		{Name: "a pool past the bound", Args: []string{"-pool", "5000"}, Want: "-pool must be 0 (sized to the workers) or 1 to 1024 connections, got 5000"},
+		{Name: "a negative pool", Args: []string{"-pool", "-1"}, Want: "-pool must be 0"},
+		{Name: "a pool that is not a number", Args: []string{"-pool", "big"}, Want: "-pool"},
 		// -workers takes a list too: the contention sweep.
 		{Name: "an empty workers list", Args: []string{"-workers", ""}, Want: "-workers"},
 		{Name: "a hole in the list", Args: []string{"-workers", "2,,8"}, Want: `-workers wants a count or a list of counts such as 2,8,50, got "2,,8"`},

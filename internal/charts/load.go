@@ -56,6 +56,10 @@ type loadRow struct {
 	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend"`
 	Ceiling       float64  `json:"ceiling_per_second"`
 	Efficiency    float64  `json:"efficiency"`
+	CeilingNA     string   `json:"ceiling_not_applicable"`
+	PoolWait      *latency `json:"pool_wait"`
+	PoolWaitShare float64  `json:"pool_wait_share"`
+	PoolLimit     string   `json:"pool_limit"`
 	FIFOBound     *float64 `json:"fifo_bound_ms"`
 	VsNone        *float64 `json:"vs_none"`
 	Check         string   `json:"check"`
@@ -183,6 +187,7 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 	}
 	page := loadPage{Title: "walletlock step 6: every strategy under load", load: l}
 	page.Setup = setupLine(l)
+	page.PoolLine = poolLine(reportJSON)
 	if page.Charts, err = loadCharts(l); err != nil {
 		return err
 	}
@@ -197,6 +202,12 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 			RedisPerSpend: "n/a", Efficiency: percent(r.Efficiency, r.Ceiling > 0), VsNone: "n/a"}
 		if r.LockWait != nil {
 			tr.WaitP50, tr.WaitP99 = ms(r.LockWait.P50), ms(r.LockWait.P99)
+		}
+		if r.PoolWait != nil {
+			tr.PoolP99, tr.PoolShare = ms(r.PoolWait.P99), percent(r.PoolWaitShare, true)
+		}
+		if r.CeilingNA != "" {
+			tr.Efficiency = "n/a (" + r.CeilingNA + ")"
 		}
 		if r.RedisPerSpend != nil {
 			tr.RedisPerSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
@@ -217,10 +228,11 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 
 type loadPage struct {
 	load
-	Title  string
-	Setup  string
-	Rows   []tableRow
-	Charts []template.HTML
+	Title    string
+	Setup    string
+	PoolLine string // the text report's line when the pool was the limit
+	Rows     []tableRow
+	Charts   []template.HTML
 }
 
 // Sweep reports whether the run measured several levels of contention.
@@ -230,6 +242,12 @@ func (p loadPage) Sweep() bool { return len(p.levels()) > 1 }
 // bound, or the rate against none's: runs before the sweep do not.
 func (p loadPage) HasBound() bool {
 	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.FIFOBound != nil })
+}
+
+// HasPoolWait reports whether the rows give the wait for a connection:
+// runs before it was measured do not.
+func (p loadPage) HasPoolWait() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.PoolWait != nil })
 }
 
 func (p loadPage) HasVsNone() bool {
@@ -243,7 +261,18 @@ type tableRow struct {
 	Attempts, Errors, Unknown                   int64
 	WaitP50, WaitP99, Bound, SpendP50, SpendP99 string
 	RedisPerSpend, Efficiency, VsNone, Verdict  string
+	PoolP99, PoolShare                          string
 	Match                                       bool
+}
+
+// poolLine is the line the text report prints under its table when the
+// pool, not the lock, limited a row; "" when none was.
+func poolLine(reportJSON []byte) string {
+	var rep loadtest.Report
+	if json.Unmarshal(reportJSON, &rep) != nil {
+		return ""
+	}
+	return strings.TrimSpace(rep.PoolLine())
 }
 
 // setupLine says what the run did, as the text table's first line does.

@@ -2,6 +2,9 @@ package loadtest_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,4 +55,65 @@ func BenchmarkRun_1000workers10000wallets(b *testing.B) {
 	}
 	b.ReportMetric(float64(rep.PeakRSSBytes)/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(setup*1000, "max-setup-ms")
+}
+
+// What memory a worker costs, at 1,000 and at 10,000 workers, ten
+// wallets each: the largest heap plus goroutine stacks while the lock
+// strategy runs (each worker and its lease's watchdog), less what was in
+// use before, per worker. It should stay flat as the workers grow; run it
+// with
+//
+//	go test -run '^$' -bench Run_bytesPerWorker -benchtime 1x ./internal/loadtest/
+func BenchmarkRun_bytesPerWorker(b *testing.B) {
+	for _, workers := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(workers), func(b *testing.B) {
+			rdb := testenv.Redis(b)
+			c := loadtest.Defaults()
+			c.Strategies = []string{"lock"}
+			c.Workers, c.Wallets, c.Duration = workers, 10*workers, time.Second
+			c.Prefix = testenv.Prefix(b, rdb)
+			c.FirstID = testenv.WalletID(b)
+			env, err := loadtest.Dial(b.Context(), c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer env.Close()
+			var peak uint64
+			for b.Loop() {
+				runtime.GC()
+				before := inUse()
+				stop := make(chan struct{})
+				var sampled sync.WaitGroup
+				sampled.Go(func() {
+					t := time.NewTicker(20 * time.Millisecond)
+					defer t.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-t.C:
+							if n := inUse(); n > before {
+								peak = max(peak, n-before)
+							}
+						}
+					}
+				})
+				_, err := loadtest.Run(b.Context(), env, c)
+				close(stop)
+				sampled.Wait()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(peak)/float64(workers), "B/worker")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+		})
+	}
+}
+
+// inUse is the heap and the goroutine stacks in use.
+func inUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
 }

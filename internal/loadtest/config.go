@@ -40,6 +40,11 @@ type Config struct {
 	Seed     uint64        // seeds the workers' wallet picks
 	Hot      bool          // every spend goes to the first wallet
 
+	// Pool, when above 0, is the size of each connection pool (-pool):
+	// the Redis pool, and the PostgreSQL pool up to MaxPostgresConns.
+	// 0 sizes them to the most workers (see RedisPool, PostgresPool).
+	Pool int
+
 	TTL     time.Duration // lease of the Redis locks
 	Timeout time.Duration // bounds each spend, waiting for its lock included
 
@@ -87,6 +92,9 @@ const (
 	MaxWorkers = harness.MaxN
 	MaxWallets = 1_000_000
 	MaxLevels  = 10 // worker counts in one sweep: each runs every strategy
+	// MaxPool bounds -pool: Redis serves 10,000 clients by default, and
+	// other programs share it.
+	MaxPool = 1024
 )
 
 // FirstIDFor is the first wallet id of a run on prefix: one of nine million
@@ -192,6 +200,8 @@ func (c Config) Validate() error {
 		return bad("%v", harness.CheckDuration("-timeout", c.Timeout))
 	case c.FirstID < 1 || c.FirstID > math.MaxInt64-int64(c.Wallets):
 		return bad("-first-id must be at least 1 and leave room for %d wallets, got %d", c.Wallets, c.FirstID)
+	case c.Pool < 0 || c.Pool > MaxPool:
+		return bad("-pool must be 0 (sized to the workers) or 1 to %d connections, got %d", MaxPool, c.Pool)
 	case c.Prefix == "":
 		return bad("-prefix must not be empty: every key this program writes needs one")
 	}
@@ -212,6 +222,26 @@ func (c Config) Validate() error {
 		return bad("-ttl: %v", err)
 	}
 	return nil
+}
+
+// RedisPool is the size of the Redis pool of a run (and of each Redlock
+// node's): -pool when set, else one connection per worker up to
+// MaxRedisConns.
+func (c Config) RedisPool() int {
+	if c.Pool > 0 {
+		return c.Pool
+	}
+	return min(max(c.maxWorkers(), 1), MaxRedisConns)
+}
+
+// PostgresPool is the size of the PostgreSQL pool: -pool or the workers,
+// at most MaxPostgresConns either way.
+func (c Config) PostgresPool() int {
+	n := c.Pool
+	if n == 0 {
+		n = max(c.maxWorkers(), 1)
+	}
+	return min(n, MaxPostgresConns)
 }
 
 // needs reports which services the chosen strategies use.

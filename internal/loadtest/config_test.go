@@ -47,6 +47,8 @@ func TestValidate_namesTheBadFlag(t *testing.T) {
 		{"a sweep past the bound", func(c *loadtest.Config) { c.Sweep = []int{2, loadtest.MaxWorkers + 1} }, "-workers must be at most 10000"},
 		{"a sweep of too many levels", func(c *loadtest.Config) { c.Sweep = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} }, "-workers lists 11 counts, at most 10"},
 		{"unknown strategy", func(c *loadtest.Config) { c.Strategies = []string{"mutex"} }, `"mutex"`},
+		{"a negative pool", func(c *loadtest.Config) { c.Pool = -1 }, "-pool must be 0 (sized to the workers) or 1 to 1024"},
+		{"a pool past the bound", func(c *loadtest.Config) { c.Pool = loadtest.MaxPool + 1 }, "-pool must be 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,5 +142,31 @@ func TestStrategies_inTheOrderOfTheLesson(t *testing.T) {
 	want := []string{"none", "lock", "redislock", "redsync", "redlock", "fair", "fenced", "atomic", "version", "forupdate"}
 	if got := loadtest.Strategies(); !slices.Equal(got, want) {
 		t.Errorf("Strategies() = %v, want %v", got, want)
+	}
+}
+
+func TestConfig_poolsSizedToTheWorkersOrByPool(t *testing.T) {
+	tests := []struct {
+		name                 string
+		workers, pool        int
+		wantRedis, wantPostg int
+	}{
+		{"the default", 64, 0, 64, 50},
+		{"a few workers", 6, 0, 6, 6},
+		{"10,000 workers", 10000, 0, loadtest.MaxRedisConns, loadtest.MaxPostgresConns},
+		{"-pool raises Redis's, PostgreSQL's stays capped", 10000, 1024, 1024, loadtest.MaxPostgresConns},
+		{"-pool lowers both", 64, 8, 8, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := loadtest.Defaults()
+			c.Workers, c.Pool = tt.workers, tt.pool
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got, got2 := c.RedisPool(), c.PostgresPool(); got != tt.wantRedis || got2 != tt.wantPostg {
+				t.Errorf("RedisPool, PostgresPool = %d, %d; want %d, %d", got, got2, tt.wantRedis, tt.wantPostg)
+			}
+		})
 	}
 }

@@ -31,6 +31,11 @@ const (
 	MaxPostgresConns = 50
 )
 
+// connBuffer is the read and the write buffer of each Redis connection:
+// the commands of a spend are a few dozen bytes, and go-redis's 32 KiB
+// each would make a 1,024-connection pool 64 MiB.
+const connBuffer = 4 << 10
+
 // commandTimeout bounds each Redis command of a run: a server that stops
 // answering (frozen, or its host paused) fails a command within it instead
 // of go-redis's default of 3 s, retried. A local command takes well under
@@ -77,15 +82,17 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	}
 	opt.PoolSize = 2 // the lease alone
 	if needRedis {
-		opt.PoolSize = min(max(cfg.maxWorkers(), 1), MaxRedisConns)
+		opt.PoolSize = cfg.RedisPool()
 	}
 	opt.PoolTimeout = cfg.Timeout
 	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
+	opt.ReadBufferSize, opt.WriteBufferSize = connBuffer, connBuffer
 	// A command that timed out may have run: a spend counts it as an
 	// unknown outcome, and must not send it a second time. On a cluster
 	// this also turns off go-redis's own retries (see
 	// services.ClusterOptions), and the client follows a failover.
 	opt.MaxRetries = -1
+	watchRedisPoolWaits() // each spend's wait for a connection, apart from its lock wait
 	env.Redis = services.NewClient(opt)
 	env.redisPool = opt.PoolSize
 	env.calls = &services.CallCounter{}
@@ -104,7 +111,8 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		}
 		pcfg := probe.Config()
 		probe.Close()
-		pcfg.MaxConns = int32(min(max(cfg.maxWorkers(), 1), MaxPostgresConns))
+		pcfg.MaxConns = int32(cfg.PostgresPool())
+		pcfg.ConnConfig.Tracer = postgresWaits{}
 		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 		if err != nil {
 			env.Close()

@@ -292,3 +292,84 @@ func TestRun_aPhaseLongerThanTheReadBackBound(t *testing.T) {
 		}
 	}
 }
+
+// A run where the pool, not the lock, was the limit: the first table gets
+// pool columns and one line naming the pool, its size, the share of the
+// time and the flag; the ceiling table says n/a with the reason.
+func TestWriteTable_namesThePoolWhenItIsTheLimit(t *testing.T) {
+	lockWait := Latency{P50: 0.05, P99: 2, N: 10}
+	rep := &Report{
+		Params: Params{Workers: 10000, Wallets: 100000, Sweep: []int{10000}},
+		Pools:  Pools{Redis: 256, Postgres: 50},
+		Rows: []Row{
+			{Strategy: "lock", Workers: 10000, LockWait: &lockWait, PoolWait: Latency{P50: 900, P99: 1500},
+				PoolWaitShare: 0.91, LockWaitShare: 0.004, PoolLimit: "redis", Ceiling: 8e6, Efficiency: 0.001,
+				FIFOBound: 1.1, CeilingNotApplicable: "pool", Measured: true, OK: true},
+			{Strategy: "forupdate", Workers: 10000, PoolWait: Latency{P50: 2000, P99: 3000},
+				PoolWaitShare: 0.97, PoolLimit: "postgres", Ceiling: 8e6, CeilingNotApplicable: "pool", Measured: true, OK: true},
+		},
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	want := "The pool, not the lock, is the limit: lock spent 91% of its time waiting for one of the 256 Redis connections (-pool raises it, up to 1024); " +
+		"forupdate spent 97% of its time waiting for one of the 50 PostgreSQL connections (50 is the most -pool gives it), and at most 0% waiting for a lock.\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("no line naming the pool, want\n%s\nin\n%s", want, out)
+	}
+	for _, s := range []string{"pool p50", "pool p99", "900.0ms", "n/a (pool)", "n/a (pool): the row spent more"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the report lacks %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "1.8x") {
+		t.Errorf("the ceiling table gives an efficiency and a wait/bound where they do not apply:\n%s", out)
+	}
+}
+
+// Where the pool is not the limit, the report is what it was before the
+// pool wait was measured: no pool columns, no line, the ceiling's figures.
+func TestWriteTable_noPoolColumnsWhereThePoolIsNotTheLimit(t *testing.T) {
+	lockWait := Latency{P50: 0.3, P99: 90, N: 10}
+	rep := &Report{
+		Params: Params{Workers: 64, Wallets: 16, Sweep: []int{64}},
+		Pools:  Pools{Redis: 64, Postgres: 50},
+		Rows: []Row{{Strategy: "lock", Workers: 64, LockWait: &lockWait, PoolWait: Latency{P99: 0.1},
+			PoolWaitShare: 0.001, LockWaitShare: 0.2, Ceiling: 14000, Efficiency: 0.32, FIFOBound: 4.5, Measured: true, OK: true}},
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, s := range []string{"pool p50", "The pool", "n/a ("} {
+		if strings.Contains(out, s) {
+			t.Errorf("the report has %q where the pool is not the limit:\n%s", s, out)
+		}
+	}
+	if !strings.Contains(out, "32%") || !strings.Contains(out, "20.0x") {
+		t.Errorf("the ceiling table lacks the efficiency 32%% or the wait/bound 20.0x:\n%s", out)
+	}
+}
+
+func TestSparse_aWorkerForTenWalletsOrFewer(t *testing.T) {
+	tests := []struct {
+		wallets, workers int
+		hot              bool
+		want             bool
+	}{
+		{100000, 10000, false, true},
+		{10000, 1000, false, true},
+		{16, 64, false, false},
+		{100000, 10001, false, false},
+		{100000, 10, true, false},
+		{1, 1, false, false},
+	}
+	for _, tt := range tests {
+		if got := Sparse(tt.wallets, tt.workers, tt.hot); got != tt.want {
+			t.Errorf("Sparse(%d, %d, %v) = %v, want %v", tt.wallets, tt.workers, tt.hot, got, tt.want)
+		}
+	}
+}

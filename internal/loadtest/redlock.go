@@ -39,9 +39,10 @@ func dialRedlock(ctx context.Context, cfg Config, calls *services.CallCounter) (
 		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
 	}
 	nodes, err := redlock.Dial(ctx, addrs, func(o *redis.Options) {
-		o.PoolSize = min(max(cfg.maxWorkers(), 1), MaxRedisConns)
+		o.PoolSize = cfg.RedisPool()
 		o.PoolTimeout = cfg.Timeout
 		o.ReadTimeout, o.WriteTimeout = commandTimeout, commandTimeout
+		o.ReadBufferSize, o.WriteBufferSize = connBuffer, connBuffer
 	})
 	if errors.Is(err, redlock.ErrSameNode) {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
@@ -64,7 +65,7 @@ func spendRedlock(r *runner, c call) outcome {
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)

@@ -99,8 +99,25 @@ type Row struct {
 	UnknownLanded int64  `json:"unknown_landed"`
 	FirstUnknown  string `json:"first_unknown,omitempty"`
 
-	LockWait *Latency `json:"lock_wait,omitempty"` // time to get the lock; nil: no lock
-	Latency  Latency  `json:"spend_latency"`       // one whole spend, waiting included
+	// LockWait is the time to get the lock, less what its calls waited
+	// for a connection meanwhile; nil: no lock. Where the pool is not
+	// the limit (PoolLimit is "") the calls hardly wait, and it is the
+	// time to get the lock, as before the pool wait was measured.
+	LockWait *Latency `json:"lock_wait,omitempty"`
+	Latency  Latency  `json:"spend_latency"` // one whole spend, waiting included
+
+	// PoolWait is what each spend's calls waited for a connection from
+	// the pool (its watchdog's included, at most the whole spend), every
+	// strategy; PoolWaitShare is the share of the spends' time it took,
+	// and LockWaitShare the share of LockWait (0 without a lock).
+	PoolWait      Latency `json:"pool_wait"`
+	PoolWaitShare float64 `json:"pool_wait_share"`
+	LockWaitShare float64 `json:"lock_wait_share"`
+	// PoolLimit names the pool ("redis" or "postgres") when the row spent
+	// a third of its time or more waiting for a connection, and more than
+	// for the lock: the pool, not the strategy, is what the row measured
+	// (-pool changes it). "": the pool is not the limit.
+	PoolLimit string `json:"pool_limit"`
 
 	RedisCommands *int64   `json:"redis_commands,omitempty"` // INFO commandstats after minus before; nil: unknown
 	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend,omitempty"`
@@ -114,6 +131,11 @@ type Row struct {
 	RoundTrips RoundTrips `json:"critical_section_round_trips"`
 	Ceiling    float64    `json:"ceiling_per_second"` // 0: unknown
 	Efficiency float64    `json:"efficiency"`         // accepted_per_second / ceiling_per_second
+	// CeilingNotApplicable says why the ceiling, the efficiency and the
+	// fair-queue bound do not limit the row, though they are computed as
+	// always: "pool" (PoolLimit is set), "spread" (the workers are
+	// spread too thin for a queue to form, see Sparse), "": they apply.
+	CeilingNotApplicable string `json:"ceiling_not_applicable"`
 	// VsNone is accepted_per_second over none's at the same worker count
 	// in this run: what coordinating cost on this machine. 0: unknown (none
 	// not run, or it measured nothing).
@@ -208,24 +230,33 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		workersHead = "workers\t"
 	}
 
+	// Where the pool is the limit, the wait for a connection gets columns
+	// of its own beside the lock wait.
+	poolHead, pool := "", func(Row) string { return "" }
+	if rep.poolLimited() {
+		poolHead = "pool p50\tpool p99\t"
+		pool = func(r Row) string { return FormatMS(r.PoolWait.P50) + "\t" + FormatMS(r.PoolWait.P99) + "\t" }
+	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%s%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\tunknown\twait p50\twait p99\tspend p50\tspend p99\tspend max\tredis/spend\tcalls/spend\t  verdict\n", workersHead, "strategy")
+	fmt.Fprintf(tw, "%s%-9s\taccepted/s\tattempts\tno funds\tstale\terrors\tunknown\twait p50\twait p99\t%sspend p50\tspend p99\tspend max\tredis/spend\tcalls/spend\t  verdict\n", workersHead, "strategy", poolHead)
 	for _, r := range rep.Rows {
 		wait50, wait99 := "n/a", "n/a"
 		if r.LockWait != nil {
 			wait50, wait99 = FormatMS(r.LockWait.P50), FormatMS(r.LockWait.P99)
 		}
-		fmt.Fprintf(tw, "%s%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t  %s\n",
+		fmt.Fprintf(tw, "%s%-9s\t%.0f\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t  %s\n",
 			workers(r), r.Strategy, r.PerSecond, r.Attempts, r.RefusedFunds, r.RefusedStale, r.Errors, r.Unknown,
-			wait50, wait99, FormatMS(r.Latency.P50), FormatMS(r.Latency.P99), FormatMS(r.Latency.Max),
+			wait50, wait99, pool(r), FormatMS(r.Latency.P50), FormatMS(r.Latency.P99), FormatMS(r.Latency.Max),
 			fmtPer(r.RedisPerSpend), fmtPer(r.RedisCallsPerSpend), r.Verdict())
 	}
 	tw.Flush()
+	b.WriteString(rep.PoolLine())
 
 	b.WriteString("\n" + rep.ceilingIntro())
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s%-9s\t%-22s\tceiling/s\tachieved/s\tefficiency\tvs none\twait p99\tfair-queue bound\twait/bound\t\n", workersHead, "strategy", "round trips")
 	for _, r := range rep.Rows {
+		ceiling := fmt.Sprintf("%.0f", r.Ceiling)
 		eff, vsNone, wait99, bound, ratio := "n/a", "n/a", "n/a", "n/a", "n/a"
 		if r.Ceiling > 0 {
 			eff = fmt.Sprintf("%.0f%%", 100*r.Efficiency)
@@ -242,8 +273,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				ratio = fmt.Sprintf("%.1fx", r.LockWait.P99/r.FIFOBound)
 			}
 		}
-		fmt.Fprintf(tw, "%s%-9s\t%-22s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
-			workers(r), r.Strategy, r.RoundTrips, r.Ceiling, r.PerSecond, eff, vsNone, wait99, bound, ratio)
+		if why := r.CeilingNotApplicable; why != "" {
+			ceiling, eff, ratio = "n/a ("+why+")", "n/a ("+why+")", "n/a ("+why+")"
+		}
+		fmt.Fprintf(tw, "%s%-9s\t%-22s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n",
+			workers(r), r.Strategy, r.RoundTrips, ceiling, r.PerSecond, eff, vsNone, wait99, bound, ratio)
 	}
 	tw.Flush()
 	b.WriteString(rep.ceilingNotes())
@@ -385,6 +419,16 @@ func (rep *Report) ceilingNotes() string {
 	if has("atomic") {
 		b.WriteString("atomic holds nothing while it works: it works first, then checks and takes in one\nscript, so no spend waits for another's work and no serial ceiling applies.\n")
 	}
+	notApplicable := func(why string) bool {
+		return slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.CeilingNotApplicable == why })
+	}
+	if notApplicable("pool") {
+		b.WriteString("n/a (pool): the row spent more of its time waiting for a connection than for anything\nelse (see the line under the first table): no ceiling of the strategy limited it.\n")
+	}
+	if notApplicable("spread") {
+		fmt.Fprintf(&b, "n/a (spread): %d workers on %d wallets seldom want one wallet at once, so no queue\nforms: neither the serial ceiling nor the fair-queue bound limits the rate or the wait.\n",
+			rep.Params.Workers, rep.Params.Wallets)
+	}
 	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FIFOBound > 0 }) {
 		b.WriteString("fair-queue bound: the longest wait in a queue served in turn, contenders x (work +\n")
 		if rep.Params.Hot || rep.Params.Wallets == 1 {
@@ -394,6 +438,54 @@ func (rep *Report) ceilingNotes() string {
 		}
 	}
 	return b.String()
+}
+
+// poolLimited reports whether a row was limited by its pool.
+func (rep *Report) poolLimited() bool {
+	return slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.PoolLimit != "" })
+}
+
+// PoolLine is the one line under the first table that says which rows
+// the pool, not the strategy, limited: the pool's size, the share of the
+// time spent waiting for one of its connections, and the flag that
+// changes it. "" when the pool limited none.
+func (rep *Report) PoolLine() string {
+	var parts []string
+	lockShare := -1.0
+	for _, pool := range []string{"redis", "postgres"} {
+		var names, shares []string
+		for _, r := range rep.Rows {
+			if r.PoolLimit != pool {
+				continue
+			}
+			names = append(names, rep.label(r))
+			shares = append(shares, fmt.Sprintf("%.0f%%", 100*r.PoolWaitShare))
+			if r.LockWait != nil {
+				lockShare = max(lockShare, r.LockWaitShare)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		size, service, most := rep.Pools.Redis, "Redis", MaxPool
+		if pool == "postgres" {
+			size, service, most = rep.Pools.Postgres, "PostgreSQL", MaxPostgresConns
+		}
+		raise := fmt.Sprintf("-pool raises it, up to %d", most)
+		if size >= most {
+			raise = fmt.Sprintf("%d is the most -pool gives it", most)
+		}
+		parts = append(parts, fmt.Sprintf("%s spent %s of %s time waiting for one of the %d %s connections (%s)",
+			strings.Join(names, ", "), strings.Join(shares, ", "), map[bool]string{true: "its", false: "their"}[len(names) == 1], size, service, raise))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	line := "The pool, not the lock, is the limit: " + strings.Join(parts, "; ")
+	if lockShare >= 0 {
+		line += fmt.Sprintf(", and at most %.0f%% waiting for a lock", 100*lockShare)
+	}
+	return line + ".\n"
 }
 
 // fmtPer writes a count per spend, n/a when unknown.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,6 +72,9 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		(slices.Contains(cfg.Strategies, Redlock) && env.Redlock == nil) {
 		return nil, errors.New("loadtest: Run needs Redis, PostgreSQL when a strategy uses it, and the Redlock nodes for redlock (see Dial)")
 	}
+	if cfg.maxWorkers() >= manyWorkers {
+		defer collectSooner()()
+	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
 	lease, err := harness.TakeLease(ctx, env.Redis, cfg.Prefix)
@@ -128,6 +133,43 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err // it failed before anything was measured
 	}
 	return rep, err
+}
+
+// runGCPercent is the GOGC of a run of manyWorkers or more, unless GOGC
+// is set. Go lets the heap grow by its live size plus the goroutine
+// stacks before it collects (GOGC=100), and at 10,000 workers the stacks
+// are 100 MiB and more, the live heap a few tens: collecting at a quarter
+// of that growth keeps the peak well under 256 MiB, for a collection
+// every few seconds.
+const runGCPercent = 25
+
+// manyWorkers is where the stacks outweigh the live heap and runGCPercent
+// starts to apply: below it, Go's own pace costs a small run nothing.
+const manyWorkers = 1000
+
+var gcRuns struct {
+	sync.Mutex
+	n, prev int
+}
+
+// collectSooner sets runGCPercent until the function it returns is called
+// by the last of the runs under way; with GOGC set it does nothing.
+func collectSooner() func() {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	gcRuns.Lock()
+	defer gcRuns.Unlock()
+	if gcRuns.n++; gcRuns.n == 1 {
+		gcRuns.prev = debug.SetGCPercent(runGCPercent)
+	}
+	return func() {
+		gcRuns.Lock()
+		defer gcRuns.Unlock()
+		if gcRuns.n--; gcRuns.n == 0 {
+			debug.SetGCPercent(gcRuns.prev)
+		}
+	}
 }
 
 // step is one phase of a run: a strategy at a number of workers.
@@ -352,14 +394,19 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 // tally collects what the workers of one phase harness.
 type tally struct {
 	mu                                                     sync.Mutex
-	latency, wait                                          *hdrhistogram.Histogram
+	latency, wait, pool                                    *hdrhistogram.Histogram
 	spends, attempts, funds, stale, errs, unknown, dropped int64
 	firstErr, firstUnknown                                 error
 	accepted, unknownAt                                    []int64 // per wallet
+
+	// The time of the spends, and what of it went to waiting for a
+	// connection (of which for a PostgreSQL one) and for the lock.
+	took, pooled, pooledPG, locked time.Duration
 }
 
 func newTally(wallets int) *tally {
-	return &tally{latency: newHistogram(), wait: newHistogram(), accepted: make([]int64, wallets), unknownAt: make([]int64, wallets)}
+	return &tally{latency: newHistogram(), wait: newHistogram(), pool: newHistogram(),
+		accepted: make([]int64, wallets), unknownAt: make([]int64, wallets)}
 }
 
 func (t *tally) add(i int, o outcome, took time.Duration) {
@@ -375,6 +422,11 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 	if o.waited > 0 { // only strategies that took a lock set it
 		record(t.wait, o.waited)
 	}
+	record(t.pool, o.pooled)
+	t.took += took
+	t.pooled += o.pooled
+	t.pooledPG += o.pooledPG
+	t.locked += o.waited
 	switch {
 	case o.ok:
 		t.accepted[i]++
@@ -470,6 +522,12 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	// The workers' stacks (8 KiB and more each: 80 MiB at 10,000) are
+	// freed by the next collection, and until it runs the heap may grow
+	// by as much again, because Go sets the next collection's goal from
+	// the stacks too. Collect now, before the read-back and the next
+	// set-up allocate: peak memory is the largest phase's, not the sum.
+	runtime.GC()
 	sent := r.calls.Sent() - sentBefore
 	row.Interrupted = ctx.Err() != nil
 	r.count(row, t, elapsed, rep)
@@ -541,6 +599,17 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 		l := latencyOf(t.wait)
 		row.LockWait = &l
 	}
+	row.PoolWait = latencyOf(t.pool)
+	if t.took > 0 {
+		row.PoolWaitShare = float64(t.pooled) / float64(t.took)
+		row.LockWaitShare = float64(t.locked) / float64(t.took)
+	}
+	if row.PoolWaitShare >= poolLimitShare && row.PoolWaitShare > row.LockWaitShare {
+		row.PoolLimit = "redis"
+		if 2*t.pooledPG > t.pooled {
+			row.PoolLimit = "postgres"
+		}
+	}
 	s, _ := strategyByName(row.Strategy)
 	work := r.cfg.Work
 	if rep.WorkTime != nil {
@@ -552,12 +621,35 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 	parallel := Parallel(r.cfg.Wallets, row.Workers, r.cfg.Hot)
 	row.Ceiling = Ceiling(parallel, work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
 	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
+	switch {
+	case row.Ceiling <= 0: // no ceiling at all (atomic): nothing to set aside
+	case row.PoolLimit != "":
+		row.CeilingNotApplicable = "pool"
+	case Sparse(r.cfg.Wallets, row.Workers, r.cfg.Hot):
+		row.CeilingNotApplicable = "spread"
+	}
 	if row.Ceiling > 0 {
 		// A fair queue of c contenders serves each of them within c
 		// critical sections; one section is parallel/ceiling.
 		section := float64(parallel) / row.Ceiling * 1000
 		row.FIFOBound = float64(Contenders(r.cfg.Wallets, row.Workers, r.cfg.Hot)) * section
 	}
+}
+
+// poolLimitShare is the share of its time a row may spend waiting for a
+// connection before the pool, not the strategy, is what it measures
+// (when the lock wait is less). The rest of a spend is its calls on a
+// connection and its work, so a third is the largest part. (A default
+// run's PostgreSQL rows wait about a fifth of their time: 64 workers on
+// 50 connections.)
+const poolLimitShare = 1.0 / 3
+
+// Sparse reports whether the workers are so spread over the wallets (one
+// for ten wallets, or fewer) that two seldom want one wallet at once: no
+// queue forms, and neither the serial ceiling nor the fair-queue bound is
+// what limits the rate or the wait.
+func Sparse(wallets, workers int, hot bool) bool {
+	return !hot && wallets > 1 && workers*10 <= wallets
 }
 
 // Contenders is how many workers want one wallet at a time: all of them
@@ -617,21 +709,33 @@ func (r *runner) again(ctx context.Context, f func(ctx context.Context) error) e
 
 // spendOnce makes one spend of wallet id and times it, waiting included.
 // The wait for a lock ends with run; the spend itself with -timeout, or a
-// moment after Ctrl-C (see stopBudget).
+// moment after Ctrl-C (see stopBudget). Both contexts carry a poolClock,
+// which times what the spend's calls wait for a connection.
 func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Duration) {
-	spendCtx, cancel := context.WithTimeout(r.spends, r.cfg.Timeout)
+	clock := &poolClock{}
+	start := time.Now()
+	spendCtx, cancel := context.WithDeadline(withPoolClock(r.spends, clock), start.Add(r.cfg.Timeout))
 	defer cancel()
-	c := call{ctx: spendCtx, wait: spendCtx, id: id}
+	c := call{ctx: spendCtx, wait: spendCtx, id: id, pool: clock}
 	if s.locks {
-		wait, cancelWait := context.WithCancel(spendCtx)
+		// run ends before r.spends does, never after: ending with either,
+		// the wait ends within the spend. No goroutine waits for the end
+		// of run, as context.AfterFunc would start one per worker then.
+		wait, cancelWait := context.WithDeadlineCause(withPoolClock(run, clock), start.Add(r.cfg.Timeout), errSpendTimeout)
 		defer cancelWait()
-		defer context.AfterFunc(run, cancelWait)()
 		c.wait = wait
 	}
-	start := time.Now()
 	o := s.spend(r, c)
-	return o, time.Since(start)
+	took := time.Since(start)
+	// A watchdog's refresh may wait beside the spend's own call.
+	o.pooled = min(clock.total(), took)
+	o.pooledPG = min(time.Duration(clock.postgres.Load()), o.pooled)
+	return o, took
 }
+
+// errSpendTimeout ends a lock wait that reached -timeout: a failure, not
+// the end of the phase.
+var errSpendTimeout = errors.New("loadtest: the spend reached -timeout")
 
 func latencyOf(h *hdrhistogram.Histogram) Latency {
 	if h.TotalCount() == 0 {
@@ -680,5 +784,8 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)
 	}
 	rep.Pools.Note = fmt.Sprintf("sized to the %d workers, at most %d for Redis and %d for PostgreSQL", cfg.maxWorkers(), MaxRedisConns, MaxPostgresConns)
+	if cfg.Pool > 0 {
+		rep.Pools.Note = fmt.Sprintf("set by -pool to %d, at most %d for PostgreSQL", cfg.Pool, MaxPostgresConns)
+	}
 	return rep
 }

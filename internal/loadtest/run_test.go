@@ -599,3 +599,51 @@ func TestSpread(t *testing.T) {
 		}
 	}
 }
+
+// Many workers on one connection and wallets enough that two seldom want
+// the same one: the spends wait for the connection, not for the lock, and
+// the row says so (issue 28). The lock wait is what is left of the time
+// to get the lock once the wait for a connection is taken out.
+func TestRun_aSmallPoolIsTheLimitNotTheLock(t *testing.T) {
+	c, _ := setup(t, "lock", "atomic")
+	c.Workers, c.Wallets, c.Pool = 64, 1000, 1
+	env, err := loadtest.Dial(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	rep := run(t, t.Context(), env, c)
+	for _, r := range rep.Rows {
+		t.Logf("%s: pool wait p50 %v share %.2f, lock wait share %.3f, limit %q, ceiling %q",
+			r.Strategy, r.PoolWait.P50, r.PoolWaitShare, r.LockWaitShare, r.PoolLimit, r.CeilingNotApplicable)
+		if r.PoolLimit != "redis" || r.PoolWaitShare <= r.LockWaitShare {
+			t.Errorf("%s: pool limit %q, pool wait share %.2f, lock wait share %.2f; want the Redis pool named, its wait above the lock's",
+				r.Strategy, r.PoolLimit, r.PoolWaitShare, r.LockWaitShare)
+		}
+		if r.Strategy == "lock" && (r.LockWait == nil || r.LockWait.P50 >= r.PoolWait.P50 || r.CeilingNotApplicable != "pool") {
+			t.Errorf("lock: lock wait %+v, pool wait %+v, ceiling n/a %q; want the lock wait under the pool wait, the ceiling n/a (pool)",
+				r.LockWait, r.PoolWait, r.CeilingNotApplicable)
+		}
+	}
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "waiting for one of the 1 Redis connections (-pool raises it") {
+		t.Errorf("the table does not name the pool and the flag:\n%s", b.String())
+	}
+	assertCleanedUp(t, env, c)
+}
+
+// Workers as many as the connections: nothing waits for one long enough
+// to be the limit, and lock_wait keeps its meaning.
+func TestRun_aPoolSizedToTheWorkersIsNotTheLimit(t *testing.T) {
+	c, env := setup(t, "lock", "fair")
+	rep := run(t, t.Context(), env, c)
+	for _, r := range rep.Rows {
+		if r.PoolLimit != "" || r.PoolWaitShare > 0.2 || r.PoolWait.N == 0 {
+			t.Errorf("%s: pool limit %q, pool wait share %.2f, %d spends timed; want no limit, a small share, every spend timed",
+				r.Strategy, r.PoolLimit, r.PoolWaitShare, r.PoolWait.N)
+		}
+	}
+}

@@ -131,6 +131,19 @@ type call struct {
 	ctx  context.Context // the spend itself
 	wait context.Context // the wait for a lock: ctx, ended early when the phase ends
 	id   int64
+	pool *poolClock // what the spend's calls have waited for a connection so far
+}
+
+// lockWait is the time since start, when the spend began to take its
+// lock, less what its calls have waited for a connection meanwhile: the
+// wait for the lock itself. It is at least a nanosecond, so that a spend
+// that took a lock always records a wait.
+func (c call) lockWait(start time.Time) time.Duration {
+	d := time.Since(start)
+	if c.pool != nil {
+		d -= c.pool.total()
+	}
+	return max(d, time.Nanosecond)
 }
 
 // outcome is what one spend reports.
@@ -138,7 +151,9 @@ type outcome struct {
 	ok        bool          // written: counts against the wallet's balance
 	err       error         // may come with ok: a release that failed after the write
 	attempts  int           // lock attempts, or tries of the versioned write
-	waited    time.Duration // time to get the lock, for strategies that take one
+	waited    time.Duration // time to get the lock, for strategies that take one, less its connection waits
+	pooled    time.Duration // time the spend's calls waited for a connection (see poolClock), at most the spend's
+	pooledPG  time.Duration // the part of it spent waiting for a PostgreSQL connection
 	abandoned bool          // the phase ended while it waited: nothing done
 }
 
@@ -150,7 +165,7 @@ func spendNone(r *runner, c call) outcome {
 // waitFailed sorts out an error from taking a lock: the phase ended (the
 // spend is abandoned and counts nowhere) or a real failure.
 func waitFailed(c call, err error) outcome {
-	if c.wait.Err() != nil && c.ctx.Err() == nil {
+	if c.wait.Err() != nil && c.ctx.Err() == nil && context.Cause(c.wait) != errSpendTimeout {
 		return outcome{abandoned: true}
 	}
 	return outcome{err: err}
@@ -186,7 +201,7 @@ func spendFair(r *runner, c call) outcome {
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	key := wallet.BalanceKey(r.cfg.Prefix, c.id)
 	w := &writeLater{Cmdable: r.rdb, p: r.rdb.Pipeline()}
 	work, stop := l.Watch(c.ctx)
@@ -225,7 +240,7 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
 		l.Release)
@@ -242,7 +257,7 @@ func spendRedislock(r *runner, c call) outcome {
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return lock.KeepAlive(ctx, r.cfg.TTL, redislockx.Refresh(l, r.cfg.TTL))
@@ -274,7 +289,7 @@ func spendRedsync(r *runner, c call) outcome {
 	if err := m.LockContext(c.wait); err != nil {
 		return waitFailed(c, fmt.Errorf("redsync: lock %s: %w", m.Name(), err))
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
 			return lock.KeepAlive(ctx, r.cfg.TTL, func(ctx context.Context) error {
@@ -317,7 +332,7 @@ func spendFenced(r *runner, c call) outcome {
 	if err != nil {
 		return waitFailed(c, err)
 	}
-	waited := time.Since(start)
+	waited := c.lockWait(start)
 	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
 	// fencing.Do would wait and write under one context; this loop cuts
 	// only the wait when time is up, so it takes the lease itself and

@@ -97,11 +97,6 @@ func (p *Program) Fail(err error) int {
 	return 1
 }
 
-// Connect connects to Redis (services.Connect).
-func (p *Program) Connect(ctx context.Context) (redis.UniversalClient, error) {
-	return services.Connect(ctx)
-}
-
 // Run is one run of a spender program's lesson (steps 1 and 2): the Redis
 // client, the prefix its keys live under, and the report it adds its
 // figures to. Its methods run the spenders.

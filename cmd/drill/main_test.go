@@ -270,7 +270,7 @@ func TestApplies_runsExactlyTheLessonsCells(t *testing.T) {
 const asMain = "WALLETLOCK_DRILL_TEST_MAIN"
 
 // drillProc is the drill run as a program of its own, with the signal
-// handling of cli.Main, in a temporary folder of the test's own.
+// handling of harness.Main, in a temporary folder of the test's own.
 type drillProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR

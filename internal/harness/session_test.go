@@ -1,4 +1,4 @@
-package cli_test
+package harness_test
 
 import (
 	"bytes"
@@ -8,25 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/runlease"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/testenv"
 )
 
 func TestStart_aSecondRunOnThePrefixIsRefused(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	first, err := cli.Start(t.Context(), rdb, "prog", prefix)
+	first, err := harness.Start(t.Context(), rdb, "prog", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cli.Start(t.Context(), rdb, "prog", prefix)
-	if !errors.Is(err, runlease.ErrBusy) || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), "-prefix") {
+	_, err = harness.Start(t.Context(), rdb, "prog", prefix)
+	if !errors.Is(err, harness.ErrBusy) || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), "-prefix") {
 		t.Errorf("second Start: err = %v, want ErrBusy naming the prefix and -prefix", err)
 	}
 	var stderr bytes.Buffer
 	first.Close(&stderr)
-	second, err := cli.Start(t.Context(), rdb, "prog", prefix)
+	second, err := harness.Start(t.Context(), rdb, "prog", prefix)
 	if err != nil {
 		t.Fatalf("Start after Close: %v", err)
 	}
@@ -43,7 +42,7 @@ func TestSession_cleanupEndsCleanupTimeoutAfterCtrlC(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
 	ctx, ctrlC := context.WithCancel(t.Context())
-	s, err := cli.Start(ctx, rdb, "prog", prefix)
+	s, err := harness.Start(ctx, rdb, "prog", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +50,8 @@ func TestSession_cleanupEndsCleanupTimeoutAfterCtrlC(t *testing.T) {
 
 	before, cancel := s.Cleanup()
 	defer cancel()
-	if d, _ := before.Deadline(); time.Until(d) < cli.CleanupTimeout-time.Second {
-		t.Errorf("before Ctrl-C the clean-up ends in %v, want about %v", time.Until(d), cli.CleanupTimeout)
+	if d, _ := before.Deadline(); time.Until(d) < harness.CleanupTimeout-time.Second {
+		t.Errorf("before Ctrl-C the clean-up ends in %v, want about %v", time.Until(d), harness.CleanupTimeout)
 	}
 	if s.Interrupted() {
 		t.Error("Interrupted before Ctrl-C")
@@ -69,15 +68,15 @@ func TestSession_cleanupEndsCleanupTimeoutAfterCtrlC(t *testing.T) {
 		t.Error("the clean-up context ended with the Ctrl-C")
 	}
 	d, _ := after.Deadline()
-	if end := d.Sub(pressed); end < cli.CleanupTimeout-200*time.Millisecond || end > cli.CleanupTimeout+200*time.Millisecond {
-		t.Errorf("the clean-up asked for 500ms after Ctrl-C ends %v after it, want %v", end, cli.CleanupTimeout)
+	if end := d.Sub(pressed); end < harness.CleanupTimeout-200*time.Millisecond || end > harness.CleanupTimeout+200*time.Millisecond {
+		t.Errorf("the clean-up asked for 500ms after Ctrl-C ends %v after it, want %v", end, harness.CleanupTimeout)
 	}
 }
 
 func TestSession_closeDeletesTheKeysAndReleasesThePrefix(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	s, err := cli.Start(t.Context(), rdb, "prog", prefix)
+	s, err := harness.Start(t.Context(), rdb, "prog", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func TestSession_closeNamesWhatAFrozenServerKeeps(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	rdb := srv.Use(t)
 	prefix := testenv.Prefix(t, rdb)
-	s, err := cli.Start(t.Context(), rdb, "prog", prefix)
+	s, err := harness.Start(t.Context(), rdb, "prog", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +107,8 @@ func TestSession_closeNamesWhatAFrozenServerKeeps(t *testing.T) {
 	var stderr bytes.Buffer
 	start := time.Now()
 	s.Close(&stderr, prefix+"a")
-	if took := time.Since(start); took > cli.CleanupTimeout+2*time.Second {
-		t.Errorf("Close took %v with the server frozen, want about %v", took, cli.CleanupTimeout)
+	if took := time.Since(start); took > harness.CleanupTimeout+2*time.Second {
+		t.Errorf("Close took %v with the server frozen, want about %v", took, harness.CleanupTimeout)
 	}
 	line := stderr.String()
 	if strings.Count(line, "\n") != 1 || !strings.HasPrefix(line, "prog: ") || !strings.Contains(line, "redis-cli -h 127.0.0.1 -p ") ||
@@ -122,15 +121,15 @@ func TestSession_closeNamesWhatAFrozenServerKeeps(t *testing.T) {
 func TestSession_losingTheLeaseEndsTheWork(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	s, err := cli.Start(t.Context(), rdb, "prog", prefix)
+	s, err := harness.Start(t.Context(), rdb, "prog", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(t.Output())
-	rdb.Del(t.Context(), runlease.Key(prefix)) // as if it had expired
+	rdb.Del(t.Context(), harness.LeaseKey(prefix)) // as if it had expired
 	select {
 	case <-s.Context().Done():
-	case <-time.After(2 * runlease.TTL):
+	case <-time.After(2 * harness.LeaseTTL):
 		t.Fatal("the work's context outlived the lease")
 	}
 	if cause := context.Cause(s.Context()); !strings.Contains(cause.Error(), "lost the run lease") || s.Interrupted() {
@@ -141,12 +140,12 @@ func TestSession_losingTheLeaseEndsTheWork(t *testing.T) {
 func TestAwait(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx, ctrlC := context.WithCancel(t.Context())
-	s, err := cli.Start(ctx, rdb, "prog", testenv.Prefix(t, rdb))
+	s, err := harness.Start(ctx, rdb, "prog", testenv.Prefix(t, rdb))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close(t.Output())
-	if v, ok := cli.Await(s, func() int { return 7 }); v != 7 || !ok {
+	if v, ok := harness.Await(s, func() int { return 7 }); v != 7 || !ok {
 		t.Errorf("Await = %d, %v; want 7, true", v, ok)
 	}
 	// A call that outlives the Ctrl-C by less than the clean-up time is
@@ -155,14 +154,14 @@ func TestAwait(t *testing.T) {
 	defer close(stuck)
 	ctrlC()
 	time.AfterFunc(300*time.Millisecond, func() { close(quick) })
-	if v, ok := cli.Await(s, func() int { <-quick; return 8 }); v != 8 || !ok {
+	if v, ok := harness.Await(s, func() int { <-quick; return 8 }); v != 8 || !ok {
 		t.Errorf("Await(a call that ends 300ms after Ctrl-C) = %d, %v; want 8, true", v, ok)
 	}
 	start := time.Now()
-	if v, ok := cli.Await(s, func() int { <-stuck; return 9 }); v != 0 || ok {
+	if v, ok := harness.Await(s, func() int { <-stuck; return 9 }); v != 0 || ok {
 		t.Errorf("Await(a stuck call) = %d, %v; want 0, false", v, ok)
 	}
-	if took := time.Since(start); took > cli.CleanupTimeout+2*time.Second {
-		t.Errorf("Await waited %v for a stuck call, want at most about %v", took, cli.CleanupTimeout)
+	if took := time.Since(start); took > harness.CleanupTimeout+2*time.Second {
+		t.Errorf("Await waited %v for a stuck call, want at most about %v", took, harness.CleanupTimeout)
 	}
 }

@@ -1,4 +1,4 @@
-package cli_test
+package harness_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/testenv"
 )
 
@@ -21,12 +21,12 @@ func TestSession_Stopped(t *testing.T) {
 		stderr string
 	}{
 		{"without Ctrl-C", false, 1, "prog: boom\n"},
-		{"after Ctrl-C", true, cli.ExitInterrupted, "prog: interrupted by Ctrl-C before the end (boom)\n"},
+		{"after Ctrl-C", true, harness.ExitInterrupted, "prog: interrupted by Ctrl-C before the end (boom)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, ctrlC := context.WithCancel(t.Context())
 			defer ctrlC()
-			s, err := cli.Start(ctx, rdb, "prog", testenv.Prefix(t, rdb))
+			s, err := harness.Start(ctx, rdb, "prog", testenv.Prefix(t, rdb))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,12 @@
-// Package cli holds what every program here does the same way, so that a
+// Flags: Parse, Refuse, and the checks and bounds every program applies.
+//
+// What every program here does the same way, so that a
 // workshop room sees the same behaviour from each of them: flags (Parse,
 // Refuse and the checks and bounds), Ctrl-C (Main, Session, Await,
 // Command), and the line that names what a run could not clean up
 // (RedisDel).
-package cli
+
+package harness
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package cli
+package harness
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
 )
 
@@ -22,7 +21,7 @@ const ExitInterrupted = 130
 // Session is one run of a program that writes Redis keys under a prefix,
 // from its start to its clean-up.
 //
-// Start takes the prefix's run lease (package runlease), so that a second
+// Start takes the prefix's run lease (lease.go), so that a second
 // run on the same prefix is refused at once instead of resetting this
 // one's keys. Then:
 //
@@ -39,7 +38,7 @@ const ExitInterrupted = 130
 type Session struct {
 	prog, prefix string
 	rdb          redis.UniversalClient
-	lease        *runlease.Lease
+	lease        *Lease
 	work         context.Context
 	stop         context.CancelCauseFunc
 	unwatch      func() bool
@@ -48,10 +47,10 @@ type Session struct {
 }
 
 // Start takes the run lease on prefix for the program prog. Its error is
-// one line: when another run holds the prefix, it matches runlease.ErrBusy
+// one line: when another run holds the prefix, it matches ErrBusy
 // and says how to choose another.
 func Start(ctx context.Context, rdb redis.UniversalClient, prog, prefix string) (*Session, error) {
-	lease, err := runlease.Take(ctx, rdb, prefix)
+	lease, err := TakeLease(ctx, rdb, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +84,7 @@ func (s *Session) Cleanup() (context.Context, context.CancelFunc) {
 // Close deletes keys, then releases the lease, within a Cleanup context.
 // When the keys may be left, it writes one line to stderr that says why
 // and gives the command that deletes them. A lease it could not release
-// expires by itself within runlease.TTL.
+// expires by itself within LeaseTTL.
 func (s *Session) Close(stderr io.Writer, keys ...string) {
 	ctx, cancel := s.Cleanup()
 	defer cancel()

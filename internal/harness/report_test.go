@@ -1,4 +1,4 @@
-package report
+package harness
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 )
@@ -26,7 +25,7 @@ func finish(t *testing.T, r *Report, asJSON bool) (code int, stdout, stderr stri
 }
 
 func TestFinishExitsZeroAndPrintsNothingWhenEveryPhaseMatches(t *testing.T) {
-	r := New("step3-ttl")
+	r := NewReport("step3-ttl")
 	r.Add("1", broken, nil)
 	r.Add("2", ok, nil)
 	if code, stdout, stderr := finish(t, r, false); code != 0 || stdout != "" || stderr != "" {
@@ -35,7 +34,7 @@ func TestFinishExitsZeroAndPrintsNothingWhenEveryPhaseMatches(t *testing.T) {
 }
 
 func TestFinishNamesEachMismatchAndExitsOne(t *testing.T) {
-	r := New("step3-ttl")
+	r := NewReport("step3-ttl")
 	r.Add("1", ok, nil)
 	r.Add("2", ok, nil)
 	code, _, stderr := finish(t, r, false)
@@ -46,7 +45,7 @@ func TestFinishNamesEachMismatchAndExitsOne(t *testing.T) {
 }
 
 func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
-	r := New("step2-lock")
+	r := NewReport("step2-lock")
 	var errs bytes.Buffer
 	r.Fail(&errs, errors.New("the lock key is still there"))
 	r.Add("lock", wallet.CheckUnknown(100, 10, 10, 0, 0), nil)
@@ -59,12 +58,12 @@ func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
 }
 
 func TestInterruptedExits130AndHoldsNothingToTheLesson(t *testing.T) {
-	r := New("step3-ttl")
+	r := NewReport("step3-ttl")
 	r.Add("1", broken, nil)
 	r.Interrupted("2", broken, map[string]int{"releases": 1}) // BROKEN where OK is promised: not judged
 	code, stdout, stderr := finish(t, r, true)
-	if code != cli.ExitInterrupted || stderr != "" {
-		t.Fatalf("Finish = %d, stderr %q; want %d and nothing on stderr", code, stderr, cli.ExitInterrupted)
+	if code != ExitInterrupted || stderr != "" {
+		t.Fatalf("Finish = %d, stderr %q; want %d and nothing on stderr", code, stderr, ExitInterrupted)
 	}
 	var got struct {
 		Interrupted bool             `json:"interrupted"`
@@ -80,10 +79,10 @@ func TestInterruptedExits130AndHoldsNothingToTheLesson(t *testing.T) {
 }
 
 func TestInterruptWithoutAPhaseExits130(t *testing.T) {
-	r := New("step1-race")
+	r := NewReport("step1-race")
 	r.Interrupt()
 	code, stdout, _ := finish(t, r, true)
-	if code != cli.ExitInterrupted || strings.Contains(stdout, "interrupted_phase") || !strings.Contains(stdout, `"phases":[]`) {
+	if code != ExitInterrupted || strings.Contains(stdout, "interrupted_phase") || !strings.Contains(stdout, `"phases":[]`) {
 		t.Errorf("Finish = %d, JSON %s; want 130, empty phases and no interrupted_phase", code, stdout)
 	}
 }
@@ -93,7 +92,7 @@ func TestJSONIsOneObjectWithTheSetKeysAndFiguresInsideEachPhase(t *testing.T) {
 		NotHeld int    `json:"releases_not_held"`
 		Cause   string `json:"cause,omitempty"`
 	}
-	r := New("step3-ttl")
+	r := NewReport("step3-ttl")
 	r.Set("redis_version", "7.0.15")
 	r.Set("n", 3)
 	r.Add("1", broken, figures{NotHeld: 3})
@@ -109,7 +108,7 @@ func TestJSONIsOneObjectWithTheSetKeysAndFiguresInsideEachPhase(t *testing.T) {
 }
 
 func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
-	r := New("step1-race")
+	r := NewReport("step1-race")
 	r.Add("race", broken, 7)
 	if code, _, stderr := finish(t, r, true); code != 1 || !strings.Contains(stderr, "not a JSON object") {
 		t.Errorf("Finish = %d, stderr %q; want 1 and the reason", code, stderr)
@@ -119,7 +118,7 @@ func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
 // Step 6 runs each strategy at several worker counts: each phase's JSON
 // says its level, and a line about a mismatch names it.
 func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
-	r := New("step6-loadtest")
+	r := NewReport("step6-loadtest")
 	r.AddAt("fair", 2, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
 	r.AddAt("fair", 50, wallet.CheckUnknown(100, 10, 3, 0, 80), map[string]int{"n": 1})
 	code, stdout, stderr := finish(t, r, true)
@@ -135,7 +134,7 @@ func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
 // A control (step 6's none) that happens to lose no update is held to the
 // lesson in the JSON, but does not fail the run.
 func TestControlThatDiffersDoesNotFail(t *testing.T) {
-	r := New("step6-loadtest")
+	r := NewReport("step6-loadtest")
 	r.Control("none")
 	res := r.AddAt("none", 4, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
 	if code, _, stderr := finish(t, r, false); code != 0 || stderr != "" || res.Match() {
@@ -146,7 +145,7 @@ func TestControlThatDiffersDoesNotFail(t *testing.T) {
 // The workshop collects phases that other programs judged: a mismatch is
 // named with its step, and the hint is to run that step alone.
 func TestAddResultKeepsTheStepAndNamesIt(t *testing.T) {
-	r := New("workshop")
+	r := NewReport("workshop")
 	r.AddResult(lesson.NewResult("step2-lock", "lock", "accepted=10 balance=0 expected=0 OK", true))
 	r.AddResult(lesson.NewResult("step3-ttl", "1", "accepted=3 balance=70 expected=70 OK", true))
 	code, _, stderr := finish(t, r, false)
@@ -160,7 +159,7 @@ func TestAddResultKeepsTheStepAndNamesIt(t *testing.T) {
 }
 
 func TestSetAllPutsAStructsKeysBesideStepAndPhases(t *testing.T) {
-	r := New("step6-loadtest")
+	r := NewReport("step6-loadtest")
 	err := r.SetAll(struct {
 		Started     string `json:"started"`
 		Interrupted bool   `json:"interrupted"` // the report's own: not set twice

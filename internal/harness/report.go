@@ -1,4 +1,4 @@
-// Package report is the verdict tail every step program shares: it holds
+// The report is the verdict tail every step program shares: it holds
 // each phase's check against the lesson (internal/lesson), prints the
 // result as one JSON object when asked, names every phase that did not
 // give the verdict the lesson promises, and picks the exit code.
@@ -6,7 +6,7 @@
 // A step prints its own story and check lines as it goes; the report adds
 // nothing to that text but one line per mismatch or failure on stderr.
 //
-//	r := report.New(step)
+//	r := harness.NewReport(step)
 //	r.Set("redis_version", version)
 //	r.Add("1", verdict, figures)
 //	return r.Finish(stdout, stderr, asJSON)
@@ -14,7 +14,8 @@
 // Step 6 runs each phase (a strategy) at several levels of contention and
 // adds them with AddAt; the workshop collects the phases other programs
 // reported, with AddResult.
-package report
+
+package harness
 
 import (
 	"bytes"
@@ -23,7 +24,6 @@ import (
 	"io"
 	"slices"
 
-	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 )
@@ -33,8 +33,8 @@ type Report struct {
 	step        string
 	keys        []string // Set keys, in the order first set
 	values      map[string]any
-	phases      []Phase
-	cut         *Phase // the phase Ctrl-C cut short, if it measured anything
+	phases      []PhaseResult
+	cut         *PhaseResult // the phase Ctrl-C cut short, if it measured anything
 	controls    []string
 	interrupted bool
 	failed      bool
@@ -42,14 +42,14 @@ type Report struct {
 
 // Phase is one phase's check as the report prints it: the lesson's Result
 // with the step's own figures beside it, in the same JSON object.
-type Phase struct {
+type PhaseResult struct {
 	lesson.Result
 	Workers int // the level of contention it ran at (see AddAt); 0: not given
 	Figures any // a struct or map whose JSON keys join the Result's; nil for none
 }
 
 // New starts the report of a step, named as in lesson.Phases.
-func New(step string) *Report { return &Report{step: step, values: map[string]any{}} }
+func NewReport(step string) *Report { return &Report{step: step, values: map[string]any{}} }
 
 // Set adds a top-level JSON key, beside "step", "phases" and "interrupted".
 // Setting a key again replaces its value.
@@ -107,7 +107,7 @@ func (r *Report) AddAt(phase string, workers int, v wallet.Verdict, figures any)
 // AddResult records a phase that another program ran and judged, as the
 // workshop collects every step's: it keeps its step, check and verdict.
 func (r *Report) AddResult(res lesson.Result) {
-	r.phases = append(r.phases, Phase{Result: res})
+	r.phases = append(r.phases, PhaseResult{Result: res})
 }
 
 // Control names a phase that is shown for contrast (step 6's none, the
@@ -134,16 +134,16 @@ func (r *Report) Fail(stderr io.Writer, err error) {
 }
 
 // Phases returns the phases recorded with Add, in order.
-func (r *Report) Phases() []Phase { return r.phases }
+func (r *Report) Phases() []PhaseResult { return r.phases }
 
-func (r *Report) phase(name string, v wallet.Verdict, figures any) Phase {
-	return Phase{Result: lesson.NewResult(r.step, name, v.String(), v.OK), Figures: figures}
+func (r *Report) phase(name string, v wallet.Verdict, figures any) PhaseResult {
+	return PhaseResult{Result: lesson.NewResult(r.step, name, v.String(), v.OK), Figures: figures}
 }
 
 // Finish prints the JSON object on stdout when asJSON, one line on stderr
 // for each phase whose verdict is not the lesson's (not after Ctrl-C, and
 // never for a Control), and returns the exit code: 130
-// (cli.ExitInterrupted) after Ctrl-C, 1 when such a phase missed the
+// (ExitInterrupted) after Ctrl-C, 1 when such a phase missed the
 // lesson or Fail was called, 0 otherwise.
 func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 	if asJSON {
@@ -152,7 +152,7 @@ func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 		}
 	}
 	if r.interrupted {
-		return cli.ExitInterrupted
+		return ExitInterrupted
 	}
 	code := 0
 	if r.failed {
@@ -198,7 +198,7 @@ func (r *Report) encode(w io.Writer) error {
 	b.WriteByte('{')
 	phases := r.phases
 	if phases == nil {
-		phases = []Phase{}
+		phases = []PhaseResult{}
 	}
 	fields := []string{"step"}
 	fields = append(fields, r.keys...)
@@ -230,7 +230,7 @@ func (r *Report) encode(w io.Writer) error {
 
 // MarshalJSON writes the Result's keys, "workers" when given, and then the
 // figures' keys in one object.
-func (p Phase) MarshalJSON() ([]byte, error) {
+func (p PhaseResult) MarshalJSON() ([]byte, error) {
 	res, err := json.Marshal(p.Result)
 	if err == nil && p.Workers > 0 {
 		res = fmt.Appendf(res[:len(res)-1], `,"workers":%d}`, p.Workers)

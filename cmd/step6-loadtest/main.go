@@ -76,12 +76,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
 	htmlFile := fs.String("html", "", "also write the report, with charts, as one HTML page to this file")
+	historyFile := fs.String("history", "", "also write the histories, a window of one wallet per strategy, as porcupine's HTML page to this file")
 	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	err := c.Resolve(*workers, *which)
 	if err == nil && *htmlFile != "" { // a page that could not be written is refused before any work
 		err = charts.CheckPage(*htmlFile)
+	}
+	if err == nil && *historyFile != "" {
+		err = charts.CheckPageOf("-history", *historyFile)
+		c.History = loadtest.HistoryPage
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
@@ -142,6 +147,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *htmlFile != "" {
 		if err := charts.SaveLoad(*htmlFile, rep); err != nil {
+			r.Fail(stderr, err)
+		}
+	}
+	if err := rep.HistoryErr(); err != nil { // a correct strategy whose history is not linearizable
+		r.Fail(stderr, err)
+	}
+	if *historyFile != "" {
+		if err := rep.WriteHistory(*historyFile); err != nil {
 			r.Fail(stderr, err)
 		}
 	}

@@ -399,7 +399,7 @@ type tally struct {
 	latency, wait, pool                                    *hdrhistogram.Histogram
 	spends, attempts, funds, stale, errs, unknown, dropped int64
 	firstErr, firstUnknown                                 error
-	accepted, unknownAt                                    []int64 // per wallet
+	accepted, unknownAt                                    []int64      // per wallet
 	log                                                    *history.Log // every spend; nil: not recorded
 	amount                                                 int64
 

@@ -14,10 +14,12 @@
 // trips measured at the start), each rate against none's, and each p99
 // lock wait against a queue served in turn. Expect none BROKEN and every
 // other row OK; the rates depend on the machine. It takes about 45 s and
-// ends with a check line per strategy, summed over the wallets, such as:
+// ends with a check line per strategy, summed over the wallets, and the
+// verdict of its history (every spend recorded and checked for
+// linearizability: -history FILE.html draws it), such as:
 //
-//	none:       accepted=88583 balance=15999779470 expected=15999114170 BROKEN
-//	fair:       accepted=20676 balance=15999793240 expected=15999793240 OK
+//	none:       accepted=67820 balance=15999832890 expected=15999321800 BROKEN linearizable=no
+//	fair:       accepted=16827 balance=15999831730 expected=15999831730 OK linearizable=yes
 //
 // Run it with (-workers 2,8,50 is a contention sweep: every strategy at 2,
 // then 8, then 50 workers):

@@ -55,9 +55,9 @@ func (l *Log) Check(lim Limits) Verdict {
 // within lim. It answers No as soon as one wallet's history has no
 // linearization, whatever the others give; Unsure when a wallet was too
 // long to check or time ran out; Yes only when every wallet checked Ok.
-func Check(ops []Op, lim Limits) Verdict {
+func Check(ops []Op, lim Limits) (v Verdict) {
 	start := time.Now()
-	v := Verdict{Linearizable: Yes}
+	v = Verdict{Linearizable: Yes}
 	for _, op := range ops {
 		if op.Result != Failed {
 			v.Ops++

@@ -178,3 +178,15 @@ func TestWritePage(t *testing.T) {
 		t.Error("the page loads something from the network")
 	}
 }
+
+// BenchmarkLog_Add is what recording costs a spend (a step 6 spend takes
+// a millisecond or more), with as many goroutines as step 6 has workers.
+func BenchmarkLog_Add(b *testing.B) {
+	l := NewLog(b.N + 1)
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Add(Op{Wallet: 1, Call: Now(), Return: Now(), Amount: 10, Read: 100, Result: Accepted})
+		}
+	})
+}

@@ -219,8 +219,8 @@ func TestStrayBrace_refusedBeforeAnyCall(t *testing.T) {
 // A script whose keys span two slots would fail with CROSSSLOT.
 func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, "--cluster-enabled", "yes")
-	node := srv.client()
+	srv := testenv.StartRedis(t, "--cluster-enabled", "yes")
+	node := srv.Client(t)
 	ctx := ctxFor(t, time.Minute)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
@@ -235,7 +235,7 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	fair := newFair(t, rdb)
 

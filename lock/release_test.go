@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
@@ -328,12 +329,12 @@ func TestRefresh_lostReplyIsUnknown(t *testing.T) {
 // tell is ErrUnknown, counted apart.
 func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
+	srv := testenv.StartRedis(t)
 	// MaxRetries 1, as services.RedisOptions sets: go-redis resends a
 	// command whose reply was lost, unless it carries NoRetry.
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: 1, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	killer := srv.client()
+	killer := srv.Client(t)
 	var errs atomic.Int64
 	rdb.AddHook(errorCounter{&errs})
 

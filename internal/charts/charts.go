@@ -22,7 +22,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 )
 
 //go:embed page.tmpl
@@ -49,23 +49,23 @@ func CheckPage(path string) error { return CheckPageOf("-html", path) }
 
 // CheckPageOf is CheckPage for a page that another flag names.
 func CheckPageOf(flag, path string) error {
-	shown := cli.Printable(path)
+	shown := harness.Printable(path)
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, cli.Printable(filepath.Join(path, "report.html")))
+		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, harness.Printable(filepath.Join(path, "harness.html")))
 	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, cli.Printable(dir))
+		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, harness.Printable(dir))
 	case err == nil && !fi.IsDir():
-		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, cli.Printable(dir))
+		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, harness.Printable(dir))
 	case err != nil:
 		return fmt.Errorf("%s %s: %v", flag, shown, unwrapPath(err))
 	}
 	f, err := os.CreateTemp(dir, ".walletlock-page-*")
 	if err != nil {
-		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, cli.Printable(dir), unwrapPath(err))
+		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, harness.Printable(dir), unwrapPath(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,9 +294,6 @@ func TestRelease_nilLock(t *testing.T) {
 	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
 	}
-	if got := l.String(); got != "lock <nil>" {
-		t.Errorf("String() = %q", got)
-	}
 }
 
 func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
@@ -312,12 +310,12 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 		name string
 		key  string
 		ttl  time.Duration
-		want error
+		want string // the error, which matches ErrInvalid
 	}{
-		{"zero TTL", key, 0, lock.ErrBadTTL},
-		{"negative TTL", key, -time.Second, lock.ErrBadTTL},
-		{"TTL under a millisecond", key, 500 * time.Microsecond, lock.ErrBadTTL},
-		{"empty key", "", time.Second, lock.ErrEmptyKey},
+		{"zero TTL", key, 0, "lock: TTL must be at least 1ms, got 0s"},
+		{"negative TTL", key, -time.Second, "lock: TTL must be at least 1ms, got -1s"},
+		{"TTL under a millisecond", key, 500 * time.Microsecond, "lock: TTL must be at least 1ms, got 500µs"},
+		{"empty key", "", time.Second, "lock: empty key"},
 	}
 	for _, a := range acquirers {
 		for _, tt := range tests {
@@ -327,24 +325,21 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 				spy := &faultyClient{}
 				spy.failWith(errors.New("test: Redis was called"))
 				l, err := a.acquire(ctx, spy, tt.key, tt.ttl)
-				if !errors.Is(err, tt.want) {
-					t.Errorf("got (%v, %v), want %v", l, err, tt.want)
+				if !errors.Is(err, lock.ErrInvalid) || err.Error() != tt.want {
+					t.Errorf("got (%v, %v), want ErrInvalid, %q", l, err, tt.want)
 				}
 				if n := spy.calls.Load(); n != 0 {
 					t.Errorf("%d calls reached Redis, want 0", n)
 				}
 				// The same input against the real server leaves no key.
-				if _, err := a.acquire(ctx, rdb, tt.key, tt.ttl); !errors.Is(err, tt.want) {
-					t.Errorf("against Redis: got %v, want %v", err, tt.want)
+				if _, err := a.acquire(ctx, rdb, tt.key, tt.ttl); !errors.Is(err, lock.ErrInvalid) {
+					t.Errorf("against Redis: got %v, want ErrInvalid", err)
 				}
 				if n := rdb.Exists(ctx, key, lock.FenceKey(key)).Val(); n != 0 {
 					t.Errorf("%d keys exist afterwards, want 0", n)
 				}
 			})
 		}
-	}
-	if msg := lock.ErrBadTTL.Error(); msg != "lock: TTL must be at least 1ms" {
-		t.Errorf("ErrBadTTL reads %q", msg)
 	}
 }
 
@@ -500,13 +495,14 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 	}
 }
 
-func TestLock_stringHidesTheToken(t *testing.T) {
+func TestLock_printingShowsTheKeyNotTheToken(t *testing.T) {
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 10*time.Second)
 	defer l.Release(ctxFor(t, 5*time.Second))
-	for _, s := range []string{l.String(), l.GoString()} {
-		if s != "lock "+key {
-			t.Errorf("got %q, want %q", s, "lock "+key)
+	for _, verb := range []string{"%v", "%+v", "%#v"} {
+		s := fmt.Sprintf(verb, l)
+		if !strings.Contains(s, key) || strings.Contains(s, lock.TokenOf(l)) {
+			t.Errorf("Sprintf(%q) = %q, want the key %q and not the token", verb, s, key)
 		}
 	}
 }
@@ -544,7 +540,7 @@ func TestCheckTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := lock.CheckTTL(tt.ttl)
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrInvalid)) {
 			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
 		}
 	}

@@ -10,11 +10,14 @@ package lock_test
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/gob"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -52,18 +55,15 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 	}
 	for _, c := range calls {
 		t.Run(c.name+" with a nil interface", func(t *testing.T) {
-			if err := c.call(nil, true); !errors.Is(err, lock.ErrNilClient) {
-				t.Errorf("got %v, want ErrNilClient", err)
+			if err := c.call(nil, true); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: nil client" {
+				t.Errorf("got %v, want ErrInvalid, \"lock: nil client\"", err)
 			}
 		})
 		t.Run(c.name+" with a nil *redis.Client", func(t *testing.T) {
-			if err := c.call(typedNil, false); !errors.Is(err, lock.ErrNilClient) {
-				t.Errorf("got %v, want ErrNilClient", err)
+			if err := c.call(typedNil, false); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: nil client" {
+				t.Errorf("got %v, want ErrInvalid, \"lock: nil client\"", err)
 			}
 		})
-	}
-	if got := lock.ErrNilClient.Error(); got != "lock: nil client" {
-		t.Errorf("ErrNilClient reads %q", got)
 	}
 }
 
@@ -139,6 +139,7 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 
 	type wrapper struct{ Lock lock.Lock }
 	type wrapperPtr struct{ Lock *lock.Lock }
+	type hidden struct{ l lock.Lock }
 	encodings := map[string]func() (string, error){
 		"json of *Lock":   func() (string, error) { return str(json.Marshal(l)) },
 		"json of Lock":    func() (string, error) { return str(json.Marshal(*l)) },
@@ -146,7 +147,9 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 		"json of []Lock":  func() (string, error) { return str(json.Marshal([]lock.Lock{*l})) },
 		"xml of *Lock":    func() (string, error) { return str(xml.Marshal(l)) },
 		"xml in struct":   func() (string, error) { return str(xml.Marshal(wrapperPtr{l})) },
-		"MarshalText":     func() (string, error) { return str(l.MarshalText()) },
+		"text of *Lock":   func() (string, error) { return slogOf(slog.NewTextHandler, l) },
+		"text of Lock":    func() (string, error) { return slogOf(slog.NewTextHandler, *l) },
+		"slog json":       func() (string, error) { return slogOf(slog.NewJSONHandler, l) },
 		"gob of *Lock":    func() (string, error) { return gobOf(l) },
 		"gob of Lock":     func() (string, error) { return gobOf(*l) },
 		"gob in struct":   func() (string, error) { return gobOf(wrapper{*l}) },
@@ -156,6 +159,9 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%10.3v"} {
 		encodings["fmt "+verb+" of *Lock"] = func() (string, error) { return fmt.Sprintf(verb, l), nil }
 		encodings["fmt "+verb+" of Lock"] = func() (string, error) { return fmt.Sprintf(verb, *l), nil }
+		// fmt calls no method on an unexported field: what keeps the
+		// token out here holds for a Lock anywhere.
+		encodings["fmt "+verb+" of a struct that hides it"] = func() (string, error) { return fmt.Sprintf(verb, hidden{*l}), nil }
 	}
 	for name, encode := range encodings {
 		t.Run(name, func(t *testing.T) {
@@ -171,14 +177,16 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 		})
 	}
 
-	// What the encodings do show.
-	want := fmt.Sprintf("lock %s (fence 1)", key)
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
-		for _, v := range []any{l, *l} {
-			if got := fmt.Sprintf(verb, v); got != want {
-				t.Errorf("Sprintf(%q, %T) = %q, want %q", verb, v, got, want)
-			}
+	// What the encodings do show: the exported fields, and an address
+	// where fmt meets the pointer to the token.
+	want := fmt.Sprintf("{Key:%s Fence:1 Attempts:1 hold:0x", key)
+	for _, v := range []any{l, *l} {
+		if got := fmt.Sprintf("%+v", v); !strings.Contains(got, want) {
+			t.Errorf("Sprintf(%%+v, %T) = %q, want it to hold %q", v, got, want)
 		}
+	}
+	if _, ok := any(l).(encoding.TextMarshaler); ok {
+		t.Error("*Lock is an encoding.TextMarshaler: text encoders would use it, not the fields")
 	}
 	js, _ := json.Marshal(l)
 	if want := fmt.Sprintf(`{"Key":%q,"Fence":1,"Attempts":1}`, key); string(js) != want {
@@ -187,6 +195,13 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 }
 
 func str(b []byte, err error) (string, error) { return string(b), err }
+
+// slogOf is what a log/slog handler made by newHandler writes for v.
+func slogOf[H slog.Handler](newHandler func(io.Writer, *slog.HandlerOptions) H, v any) (string, error) {
+	var buf bytes.Buffer
+	slog.New(newHandler(&buf, nil)).Info("held", "lock", v)
+	return buf.String(), nil
+}
 
 func gobOf(v any) (string, error) {
 	var buf bytes.Buffer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
@@ -162,26 +163,6 @@ func TestReleaseAfter_writesThenReleases(t *testing.T) {
 		}
 	})
 
-	t.Run("a fair lock hands off after the write", func(t *testing.T) {
-		f := newFair(t, rdb)
-		owner := mustFairAcquire(t, f, key, 10*time.Second)
-		next := acquireAsync(ctx, f, key, 10*time.Second)
-		waitQueued(t, rdb, key, 1)
-		p := rdb.Pipeline()
-		p.Set(ctx, balance, "80", 0)
-		if err := owner.ReleaseAfter(ctx, p); err != nil {
-			t.Fatalf("ReleaseAfter: %v", err)
-		}
-		r := await(t, next, slack, "the waiter")
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if got := rdb.Get(ctx, balance).Val(); got != "80" {
-			t.Errorf("the next holder reads %q, want the write before the release, 80", got)
-		}
-		r.l.Release(ctx)
-	})
-
 	t.Run("a lost lease still sends the write", func(t *testing.T) {
 		l := mustAcquire(t, rdb, key, 10*time.Second)
 		rdb.Del(ctx, key) // the lease is gone, as after its TTL
@@ -328,12 +309,13 @@ func TestRefresh_lostReplyIsUnknown(t *testing.T) {
 // tell is ErrUnknown, counted apart.
 func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
+	srv := testenv.StartRedis(t) // it kills every connection: not the shared server
 	// MaxRetries 1, as services.RedisOptions sets: go-redis resends a
 	// command whose reply was lost, unless it carries NoRetry.
-	rdb := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: 1, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	killer := srv.client()
+	killer := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { killer.Close() })
 	var errs atomic.Int64
 	rdb.AddHook(errorCounter{&errs})
 
@@ -341,7 +323,7 @@ func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	key := "lock:{wallet:1}"
 	var counter, inside, overlaps, notHeld, unknown, other, acquireErrs atomic.Int64
-	stop := disrupt(20*time.Millisecond, func() {
+	stop := testenv.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal", "SKIPME", "yes")
 	})
 	var wg sync.WaitGroup

@@ -327,8 +327,8 @@ func TestKeepAlive_badTTL(t *testing.T) {
 			return nil
 		})
 		cancel()
-		if cause := context.Cause(ctx); !errors.Is(cause, lock.ErrBadTTL) {
-			t.Errorf("ttl %v: cause = %v, want ErrBadTTL", ttl, cause)
+		if cause := context.Cause(ctx); !errors.Is(cause, lock.ErrInvalid) {
+			t.Errorf("ttl %v: cause = %v, want ErrInvalid", ttl, cause)
 		}
 		if called {
 			t.Errorf("ttl %v: refresh was called", ttl)

@@ -1,9 +1,8 @@
-package lock_test
+package fair_test
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"net"
@@ -19,16 +18,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
+	"example.com/walletlock/lock/fair"
 )
 
-func ExampleNewFair() {
+func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	ctx := context.Background()
 
-	// One Fair for the whole program: its waiters share one subscription.
-	f := lock.NewFair(rdb)
+	// One fair.Lock for the whole program: its waiters share one
+	// subscription.
+	f := fair.New(rdb)
 	defer f.Close()
 
 	// Wait at most 5 s for our turn; hold the lock for at most 2 s.
@@ -42,7 +44,7 @@ func ExampleNewFair() {
 	// Release hands the lock to the next waiter, if any.
 	defer l.Release(ctx)
 
-	fmt.Println("holding", l)
+	fmt.Println("holding", l.Key)
 }
 
 // The fair lock's timings, as fair.go sets them: a Fair renews its
@@ -58,9 +60,9 @@ const (
 )
 
 // newFair returns a Fair on rdb, closed when the test ends.
-func newFair(t *testing.T, rdb lock.FairClient) *lock.Fair {
+func newFair(t *testing.T, rdb fair.Client) *fair.Lock {
 	t.Helper()
-	f := lock.NewFair(rdb)
+	f := fair.New(rdb)
 	t.Cleanup(func() { f.Close() })
 	return f
 }
@@ -101,7 +103,7 @@ type result struct {
 
 // acquireAsync starts f.Acquire in a goroutine and returns where its
 // result will arrive.
-func acquireAsync(ctx context.Context, f *lock.Fair, key string, ttl time.Duration) <-chan result {
+func acquireAsync(ctx context.Context, f *fair.Lock, key string, ttl time.Duration) <-chan result {
 	c := make(chan result, 1)
 	go func() {
 		l, err := f.Acquire(ctx, key, ttl)
@@ -122,7 +124,7 @@ func await(t *testing.T, c <-chan result, d time.Duration, what string) result {
 	}
 }
 
-func mustFairAcquire(t *testing.T, f *lock.Fair, key string, ttl time.Duration) *lock.Lock {
+func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
 	l, err := f.Acquire(ctxFor(t, 10*time.Second), key, ttl)
 	if err != nil {
@@ -135,7 +137,7 @@ func mustFairAcquire(t *testing.T, f *lock.Fair, key string, ttl time.Duration) 
 // lock rounds times, hold it for hold and release it; even workers ask for
 // a fence. It fails the test on two holders at once, a fence that does not
 // grow, a failed Release, or a worker that is not done within limit.
-func contend(t *testing.T, fairs []*lock.Fair, key string, workers, rounds int, hold, limit time.Duration) {
+func contend(t *testing.T, fairs []*fair.Lock, key string, workers, rounds int, hold, limit time.Duration) {
 	t.Helper()
 	ctx := ctxFor(t, limit)
 	var (
@@ -200,7 +202,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	// Five Fairs stand for five processes, each with its own subscription.
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 5 {
 		fairs = append(fairs, newFair(t, rdb))
 	}
@@ -216,7 +218,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 func TestFair_servesWaitersInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	fairs := []*lock.Fair{newFair(t, rdb), newFair(t, rdb)}
+	fairs := []*fair.Lock{newFair(t, rdb), newFair(t, rdb)}
 	first := mustFairAcquire(t, fairs[0], key, 10*time.Second)
 
 	const waiters = 8
@@ -284,7 +286,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the next waiter: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
+	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Error("the lock does not hold the next waiter's token")
 	}
 	r.l.Release(ctxFor(t, 5*time.Second))
@@ -318,7 +320,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the waiter behind the crashed one: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
+	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Errorf("the lock holds %q, want the live waiter's token", got)
 	}
 	if n := queued(t, rdb, key); n != 0 {
@@ -373,7 +375,7 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Fence < 1 || l.Attempts != 1 || l.String() != fmt.Sprintf("lock %s (fence %d)", key, l.Fence) {
+	if l.Fence < 1 || l.Attempts != 1 || l.Key != key {
 		t.Errorf("got %v with %d attempts, want a fence and 1 attempt", l, l.Attempts)
 	}
 	if err := l.Refresh(ctx); err != nil {
@@ -433,29 +435,33 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 }
 
 func TestFair_badInputNeverReachesRedis(t *testing.T) {
-	var nilFair *lock.Fair
+	var nilFair *fair.Lock
 	var nilClient *redis.Client
 	ctx := ctxFor(t, 5*time.Second)
 	f := newFair(t, &faultyFairClient{})
 	tests := []struct {
 		name string
-		f    *lock.Fair
+		f    *fair.Lock
 		key  string
 		ttl  time.Duration
-		want error
+		want string // the start of the error, which matches lock.ErrInvalid
 	}{
-		{"nil Fair", nilFair, "k", time.Second, lock.ErrNilClient},
-		{"nil client", newFair(t, nil), "k", time.Second, lock.ErrNilClient},
-		{"nil *redis.Client", newFair(t, nilClient), "k", time.Second, lock.ErrNilClient},
-		{"empty key", f, "", time.Second, lock.ErrEmptyKey},
-		{"zero TTL", f, "k", 0, lock.ErrBadTTL},
-		{"TTL under 1ms", f, "k", 999 * time.Microsecond, lock.ErrBadTTL},
+		{"nil Lock", nilFair, "k", time.Second, "lock: nil client"},
+		{"nil client", newFair(t, nil), "k", time.Second, "lock: nil client"},
+		{"nil *redis.Client", newFair(t, nilClient), "k", time.Second, "lock: nil client"},
+		{"empty key", f, "", time.Second, "lock: empty key"},
+		{"zero TTL", f, "k", 0, "lock: TTL must be at least 1ms, got 0s"},
+		{"TTL under 1ms", f, "k", 999 * time.Microsecond, "lock: TTL must be at least 1ms, got 999µs"},
+		// Its queue could not share its Redis Cluster slot.
+		{"a stray brace", f, "probe:lock}7", time.Second, `lock: key has a "}" but no hash tag: "probe:lock}7": `},
+		{"a stray brace", f, "a{}b", time.Second, `lock: key has a "}" but no hash tag: "a{}b": `},
+		{"a stray brace", f, "}{", time.Second, `lock: key has a "}" but no hash tag: "}{": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, acquire := range []func(context.Context, string, time.Duration) (*lock.Lock, error){tt.f.Acquire, tt.f.AcquireFenced} {
-				if _, err := acquire(ctx, tt.key, tt.ttl); !errors.Is(err, tt.want) {
-					t.Errorf("got %v, want %v", err, tt.want)
+				if _, err := acquire(ctx, tt.key, tt.ttl); !errors.Is(err, lock.ErrInvalid) || !strings.HasPrefix(err.Error(), tt.want) {
+					t.Errorf("got %v, want lock.ErrInvalid, %q", err, tt.want)
 				}
 			}
 		})
@@ -480,7 +486,7 @@ func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
 }
 
 // faultyFairClient panics at any call; its Fair must never make one.
-type faultyFairClient struct{ lock.FairClient }
+type faultyFairClient struct{ fair.Client }
 
 func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	t.Parallel()
@@ -584,7 +590,7 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	}
 	before := runtime.NumGoroutine()
 
-	f := lock.NewFair(rdb)
+	f := fair.New(rdb)
 	l, err := f.Acquire(ctx, key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -601,13 +607,13 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 
 	f.Close()
 	r2 := await(t, stranded, slack, "the waiter still waiting at Close")
-	if !errors.Is(r2.err, lock.ErrFairClosed) {
+	if !errors.Is(r2.err, fair.ErrClosed) {
 		t.Errorf("Acquire waiting at Close: %v, want ErrFairClosed", r2.err)
 	}
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after Close, want 0", n)
 	}
-	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, lock.ErrFairClosed) {
+	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, fair.ErrClosed) {
 		t.Errorf("Acquire after Close: %v, want ErrFairClosed", err)
 	}
 	if err := r.l.Release(ctx); err != nil {
@@ -728,38 +734,12 @@ func (s *redisServer) client() *redis.Client {
 	return rdb
 }
 
-// disrupt calls hit every period until the returned stop is called, and
-// returns how many times it was called.
-func disrupt(period time.Duration, hit func()) (stop func() int) {
-	done := make(chan struct{})
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				hit()
-				n.Add(1)
-			}
-		}
-	})
-	return func() int {
-		close(done)
-		wg.Wait()
-		return int(n.Load())
-	}
-}
-
 func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	rdb := srv.client()
 	key := "lock:{wallet:1}"
-	fairs := []*lock.Fair{newFair(t, srv.client()), newFair(t, srv.client())}
+	fairs := []*fair.Lock{newFair(t, srv.client()), newFair(t, srv.client())}
 
 	// One hand-off whose message is surely lost: the waiter's subscription
 	// is killed just before the release.
@@ -781,7 +761,7 @@ func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	r.l.Release(ctx)
 
 	// Then kill every subscription every 30 ms while 10 workers contend.
-	stop := disrupt(30*time.Millisecond, func() {
+	stop := testenv.Disrupt(30*time.Millisecond, func() {
 		rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
 	})
 	contend(t, fairs, key, 10, 10, time.Millisecond, 30*time.Second)
@@ -792,8 +772,8 @@ func TestFair_scriptFlushMidRun(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	rdb := srv.client()
-	fairs := []*lock.Fair{newFair(t, srv.client()), newFair(t, srv.client())}
-	stop := disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
+	fairs := []*fair.Lock{newFair(t, srv.client()), newFair(t, srv.client())}
+	stop := testenv.Disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
 	contend(t, fairs, "lock:{wallet:1}", 10, 10, time.Millisecond, 30*time.Second)
 	t.Logf("SCRIPT FLUSH %d times", stop())
 }
@@ -839,7 +819,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 	t.Parallel()
 	srv := startRedis(t)
 	key := "lock:{wallet:1}"
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 3 {
 		fairs = append(fairs, newFair(t, srv.client()))
 	}
@@ -927,7 +907,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	srv := startRedis(t)
 	killer := srv.client()
 	key := "lock:{wallet:1}"
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 3 {
 		fairs = append(fairs, newFair(t, srv.client()))
 	}
@@ -938,7 +918,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 		failedAcquires                      atomic.Int64
 	)
 	ctx := ctxFor(t, 90*time.Second)
-	stop := disrupt(20*time.Millisecond, func() {
+	stop := testenv.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
 	})
 	var wg sync.WaitGroup
@@ -1023,7 +1003,7 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
 
 	var fail atomic.Bool
-	leaving := []*lock.Fair{lock.NewFair(scriptsFail{rdb, &fail}), lock.NewFair(scriptsFail{rdb, &fail})}
+	leaving := []*fair.Lock{fair.New(scriptsFail{rdb, &fail}), fair.New(scriptsFail{rdb, &fail})}
 	var waiters []<-chan result
 	for i := range 29 {
 		waiters = append(waiters, acquireAsync(ctx, leaving[i%2], key, 10*time.Second))
@@ -1046,7 +1026,7 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 		}
 	}
 	for i, w := range waiters {
-		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrFairClosed) {
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, fair.ErrClosed) {
 			t.Fatalf("waiter %d: %v, want ErrFairClosed", i, r.err)
 		}
 	}
@@ -1221,7 +1201,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 	}
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { cluster.Close() })
-	fairs := []*lock.Fair{newFair(t, cluster), newFair(t, cluster)}
+	fairs := []*fair.Lock{newFair(t, cluster), newFair(t, cluster)}
 
 	for _, key := range []string{"lock:7", "app:lock:{wallet:42}"} {
 		owner, err := fairs[0].AcquireFenced(ctx, key, 10*time.Second)
@@ -1266,7 +1246,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		// The release told the waiter by SPUBLISH, naming it by the SHA-1
 		// of its token (never the token), with its fence.
 		msg, err := listener.ReceiveTimeout(ctx, slack)
-		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(lock.TokenOf(r.l))), r.l.Fence) {
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%s %d", r.l.ID(), r.l.Fence) {
 			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
 		}
 		r.l.Release(ctx)
@@ -1323,5 +1303,114 @@ func TestFair_worksOnARing(t *testing.T) {
 			t.Fatalf("the waiter on %s: %v", key, r.err)
 		}
 		r.l.Release(ctx)
+	}
+}
+
+// ReleaseAfter sends the holder's last write and the hand-off in one
+// round trip, the write first: the waiter handed the lock reads it.
+func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 20*time.Second)
+	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
+	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
+	f := newFair(t, rdb)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	p := rdb.Pipeline()
+	p.Set(ctx, balance, "80", 0)
+	if err := owner.ReleaseAfter(ctx, p); err != nil {
+		t.Fatalf("ReleaseAfter: %v", err)
+	}
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := rdb.Get(ctx, balance).Val(); got != "80" {
+		t.Errorf("the next holder reads %q, want the write before the release, 80", got)
+	}
+	r.l.Release(ctx)
+}
+
+// On a Redis Cluster (here one node of the test's own that serves every
+// slot), the fenced and the fair lock work for every key they accept:
+// each key they write is in the lock key's slot, as CLUSTER KEYSLOT says.
+// A script whose keys span two slots would fail with CROSSSLOT. (It
+// checks package lock's fenced keys too, on the same node.)
+func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
+	t.Parallel()
+	srv := startRedis(t, "--cluster-enabled", "yes")
+	node := srv.client()
+	ctx := ctxFor(t, time.Minute)
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for !strings.Contains(node.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		if ctx.Err() != nil {
+			t.Fatal("the one-node cluster never said cluster_state:ok")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Not a vacuous check: this node refuses a script over two slots.
+	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	fair := newFair(t, rdb)
+
+	keys := []string{"lock:7", "app:lock:{wallet:42}", "{x}", "a}{b}", "lock:{7", "{", "{wallet:42}:lock"}
+	seen := map[string]bool{} // keys of the keys before: fence counters stay
+	for _, key := range keys {
+		slot := node.ClusterKeySlot(ctx, key).Val()
+		inSlot := func(what string) {
+			t.Helper()
+			all, err := node.Keys(ctx, "*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range all {
+				if seen[k] {
+					continue
+				}
+				if s := node.ClusterKeySlot(ctx, k).Val(); s != slot {
+					t.Errorf("%s on %q wrote %q in slot %d, the lock key is in slot %d", what, key, k, s, slot)
+				}
+			}
+		}
+		l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		inSlot("AcquireFenced")
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release(%q): %v", key, err)
+		}
+		if _, err := lock.RaiseFence(ctx, rdb, key, 5); err != nil {
+			t.Errorf("RaiseFence(%q): %v", key, err)
+		}
+		// A waiter queues behind the holder, so that the queue and the
+		// presence key exist while we look.
+		held, err := fair.AcquireFenced(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("Fair.AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		waiter := acquireAsync(ctx, fair, key, 10*time.Second)
+		waitQueued(t, node, key, 1)
+		inSlot("Fair.AcquireFenced")
+		if err := held.Release(ctx); err != nil {
+			t.Errorf("Fair Release(%q): %v", key, err)
+		}
+		for _, k := range node.Keys(ctx, "*").Val() {
+			seen[k] = true
+		}
+		r := await(t, waiter, 10*time.Second, "the waiter")
+		if r.err != nil {
+			t.Errorf("the waiter on %q: %v", key, r.err)
+		} else if err := r.l.Release(ctx); err != nil {
+			t.Errorf("the waiter's Release(%q): %v", key, err)
+		}
 	}
 }

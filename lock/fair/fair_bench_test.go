@@ -21,7 +21,7 @@ import (
 // takes the lock, holds it for section (the work of a spend) and releases
 // it, again and again. Run them with, for example,
 //
-//	go test ./lock -run '^$' -bench 'Fair_' -benchtime 2000x
+//	go test ./lock/fair -run '^$' -bench 'Fair_' -benchtime 2000x
 //
 // They report, besides ns/op:
 //   - handoffs/s: how many times the lock changed hands per second; the

@@ -68,7 +68,7 @@ func newFair(t *testing.T, rdb fair.Client) *fair.Lock {
 }
 
 // queueKey is where the fair lock on key keeps its queue (see
-// fair_queue.lua).
+// queue.lua).
 func queueKey(key string) string { return tagOf(key) + ":queue" }
 
 // queued returns how many waiters the queue of key holds.
@@ -301,7 +301,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 
 	// What a process that crashed while it waited leaves behind: the
 	// first place in the queue, asking for a 60 s lease, and the presence
-	// of its Fair, which nobody will renew (see fair_queue.lua).
+	// of its Fair, which nobody will renew (see queue.lua).
 	dead := "CRASHEDWAITER 60000 0 CRASHEDFAIR"
 	if err := rdb.RPush(ctx, queueKey(key), dead).Err(); err != nil {
 		t.Fatal(err)
@@ -608,13 +608,13 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	f.Close()
 	r2 := await(t, stranded, slack, "the waiter still waiting at Close")
 	if !errors.Is(r2.err, fair.ErrClosed) {
-		t.Errorf("Acquire waiting at Close: %v, want ErrFairClosed", r2.err)
+		t.Errorf("Acquire waiting at Close: %v, want ErrClosed", r2.err)
 	}
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after Close, want 0", n)
 	}
 	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, fair.ErrClosed) {
-		t.Errorf("Acquire after Close: %v, want ErrFairClosed", err)
+		t.Errorf("Acquire after Close: %v, want ErrClosed", err)
 	}
 	if err := r.l.Release(ctx); err != nil {
 		t.Errorf("Release after Close of a lock it handed out: %v", err)
@@ -968,7 +968,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	}
 }
 
-// scriptsFail is a FairClient whose scripts all fail while fail is set,
+// scriptsFail is a fair.Client whose scripts all fail while fail is set,
 // as if every reply were lost, however they are sent.
 type scriptsFail struct {
 	redis.UniversalClient
@@ -1027,7 +1027,7 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	}
 	for i, w := range waiters {
 		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, fair.ErrClosed) {
-			t.Fatalf("waiter %d: %v, want ErrFairClosed", i, r.err)
+			t.Fatalf("waiter %d: %v, want ErrClosed", i, r.err)
 		}
 	}
 	if err := holder.Release(ctx); err != nil {

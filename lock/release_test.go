@@ -314,8 +314,7 @@ func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	// command whose reply was lost, unless it carries NoRetry.
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	killer := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { killer.Close() })
+	killer := srv.Client(t)
 	var errs atomic.Int64
 	rdb.AddHook(errorCounter{&errs})
 

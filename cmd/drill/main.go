@@ -49,8 +49,9 @@ import (
 	"strings"
 	"time"
 
-	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 )
@@ -61,7 +62,7 @@ func main() {
 	if c, ok := drill.SpenderRole(); ok {
 		os.Exit(drill.RunSpender(c, os.Stdin, os.Stdout, os.Stderr))
 	}
-	cli.Main(run)
+	harness.Main(run)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	nems, err1 := pick("-nemesis", *nemeses, drill.Nemeses)
@@ -104,11 +105,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case c.First < 1 || c.First > math.MaxInt64-int64(c.Wallets):
 		bad = fmt.Errorf("-first-id must be at least 1 and leave room for -wallets ids below 2^63, got %d", c.First)
 	}
-	if code, stop := cli.Refuse(fs, stderr, err1, err2, bad, cli.CheckPrefix(c.Prefix)); stop {
+	if code, stop := harness.Refuse(fs, stderr, err1, err2, bad, harness.CheckPrefix(c.Prefix)); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, prog+":", err); return 1 }
-	if _, err := drill.RedisBinary(); err != nil {
+	if _, err := launch.RedisBinary(); err != nil {
 		return fail(err)
 	}
 	pool, err := services.ConnectPostgres(ctx)
@@ -145,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer os.RemoveAll(c.Dir)
-	procs := &drill.Procs{}
+	procs := &launch.Group{}
 	r := newReport(stdout, *asJSON)
 	r.header(ctx, pool, c)
 
@@ -176,19 +177,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// Clean up even after Ctrl-C: every process this drill started, then
 	// its rows.
-	left := procs.KillAll(cli.CleanupTimeout)
-	done, cancel := cli.Cleanup(ctx)
+	left := procs.KillAll(harness.CleanupTimeout)
+	done, cancel := harness.Cleanup(ctx)
 	defer cancel()
 	if err := c.Store.DeleteRange(done, c.First, c.Wallets); err != nil {
-		fmt.Fprintf(stderr, "%s: could not delete its rows (%v); delete them with: %s\n", prog, err, cli.PostgresDeleteRange(c.Prefix, c.First, c.Wallets))
+		fmt.Fprintf(stderr, "%s: could not delete its rows (%v); delete them with: %s\n", prog, err, harness.PostgresDeleteRange(c.Prefix, c.First, c.Wallets))
 	}
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "%s: these processes did not die: %s\n", prog, strings.Join(left, ", "))
 	}
 	if ctx.Err() != nil {
 		r.table()
-		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, cli.Why(ctx))
-		return cli.ExitInterrupted
+		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, harness.Why(ctx))
+		return harness.ExitInterrupted
 	}
 	if runErr != nil {
 		r.table()

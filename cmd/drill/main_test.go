@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/internal/testenv"
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 func needs(t *testing.T) (prefix, firstID string) {
 	t.Helper()
 	pool := testenv.Postgres(t)
-	if _, err := drill.RedisBinary(); err != nil {
+	if _, err := launch.RedisBinary(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}
@@ -269,7 +270,7 @@ func TestApplies_runsExactlyTheLessonsCells(t *testing.T) {
 const asMain = "WALLETLOCK_DRILL_TEST_MAIN"
 
 // drillProc is the drill run as a program of its own, with the signal
-// handling of cli.Main, in a temporary folder of the test's own.
+// handling of harness.Main, in a temporary folder of the test's own.
 type drillProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR

@@ -12,13 +12,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os/exec"
-	"regexp"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 )
@@ -31,16 +30,13 @@ type report struct {
 
 func newReport(w io.Writer, asJSON bool) *report { return &report{w: w, asJSON: asJSON} }
 
-var redisVersion = regexp.MustCompile(`v=([0-9.]+)`)
-
 func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config) {
 	if r.asJSON {
 		return
 	}
-	out, _ := exec.Command("redis-server", "--version").Output()
-	rv := "?"
-	if m := redisVersion.FindSubmatch(out); m != nil {
-		rv = string(m[1])
+	rv := launch.RedisVersion()
+	if rv == "" {
+		rv = "?"
 	}
 	pv, _ := services.PostgresVersion(ctx, pool)
 	fmt.Fprintf(r.w, "drill: redis-server %s of its own on loopback ports, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",

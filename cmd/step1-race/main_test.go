@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/testenv"
@@ -23,7 +23,7 @@ import (
 // spender and nothing else.
 func TestMain(m *testing.M) {
 	if procs.Child() {
-		cli.Main(run)
+		harness.Main(run)
 	}
 	os.Exit(m.Run())
 }
@@ -109,7 +109,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "negative balance", Args: []string{"-initial", "-1"}, Want: "-initial"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "no runs", Args: []string{"-runs", "0"}, Want: "-runs"},
-		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: harness.ErrEmptyPrefix.Error()},
 		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
 		{Name: "work beyond the bound", Args: []string{"-work", "1000000h"}, Want: "-work must be at most 1h"},
 		{Name: "no processes", Args: []string{"-procs", "0"}, Want: "-procs must be between 1 and 64"},
@@ -228,5 +228,5 @@ func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json.
+// (internal/harness): testdata/json-contract.json.
 func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/services"
@@ -23,7 +23,7 @@ import (
 // spender and nothing else.
 func TestMain(m *testing.M) {
 	if procs.Child() {
-		cli.Main(run)
+		harness.Main(run)
 	}
 	os.Exit(m.Run())
 }
@@ -194,7 +194,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "no wait", Args: []string{"-wait", "0"}, Want: "-wait"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
-		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: harness.ErrEmptyPrefix.Error()},
 		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},
 		{Name: "TTL beyond the bound", Args: []string{"-ttl", "2h"}, Want: "-ttl must be at most 1h"},
 		{Name: "wait beyond the bound", Args: []string{"-wait", "1000000h"}, Want: "-wait must be at most 1h"},
@@ -265,5 +265,5 @@ func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json.
+// (internal/harness): testdata/json-contract.json.
 func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }

@@ -42,28 +42,26 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/phaserun"
-	"example.com/walletlock/internal/report"
-	"example.com/walletlock/internal/services"
-	"example.com/walletlock/lock"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/wallet"
 )
 
-const step = "step3-ttl"
+const (
+	step    = "step3-ttl"
+	initial = 100 // each phase's balance
+	amount  = 10  // each spend
+)
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 // The phases, in the lesson's order (phases.go).
 var phases = []struct {
 	name string
-	run  func(ctx context.Context, e env) (phaserun.Outcome, error)
+	run  func(ctx context.Context, e env) (harness.Outcome, error)
 }{
 	{"1", noWatchdog}, // the work outlives the TTL and nothing extends the lease
 	{"2", watchdog},   // the same, with lock.Watch refreshing the lease
@@ -71,68 +69,25 @@ var phases = []struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet(step, flag.ContinueOnError)
+	h := harness.New(step, wallet.DefaultPrefix+"step3:", stdout, stderr)
 	var e env
 	// Each refresh gets TTL/3 (200ms) to answer: a round trip on a busy
 	// machine under -race can take over 100ms. The work is two TTLs, so
 	// phase 1's lease always expires mid-work, and phase 2 stays near 3.6 s.
-	fs.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
-	fs.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend, at most 1h")
-	fs.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", cli.MaxN))
-	prefix := fs.String("prefix", wallet.DefaultPrefix+"step3:", "prefix of the Redis keys this run writes")
-	only := fs.String("phase", "all", "which phase to run: 1, 2, 3 or all")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	h.Flags.DurationVar(&e.ttl, "ttl", 600*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
+	h.Flags.DurationVar(&e.work, "work", 1200*time.Millisecond, "time between the read and the write of a spend, at most 1h")
+	h.Flags.IntVar(&e.n, "n", 3, fmt.Sprintf("spenders in phases 1 and 2 (phase 2 takes n x work), at most %d", harness.MaxN))
+	only := h.Flags.String("phase", "all", "which phase to run: 1, 2, 3 or all")
+	var chosen []harness.Phase
+	if code, ok := h.Parse(args, nil, func() (errs []error) { chosen, errs = e.choose(*only); return errs }); !ok {
 		return code
 	}
-	var chosen []phaserun.Phase // each reads e when it runs, once e.Run is set below
-	for _, p := range phases {
-		if *only == "all" || *only == p.name {
-			chosen = append(chosen, phaserun.Phase{Name: p.name, Run: func(ctx context.Context) (phaserun.Outcome, error) { return p.run(ctx, e) }})
-		}
-	}
-	var err error
-	switch {
-	case len(chosen) == 0:
-		err = fmt.Errorf("unknown -phase %q (want 1, 2, 3 or all)", *only)
-	case lock.CheckTTL(e.ttl) != nil:
-		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(e.ttl))
-	case e.n < 1 || e.work < 0:
-		err = errors.New("-n must be at least 1 and -work at least 0")
-	}
-	// The bounds keep a spender's wait, n x (work + ttl), far from overflowing.
-	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", e.n, cli.MaxN),
-		cli.CheckDuration("-ttl", e.ttl), cli.CheckDuration("-work", e.work)); stop {
-		return code
-	}
-	fail := func(err error) int { fmt.Fprintln(stderr, step+":", err); return 1 }
-
-	rdb, err := services.Connect(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer rdb.Close()
-	version, err := services.RedisVersion(ctx, rdb)
-	if err != nil {
-		return fail(err)
-	}
-	balanceKey, lockKey := wallet.BalanceKey(*prefix, wallet.DemoWallet), wallet.LockKey(*prefix, wallet.DemoWallet)
-	// The run owns its prefix: a second run on it is refused, not mixed in.
-	s, err := cli.Start(ctx, rdb, step, *prefix)
-	if err != nil {
-		return fail(err)
-	}
-	defer s.Close(stderr, balanceKey, lockKey)
-
-	r := report.New(step)
-	r.Set("redis_version", version)
-	r.Set("ttl", e.ttl.String())
-	r.Set("work", e.work.String())
-	r.Set("n", e.n)
-	// Each phase in turn on a fresh balance of 100, spends of 10, within
-	// s.Context(), which ends at Ctrl-C: its three lines, its check against
-	// the lesson, and the exit code.
-	e.Run = &phaserun.Run{Step: step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey,
-		Initial: 100, Amount: 10, Report: r, JSON: *asJSON, Stdout: stdout, Stderr: stderr}
-	return e.Phases(chosen)
+	e.balanceKey, e.lockKey = wallet.BalanceKey(h.Prefix(), wallet.DemoWallet), wallet.LockKey(h.Prefix(), wallet.DemoWallet)
+	// Each phase in turn on a fresh balance of 100, spends of 10, until
+	// Ctrl-C: its three lines, its check against the lesson, the exit code.
+	return h.Phases(ctx, []string{e.balanceKey, e.lockKey}, func(r *harness.Report) {
+		r.Set("ttl", e.ttl.String())
+		r.Set("work", e.work.String())
+		r.Set("n", e.n)
+	}, chosen)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
@@ -149,7 +149,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "an argument", Args: []string{"extra"}, Want: `unexpected argument "extra"`},
-		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: harness.ErrEmptyPrefix.Error()},
 		// -n 200000 took 2.2 GB.
 		{Name: "too many spenders", Args: []string{"-n", "200000"}, Want: "-n must be at most 10000, got 200000"},
 		// n x (work + ttl) overflowed a time.Duration, and phase 1 said OK.
@@ -209,5 +209,5 @@ func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 func TestRun_help(t *testing.T) { testenv.Help(t, run) }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json.
+// (internal/harness): testdata/json-contract.json.
 func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }

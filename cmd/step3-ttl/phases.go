@@ -7,20 +7,69 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/phaserun"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-// env is what the flags set, and the run: its client, keys and session.
+// env is what the flags set, and the run's client and keys.
 type env struct {
-	ttl, work time.Duration
-	n         int
-	*phaserun.Run
+	ttl, work           time.Duration
+	n                   int
+	balanceKey, lockKey string
+	rdb                 redis.UniversalClient
+	r                   *harness.Run // for the clean-up context, which Ctrl-C does not end
+}
+
+// choose picks the phases -phase names, each running on e as the flags
+// set it, and checks the flags.
+func (e *env) choose(only string) ([]harness.Phase, []error) {
+	names, err := harness.Pick("-phase", only, []string{"1", "2", "3"})
+	var chosen []harness.Phase
+	for _, p := range phases {
+		if slices.Contains(names, p.name) {
+			chosen = append(chosen, harness.Phase{Name: p.name, Run: func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+				e.rdb, e.r = r.Redis, r
+				return p.run(ctx, *e)
+			}})
+		}
+	}
+	switch {
+	case err != nil:
+	case lock.CheckTTL(e.ttl) != nil:
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(e.ttl))
+	case e.n < 1 || e.work < 0:
+		err = errors.New("-n must be at least 1 and -work at least 0")
+	}
+	// The bounds keep a spender's wait, n x (work + ttl), far from overflowing.
+	return chosen, []error{err, harness.CheckMax("-n", e.n, harness.MaxN), harness.CheckDuration("-ttl", e.ttl), harness.CheckDuration("-work", e.work)}
+}
+
+// fresh restores the balance and frees the lock key: each phase starts
+// from the same state, so a phase run alone tells the same story.
+func (e env) fresh(ctx context.Context) error {
+	if err := e.rdb.Del(ctx, e.lockKey).Err(); err != nil {
+		return fmt.Errorf("free %s: %w", e.lockKey, err)
+	}
+	return wallet.Set(ctx, e.rdb, e.balanceKey, initial)
+}
+
+// check reads the balance back, even after Ctrl-C, and checks it against
+// the accepted spends and those whose outcome is unknown.
+func (e env) check(accepted, unknown int) (wallet.Verdict, error) {
+	ctx, cancel := e.r.Cleanup()
+	defer cancel()
+	balance, err := wallet.Balance(ctx, e.rdb, e.balanceKey)
+	if err != nil {
+		return wallet.Verdict{}, err
+	}
+	return wallet.CheckUnknown(initial, amount, accepted, unknown, balance), nil
 }
 
 // acquire takes the lock, waiting long enough for every spender to get its
@@ -28,7 +77,7 @@ type env struct {
 func (e env) acquire(ctx context.Context) (*lock.Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.n)*(e.work+e.ttl)+5*time.Second)
 	defer cancel()
-	return lock.Acquire(ctx, e.Redis, e.LockKey, e.ttl)
+	return lock.Acquire(ctx, e.rdb, e.lockKey, e.ttl)
 }
 
 // figures are what a phase saw, beside its check in the JSON.
@@ -40,19 +89,19 @@ type figures struct {
 }
 
 // Phase 1: the work outlives the TTL and nothing extends the lease.
-func noWatchdog(ctx context.Context, e env) (phaserun.Outcome, error) {
+func noWatchdog(ctx context.Context, e env) (harness.Outcome, error) {
 	return crowd(ctx, e, false, fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work))
 }
 
 // Phase 2: the same, with a watchdog refreshing the lease during the work.
-func watchdog(ctx context.Context, e env) (phaserun.Outcome, error) {
+func watchdog(ctx context.Context, e env) (harness.Outcome, error) {
 	return crowd(ctx, e, true, fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, every(e.ttl)))
 }
 
 // crowd runs e.n spenders at once, each holding the lock for its spend.
-func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Outcome, error) {
-	o, f := phaserun.Outcome{Setting: setting}, figures{}
-	if err := e.Fresh(ctx); err != nil {
+func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outcome, error) {
+	o, f := harness.Outcome{Setting: setting}, figures{}
+	if err := e.fresh(ctx); err != nil {
 		return o, err
 	}
 	var mu sync.Mutex
@@ -66,7 +115,7 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Out
 			// Refreshes every ttl/3; cancels work if a refresh fails.
 			work, stop = l.Watch(ctx)
 		}
-		ok, err := wallet.Spend(work, e.Redis, e.BalanceKey, e.Amount, e.work)
+		ok, err := wallet.Spend(work, e.rdb, e.balanceKey, amount, e.work)
 		stop()
 		rerr := l.Release(ctx)
 		mu.Lock()
@@ -83,9 +132,9 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Out
 	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
 	f.Unknown = tally.Unknown
 	o.Figures = f
-	v, err := e.Check(tally.Accepted, tally.Unknown)
+	v, err := e.check(tally.Accepted, tally.Unknown)
 	o.Verdict = v
-	if line := cli.Outcomes(tally, e.n, o.Verdict); line != "" {
+	if line := harness.Outcomes(tally, e.n, o.Verdict); line != "" {
 		o.Problems = append(o.Problems, line)
 	}
 	if watch && f.NotHeld > 0 {
@@ -95,10 +144,10 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (phaserun.Out
 }
 
 // Phase 3: the lease is lost while the work runs.
-func takenOver(ctx context.Context, e env) (phaserun.Outcome, error) {
-	o, f := phaserun.Outcome{}, figures{Releases: 1}
+func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
+	o, f := harness.Outcome{}, figures{Releases: 1}
 	o.Setting = fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, every(e.ttl))
-	if err := e.Fresh(ctx); err != nil {
+	if err := e.fresh(ctx); err != nil {
 		return o, err
 	}
 	l, err := e.acquire(ctx)
@@ -114,12 +163,12 @@ func takenOver(ctx context.Context, e env) (phaserun.Outcome, error) {
 		case <-time.After(e.work / 3):
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			tookOver <- e.Redis.Set(tctx, e.LockKey, "another-holder", e.ttl).Err()
+			tookOver <- e.rdb.Set(tctx, e.lockKey, "another-holder", e.ttl).Err()
 		case <-work.Done():
 			tookOver <- nil
 		}
 	}()
-	ok, spendErr := wallet.Spend(work, e.Redis, e.BalanceKey, e.Amount, e.work)
+	ok, spendErr := wallet.Spend(work, e.rdb, e.balanceKey, amount, e.work)
 	cause := context.Cause(work)
 	stop()
 	if err := <-tookOver; err != nil {
@@ -149,7 +198,7 @@ func takenOver(ctx context.Context, e env) (phaserun.Outcome, error) {
 	}
 	f.Unknown = unknown
 	o.Figures = f
-	o.Verdict, err = e.Check(accepted, unknown)
+	o.Verdict, err = e.check(accepted, unknown)
 	return o, err
 }
 

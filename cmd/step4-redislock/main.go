@@ -34,9 +34,8 @@ import (
 
 	"github.com/bsm/redislock"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/redislockx"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/retrycost"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
@@ -62,23 +61,23 @@ var strategies = []retrycost.Strategy{
 	{Name: "jitter", Retry: "lock.Jitter{5ms, 15ms}", Fresh: func() redislock.RetryStrategy { return lock.Jitter{} }}, // redislock has no random wait
 }
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
 	which := fs.String("strategy", "all", "lockstep, exponential, jitter or all")
 	var c retrycost.Setting
-	fs.IntVar(&c.N, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", cli.MaxN))
+	fs.IntVar(&c.N, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
 	fs.DurationVar(&c.Work, "work", 2*time.Millisecond, "time between the read and the write, at most 1h")
 	fs.DurationVar(&c.TTL, "ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
 	fs.DurationVar(&c.Wait, "wait", 10*time.Second, "how long each spender waits for the lock, at most 1h")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"step4:", "prefix of the Redis keys this run writes; one run at a time per prefix")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	chosen, unknown := retrycost.Pick(strategies, *which)
-	if code, stop := cli.Refuse(fs, stderr, unknown, c.Check()); stop {
+	if code, stop := harness.Refuse(fs, stderr, unknown, c.Check()); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, step+":", retrycost.OneLine(err)); return 1 }
@@ -90,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer rdb.Close()
 	balanceKey, lockKey := wallet.BalanceKey(c.Prefix, wallet.DemoWallet), wallet.LockKey(c.Prefix, wallet.DemoWallet)
 	// The run owns its prefix: a second run on it is refused, not mixed in.
-	s, err := cli.Start(ctx, rdb, step, c.Prefix)
+	s, err := harness.Start(ctx, rdb, step, c.Prefix)
 	if err != nil {
 		return fail(err)
 	}
@@ -129,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ok, err
 	}
 
-	r := report.New(step)
+	r := harness.NewReport(step)
 	b := retrycost.Bench{Setting: c, Step: step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey, Initial: initial, Amount: amount}
 	for _, st := range chosen {
 		run, balance, err := b.Burst(st, func(run *retrycost.Run) (bool, error) { return spend(run, st) })

@@ -277,7 +277,7 @@ func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json.
+// (internal/harness): testdata/json-contract.json.
 func TestRun_jsonKeepsEveryKey(t *testing.T) { testenv.JSONKeepsKeys(t, run) }
 
 // What the tutorial may say about the strategies, because it held in 129 of

@@ -47,8 +47,7 @@ import (
 	"io"
 	"time"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/report"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/walletrun"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -57,12 +56,12 @@ import (
 const (
 	step          = "step5-fencing"
 	defaultPrefix = wallet.DefaultPrefix + "step5:"
-	// maxN bounds -n below cli.MaxN: phase 3 hands the lease from spender
+	// maxN bounds -n below harness.MaxN: phase 3 hands the lease from spender
 	// to spender, about 10 ms each, and must end within its hang guard.
 	maxN = 1000
 )
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 // The phases, in the lesson's order (phases.go). Each starts from a fresh
 // row and fence counter, so a phase run alone tells the same story.
@@ -101,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prefix := fs.String("prefix", defaultPrefix, "prefix of the Redis keys this run writes, and owner of its wallet row; one run at a time per prefix")
 	only := fs.String("phase", "all", "which phase to run: 1, 1b, 2, 3, 4 or all")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of the text")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	derived := true // 42, or a wallet of the prefix's own
@@ -128,12 +127,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case c.stalls < 0 || c.stalls > c.n:
 		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
 	}
-	if code, stop := cli.Refuse(fs, stderr, err, cli.CheckPrefix(*prefix), cli.CheckMax("-n", c.n, maxN),
-		cli.CheckDuration("-ttl", c.ttl), cli.CheckDuration("-pause", c.pause), cli.CheckDuration("-work", c.work)); stop {
+	if code, stop := harness.Refuse(fs, stderr, err, harness.CheckPrefix(*prefix), harness.CheckMax("-n", c.n, maxN),
+		harness.CheckDuration("-ttl", c.ttl), harness.CheckDuration("-pause", c.pause), harness.CheckDuration("-work", c.work)); stop {
 		return code
 	}
 
-	r := report.New(step)
+	r := harness.NewReport(step)
 	w, err := walletrun.Open(ctx, walletrun.Options{Prog: step, Prefix: *prefix, ID: *id, NeedRedis: needRedis, TTL: c.ttl,
 		// A phase that runs past a minute beyond its flags' work and
 		// stalls has hung. (The bounds above keep this from overflowing.)

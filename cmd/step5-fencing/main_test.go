@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
 	"example.com/walletlock/internal/fencing"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
@@ -444,7 +444,7 @@ func TestRun_ctrlCWithPostgresFrozen(t *testing.T) {
 	took := time.Since(start)
 	srv.Thaw()
 	t.Logf("returned %v after Ctrl-C", took)
-	if limit := cli.CleanupTimeout + 2*time.Second; took > limit {
+	if limit := harness.CleanupTimeout + 2*time.Second; took > limit {
 		t.Errorf("run took %v to return after Ctrl-C, want at most %v", took, limit)
 	}
 	if !strings.HasPrefix(out, "exit 130\n") || !strings.Contains(out, "interrupted by Ctrl-C during phase 3") {
@@ -456,7 +456,7 @@ func TestRun_ctrlCWithPostgresFrozen(t *testing.T) {
 			named = append(named, strings.TrimSuffix(line, "\n"))
 		}
 	}
-	want := "; it may still be there, delete it with: " + cli.PostgresDelete(prefix, id)
+	want := "; it may still be there, delete it with: " + harness.PostgresDelete(prefix, id)
 	if len(named) != 1 || !strings.HasSuffix(named[0], want) || !strings.Contains(named[0], fmt.Sprintf("wallet %d in PostgreSQL", id)) {
 		t.Fatalf("want one line naming the row and ending %q:\n%s", want, out)
 	}
@@ -549,7 +549,7 @@ func TestRun_phase3SaysWhenTheCounterWentBackwards(t *testing.T) {
 }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json.
+// (internal/harness): testdata/json-contract.json.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
 	testenv.Postgres(t)
 	testenv.JSONKeepsKeys(t, run, "-n", "10", "-stalls", "2", "-wallet-id", fmt.Sprint(testenv.WalletID(t)))

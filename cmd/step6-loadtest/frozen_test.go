@@ -62,7 +62,7 @@ func TestRun_unknownOutcomesWhileRedisIsFrozen(t *testing.T) {
 }
 
 // Ctrl-C while Redis is frozen: the run stops and gives up on its clean-up
-// within about cli.CleanupTimeout, prints the row it measured, names what
+// within about harness.CleanupTimeout, prints the row it measured, names what
 // it left in one line with the command that deletes it, and exits 130
 // (issue 10, defect 7: it took 17.6 s, dropped the row and said nothing).
 //

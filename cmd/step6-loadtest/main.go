@@ -47,14 +47,13 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/charts"
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/loadtest"
-	"example.com/walletlock/internal/report"
 )
 
 const step = "step6-loadtest"
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := loadtest.Defaults()
@@ -76,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
 	htmlFile := fs.String("html", "", "also write the report, with charts, as one HTML page to this file")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	err := c.Resolve(*workers, *which)
@@ -120,7 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	// Each row against the lesson: every strategy but none must be OK.
-	r := report.New(step)
+	r := harness.NewReport(step)
 	r.Control("none") // no lock: BROKEN under contention, but with little of it no update happens to be lost
 	for _, row := range rep.Rows {
 		switch {
@@ -164,5 +163,5 @@ func interrupted(stderr io.Writer, measured bool) int {
 	} else {
 		fmt.Fprintln(stderr, step+": interrupted by Ctrl-C before the first strategy ran")
 	}
-	return cli.ExitInterrupted
+	return harness.ExitInterrupted
 }

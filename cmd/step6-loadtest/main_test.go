@@ -433,7 +433,7 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json, a run of every strategy.
+// (internal/harness): testdata/json-contract.json, a run of every strategy.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
 	testenv.Postgres(t)
 	testenv.JSONKeepsKeys(t, run, "-first-id", fmt.Sprint(testenv.WalletID(t)), "-duration", "300ms", "-workers", "6", "-wallets", "3")

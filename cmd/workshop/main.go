@@ -32,9 +32,8 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/charts"
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/workshop"
 )
 
@@ -60,7 +59,7 @@ var plan = []struct {
 	}},
 }
 
-func main() { cli.Main(run) }
+func main() { harness.Main(run) }
 
 type options struct {
 	json, save, compare bool
@@ -81,7 +80,7 @@ func flags() (*flag.FlagSet, *options) {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, opt := flags()
-	// The files -compare reads follow the flags. cli.Parse refuses
+	// The files -compare reads follow the flags. harness.Parse refuses
 	// arguments, so it gets the flags alone: a second flag set, which
 	// stops at the first file, tells where they end.
 	probe, _ := flags()
@@ -91,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		files = probe.Args()
 		args = args[:len(args)-len(files)]
 	}
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	var bad error
@@ -111,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if opt.compare && opt.html != "" {
 		page = charts.CheckPage(opt.html)
 	}
-	if code, stop := cli.Refuse(fs, stderr, bad, cli.CheckPrefix(opt.prefix), page); stop {
+	if code, stop := harness.Refuse(fs, stderr, bad, harness.CheckPrefix(opt.prefix), page); stop {
 		return code
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
@@ -130,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
-		return cli.ExitInterrupted
+		return harness.ExitInterrupted
 	case err != nil:
 		return fail(err)
 	}
@@ -142,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// keys and wallet ids of its own.
 	tag := opt.prefix + fmt.Sprintf("%08x", rand.Uint32()) + ":"
 	ids := 2_000_000_000 + rand.Int64N(1_000_000_000)
-	r := report.New("workshop") // every step's phases, held to the lesson
+	r := harness.NewReport("workshop") // every step's phases, held to the lesson
 	failed := func(err error) {
 		doc.Failures = append(doc.Failures, err.Error())
 		r.Fail(stderr, err)
@@ -165,14 +164,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		for phase, why := range ran.LeftOut {
 			leftOut[p.step+"/"+phase] = true
-			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, cli.Printable(phase), cli.Printable(why))
+			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, harness.Printable(phase), harness.Printable(why))
 		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,
 			// unless it took too long and was killed.
 			doc.Interrupted = p.step
 			if ran.Killed {
-				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, cli.WaitDelay, workshop.Leftovers(tag))
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, harness.WaitDelay, workshop.Leftovers(tag))
 			}
 			break
 		}

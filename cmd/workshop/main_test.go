@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/testenv"
 )
 
@@ -19,7 +19,7 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "-html without -compare", Args: []string{"-html", "room.html"}, Want: "-html goes with -compare"},
 		{Name: "-compare with -save", Args: []string{"-compare", "-save", "a.json"}, Want: "neither -json nor -save"},
 		{Name: "an empty -host", Args: []string{"-host", " "}, Want: "-host must not be empty"},
-		{Name: "an empty -prefix", Args: []string{"-prefix", ""}, Want: cli.ErrEmptyPrefix.Error()},
+		{Name: "an empty -prefix", Args: []string{"-prefix", ""}, Want: harness.ErrEmptyPrefix.Error()},
 	})
 }
 
@@ -65,13 +65,13 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	var code int
 	select {
 	case code = <-done:
-	case <-time.After(cli.WaitDelay + 5*time.Second):
+	case <-time.After(harness.WaitDelay + 5*time.Second):
 		t.Fatal("the workshop still runs after Ctrl-C")
 	}
 
 	errs := stderr.String()
-	if code != cli.ExitInterrupted || !strings.Contains(errs, "workshop: interrupted by Ctrl-C during step3-ttl") {
-		t.Errorf("run = %d, want %d and the interruption named; stderr:\n%s", code, cli.ExitInterrupted, errs)
+	if code != harness.ExitInterrupted || !strings.Contains(errs, "workshop: interrupted by Ctrl-C during step3-ttl") {
+		t.Errorf("run = %d, want %d and the interruption named; stderr:\n%s", code, harness.ExitInterrupted, errs)
 	}
 	if strings.Contains(errs, "did not print what the tutorial says") || strings.Contains(errs, "was killed") {
 		t.Errorf("stderr blames the phases or a kill:\n%s", errs)
@@ -95,7 +95,7 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 }
 
 // -json keeps every key a run printed before the shared report
-// (internal/report): testdata/json-contract.json, every step's output
+// (internal/harness): testdata/json-contract.json, every step's output
 // within it included. It runs every step, about a minute.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
 	testenv.Postgres(t)

@@ -22,7 +22,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 )
 
 //go:embed page.tmpl
@@ -46,23 +46,23 @@ func render(w io.Writer, name string, data any) error {
 // exists and takes a new file. It tries one, and removes it. The error
 // names the flag (-html) and the fix, in one line.
 func CheckPage(path string) error {
-	shown := cli.Printable(path)
+	shown := harness.Printable(path)
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("-html %s is a folder: name the page's file in it, e.g. %s", shown, cli.Printable(filepath.Join(path, "report.html")))
+		return fmt.Errorf("-html %s is a folder: name the page's file in it, e.g. %s", shown, harness.Printable(filepath.Join(path, "harness.html")))
 	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("-html %s: the folder %s does not exist: create it, or name a file in a folder that does", shown, cli.Printable(dir))
+		return fmt.Errorf("-html %s: the folder %s does not exist: create it, or name a file in a folder that does", shown, harness.Printable(dir))
 	case err == nil && !fi.IsDir():
-		return fmt.Errorf("-html %s: %s is not a folder", shown, cli.Printable(dir))
+		return fmt.Errorf("-html %s: %s is not a folder", shown, harness.Printable(dir))
 	case err != nil:
 		return fmt.Errorf("-html %s: %v", shown, unwrapPath(err))
 	}
 	f, err := os.CreateTemp(dir, ".walletlock-page-*")
 	if err != nil {
-		return fmt.Errorf("-html %s: cannot write in the folder %s: %v", shown, cli.Printable(dir), unwrapPath(err))
+		return fmt.Errorf("-html %s: cannot write in the folder %s: %v", shown, harness.Printable(dir), unwrapPath(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

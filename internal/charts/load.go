@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/loadtest"
 )
@@ -92,8 +92,8 @@ func (r loadRow) verdict() (string, bool) {
 	return lesson.OK, want == lesson.OK
 }
 
-// decodeLoad reads step 6's JSON report. The texts it keeps are made
-// printable (cli.Printable): a workshop file may come from anyone.
+// decodeLoad reads step 6's JSON harness. The texts it keeps are made
+// printable (harness.Printable): a workshop file may come from anyone.
 func decodeLoad(data []byte) (load, error) {
 	var l load
 	if err := json.Unmarshal(data, &l); err != nil {
@@ -110,18 +110,18 @@ func decodeLoad(data []byte) (load, error) {
 				}
 			}
 		case json.Unmarshal(l.Params.Workers, &counts) != nil:
-			return l, fmt.Errorf("charts: read step 6's report: params.workers is %s, not a count or a list of counts", cli.Printable(string(l.Params.Workers)))
+			return l, fmt.Errorf("charts: read step 6's report: params.workers is %s, not a count or a list of counts", harness.Printable(string(l.Params.Workers)))
 		}
 	}
 	for _, s := range []*string{&l.Started, &l.Params.Duration, &l.Params.Work} {
-		*s = cli.Printable(*s)
+		*s = harness.Printable(*s)
 	}
 	for i := range l.Rows {
 		r := &l.Rows[i]
 		if r.Strategy == "" {
 			return l, fmt.Errorf("charts: read step 6's report: row %d names no strategy", i+1)
 		}
-		r.Strategy, r.Check, r.Note = cli.Printable(r.Strategy), cli.Printable(r.Check), cli.Printable(r.Note)
+		r.Strategy, r.Check, r.Note = harness.Printable(r.Strategy), harness.Printable(r.Check), harness.Printable(r.Note)
 	}
 	return l, nil
 }

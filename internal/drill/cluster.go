@@ -25,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/wallet"
 )
 
@@ -58,17 +59,12 @@ func (r *runner) startCluster(ctx context.Context) error {
 	name := func(role string, i int) string {
 		return fmt.Sprintf("nodes-%s%d-%d-%d.conf", role, i, r.c.Seed, time.Now().UnixNano())
 	}
-	start := func(conf string) (*Server, int, error) {
-		// The bus port is given, as port + 10000 may not exist.
-		bus, err := freePort()
+	start := func(conf string) (*launch.Redis, int, error) {
+		s, err := r.procs.StartClusterNode(ctx, r.c.Dir, conf, clusterNodeTimeout)
 		if err != nil {
-			return nil, 0, fmt.Errorf("drill: find a free port: %w", err)
+			return nil, 0, err
 		}
-		s, err := r.procs.StartRedis(ctx, r.c.Dir, "--cluster-enabled", "yes", "--cluster-config-file", conf,
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(clusterNodeTimeout.Milliseconds())),
-			// A replica cut off from its master may still take over.
-			"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no")
-		return s, bus, err
+		return s, s.Bus, nil
 	}
 	r.direct = map[string]string{}
 	var buses []int
@@ -108,7 +104,7 @@ func (r *runner) startCluster(ctx context.Context) error {
 	}
 	first := NewClient(r.masters[0].Addr)
 	defer first.Close()
-	for i, s := range append(append([]*Server{}, r.masters...), r.replicas...)[1:] {
+	for i, s := range append(append([]*launch.Redis{}, r.masters...), r.replicas...)[1:] {
 		port := s.Port
 		if i+1 < 3 {
 			port = r.proxies[i+1].Port
@@ -117,7 +113,7 @@ func (r *runner) startCluster(ctx context.Context) error {
 			return fmt.Errorf("drill: CLUSTER MEET %s: %w", s.Addr, err)
 		}
 	}
-	all := append(append([]*Server{}, r.masters...), r.replicas...)
+	all := append(append([]*launch.Redis{}, r.masters...), r.replicas...)
 	if err := poll(ctx, 20*time.Second, func() bool { return everyNodeKnows(ctx, all, 6) }); err != nil {
 		return fmt.Errorf("drill: the cluster nodes did not meet: %w", err)
 	}
@@ -142,7 +138,7 @@ func (r *runner) startCluster(ctx context.Context) error {
 
 // everyNodeKnows reports whether every node lists n nodes, none of them
 // still in the handshake.
-func everyNodeKnows(ctx context.Context, nodes []*Server, n int) bool {
+func everyNodeKnows(ctx context.Context, nodes []*launch.Redis, n int) bool {
 	for _, s := range nodes {
 		c := NewClient(s.Addr)
 		text, err := c.ClusterNodes(ctx).Result()
@@ -156,7 +152,7 @@ func everyNodeKnows(ctx context.Context, nodes []*Server, n int) bool {
 
 // clusterReady reports whether every node says cluster_state:ok and every
 // replica is in sync with its master.
-func clusterReady(ctx context.Context, nodes, replicas []*Server) bool {
+func clusterReady(ctx context.Context, nodes, replicas []*launch.Redis) bool {
 	for _, s := range nodes {
 		c := NewClient(s.Addr)
 		info, err := c.ClusterInfo(ctx).Result()
@@ -203,7 +199,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 	if victim < 0 { // no such holder: fail over the first wallet's master all the same
 		victim = max(r.masterOf(ctx, rdb, wallet.LockKey(r.c.Prefix, r.c.First)), 0)
 	}
-	if !r.masters[victim].proc.Kill(3 * time.Second) {
+	if !r.masters[victim].Proc().Kill(3 * time.Second) {
 		return 0, "", fmt.Errorf("drill: the master %s did not die", r.masters[victim].Addr)
 	}
 	for _, p := range r.proxies {
@@ -232,7 +228,7 @@ func (r *runner) masterOf(ctx context.Context, rdb *redis.ClusterClient, key str
 // clusterReplicaHas reports whether a cluster replica holds the lock of
 // the read e. A replica answers reads only after READONLY, on the same
 // connection: one pipeline.
-func (r *runner) clusterReplicaHas(ctx context.Context, replica *Server, e Event) bool {
+func (r *runner) clusterReplicaHas(ctx context.Context, replica *launch.Redis, e Event) bool {
 	c := NewClient(replica.Addr)
 	defer c.Close()
 	var get *redis.StringCmd
@@ -247,7 +243,7 @@ func (r *runner) clusterReplicaHas(ctx context.Context, replica *Server, e Event
 
 // clusterPromoted reports whether the replica is now a master and the
 // cluster is ok in its eyes.
-func (r *runner) clusterPromoted(ctx context.Context, replica *Server) bool {
+func (r *runner) clusterPromoted(ctx context.Context, replica *launch.Redis) bool {
 	c := NewClient(replica.Addr)
 	defer c.Close()
 	role, err := c.Do(ctx, "ROLE").Slice()

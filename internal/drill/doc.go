@@ -6,7 +6,7 @@
 // failover in a Redis Cluster) and judges what each locking strategy did to
 // the money.
 //
-// Everything the drill signals it started itself (see Procs): it never
+// Everything the drill signals it started itself (see internal/launch): it never
 // looks up a process by name or pid, and it listens and connects on
 // 127.0.0.1 only.
 package drill

@@ -70,7 +70,7 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 			return 0, "no spend came by", ctx.Err()
 		}
 		start := time.Now()
-		err := r.procs.Restart(ctx, r.primary)
+		err := r.primary.Restart(ctx)
 		if err == nil {
 			poll(ctx, 3*time.Second+2*ttl, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s) })
 		}
@@ -107,7 +107,7 @@ func (r *runner) failover(ctx context.Context) (int, string, error) {
 		}
 		r.ack(g.s, g.e)
 	}
-	if !r.primary.proc.Kill(3 * time.Second) {
+	if !r.primary.Proc().Kill(3 * time.Second) {
 		return 0, "", fmt.Errorf("drill: the primary did not die")
 	}
 	r.proxy.Drop()

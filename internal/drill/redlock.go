@@ -86,18 +86,18 @@ func (r *runner) startRedlock(ctx context.Context) error {
 func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
 	perm := r.rng.Perm(len(r.nodes))
 	down, again := r.nodes[perm[0]], r.nodes[perm[1]]
-	if !down.proc.Kill(3 * time.Second) {
+	if !down.Proc().Kill(3 * time.Second) {
 		return 0, "", fmt.Errorf("drill: the Redlock node %s did not die", down.Addr)
 	}
 	g, ok := r.grabRead(ctx, 5*time.Second, nil)
 	if !ok {
-		err := errors.Join(ctx.Err(), r.procs.start(ctx, down))
+		err := errors.Join(ctx.Err(), down.Start(ctx))
 		return 1, "no spend came by while a node was down", err
 	}
 	struck := time.Now()
-	err := r.procs.start(ctx, down)
+	err := down.Start(ctx)
 	if err == nil {
-		err = r.procs.Restart(ctx, again)
+		err = again.Restart(ctx)
 	}
 	var second int64
 	if err == nil {

@@ -4,7 +4,6 @@ package drill
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/wallet"
 )
 
@@ -73,17 +73,17 @@ type Result struct {
 // runner is the state of one run.
 type runner struct {
 	c     Config
-	procs *Procs
+	procs *launch.Group
 	rng   *rand.Rand
 
-	primary, replica *Server
+	primary, replica *launch.Redis
 	proxy            *Proxy
-	sentinels        []*Server
-	nodes            []*Server // Redlock's, instead of the primary
+	sentinels        []*launch.Redis
+	nodes            []*launch.Redis // Redlock's, instead of the primary
 
 	// The cluster of ClusterFailover: masters[i] has replicas[i] and
 	// announces proxies[i], which direct maps back to the master.
-	masters, replicas []*Server
+	masters, replicas []*launch.Redis
 	proxies           []*Proxy
 	direct            map[string]string
 
@@ -111,10 +111,9 @@ type grabbed struct {
 
 type spenderProc struct {
 	n     int
-	proc  *Proc
-	stdin io.WriteCloser
+	proc  *launch.Program
 	wmu   sync.Mutex
-	err   bytes.Buffer
+	err   launch.Log    // its stderr
 	ended chan struct{} // stdout read to the end
 	endAt int64
 }
@@ -122,7 +121,7 @@ type spenderProc struct {
 // Run runs one drill and judges it. procs holds every process it starts;
 // Run stops them before it returns, and the caller kills what is left on
 // Ctrl-C.
-func Run(ctx context.Context, procs *Procs, c Config) (Result, error) {
+func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
 		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
 	res := Result{Nemesis: c.Nemesis, Strategy: c.Strategy, Seed: c.Seed}
@@ -191,7 +190,7 @@ func (r *runner) startServers(ctx context.Context) error {
 	if r.proxy, err = StartProxy(r.primary.Addr); err != nil {
 		return err
 	}
-	if r.replica, err = r.procs.StartRedis(ctx, r.c.Dir, "--replicaof", "127.0.0.1", fmt.Sprint(r.proxy.Port)); err != nil {
+	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr); err != nil {
 		return err
 	}
 	rdb := NewClient(r.replica.Addr)
@@ -205,7 +204,7 @@ func (r *runner) startServers(ctx context.Context) error {
 		return nil
 	}
 	for range 3 {
-		s, err := r.procs.StartSentinel(ctx, r.c.Dir, r.primary.Addr, 500*time.Millisecond)
+		s, err := r.procs.StartSentinel(ctx, r.c.Dir, MasterName, r.primary.Addr, 500*time.Millisecond)
 		if err != nil {
 			return err
 		}
@@ -229,11 +228,11 @@ func (r *runner) startServers(ctx context.Context) error {
 }
 
 func (r *runner) stopServers() {
-	servers := append([]*Server{r.primary, r.replica}, r.sentinels...)
+	servers := append([]*launch.Redis{r.primary, r.replica}, r.sentinels...)
 	servers = append(servers, r.nodes...)
 	for _, s := range append(append(servers, r.masters...), r.replicas...) {
 		if s != nil {
-			s.proc.Kill(3 * time.Second)
+			s.Proc().Kill(3 * time.Second)
 		}
 	}
 	if r.proxy != nil {
@@ -285,30 +284,15 @@ func (r *runner) startSpender(n int) error {
 	cmd := exec.Command(c.Exe)
 	cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js))
 	sp := &spenderProc{n: n, ended: make(chan struct{})}
-	cmd.Stderr = &lockedWriter{w: &sp.err}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	// A pipe of our own, not cmd.StdoutPipe: Procs reaps the process as
-	// soon as it exits, and Wait closes a StdoutPipe then, losing the last
-	// reports still in it. This read end stays open until read hits EOF.
-	stdout, w, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stdout = w
-	sp.stdin = stdin
-	sp.proc, err = r.procs.Start(fmt.Sprintf("spender %d", n), cmd)
-	w.Close() // the child has its copy; EOF comes when it exits
-	if err != nil {
-		stdout.Close()
+	cmd.Stderr = &sp.err
+	var err error
+	if sp.proc, err = r.procs.StartProgram(fmt.Sprintf("spender %d", n), cmd); err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.spenders = append(r.spenders, sp)
 	r.mu.Unlock()
-	go r.read(sp, stdout)
+	go r.read(sp, sp.proc.Stdout)
 	return nil
 }
 
@@ -368,7 +352,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 func (r *runner) ack(sp *spenderProc, e Event) {
 	sp.wmu.Lock()
 	defer sp.wmu.Unlock()
-	fmt.Fprintf(sp.stdin, "go %d\n", e.Req)
+	fmt.Fprintf(sp.proc.Stdin, "go %d\n", e.Req)
 }
 
 // grabRead hands the nemesis the next read that pass accepts, instead of
@@ -429,7 +413,7 @@ func (r *runner) stopSpenders(ctx context.Context) {
 	for _, sp := range list {
 		sp.proc.Resume() // a paused spender could not stop
 		sp.wmu.Lock()
-		sp.stdin.Close()
+		sp.proc.Stdin.Close()
 		sp.wmu.Unlock()
 	}
 	deadline := time.After(5 * time.Second)

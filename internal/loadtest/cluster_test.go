@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/loadtest"
-	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
@@ -31,7 +31,7 @@ func TestRun_followsAClusterFailover(t *testing.T) {
 
 	// The victim holds the run lease's slot, and a wallet whose balance
 	// tells when the first phase (lock) is spending.
-	victim := masterOf(t, ctx, rdb, cl, runlease.Key(c.Prefix))
+	victim := masterOf(t, ctx, rdb, cl, harness.LeaseKey(c.Prefix))
 	watched := ""
 	for i := range int64(c.Wallets) {
 		if k := wallet.BalanceKey(c.Prefix, c.FirstID+i); masterOf(t, ctx, rdb, cl, k) == victim {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -87,9 +87,9 @@ func Defaults() Config {
 
 // Upper bounds of a run: a laptop runs them, a typo does not fill a shared
 // database (-wallets 100000000 would be 10^8 rows). Every duration is at
-// most cli.MaxDuration.
+// most harness.MaxDuration.
 const (
-	MaxWorkers = cli.MaxN
+	MaxWorkers = harness.MaxN
 	MaxWallets = 1_000_000
 	MaxLevels  = 10 // worker counts in one sweep: each runs every strategy
 	// MaxPool bounds -pool: Redis serves 10,000 clients by default, and
@@ -190,14 +190,14 @@ func (c Config) Validate() error {
 		return bad("-initial %d times -wallets %d does not fit in an int64: lower one of them", c.Initial, c.Wallets)
 	case c.Timeout <= 0:
 		return bad("-timeout must be above 0, got %v", c.Timeout)
-	case c.Duration > cli.MaxDuration:
-		return bad("%v", cli.CheckDuration("-duration", c.Duration))
-	case c.Work > cli.MaxDuration:
-		return bad("%v", cli.CheckDuration("-work", c.Work))
-	case c.TTL > cli.MaxDuration:
-		return bad("%v", cli.CheckDuration("-ttl", c.TTL))
-	case c.Timeout > cli.MaxDuration:
-		return bad("%v", cli.CheckDuration("-timeout", c.Timeout))
+	case c.Duration > harness.MaxDuration:
+		return bad("%v", harness.CheckDuration("-duration", c.Duration))
+	case c.Work > harness.MaxDuration:
+		return bad("%v", harness.CheckDuration("-work", c.Work))
+	case c.TTL > harness.MaxDuration:
+		return bad("%v", harness.CheckDuration("-ttl", c.TTL))
+	case c.Timeout > harness.MaxDuration:
+		return bad("%v", harness.CheckDuration("-timeout", c.Timeout))
 	case c.FirstID < 1 || c.FirstID > math.MaxInt64-int64(c.Wallets):
 		return bad("-first-id must be at least 1 and leave room for %d wallets, got %d", c.Wallets, c.FirstID)
 	case c.Pool < 0 || c.Pool > MaxPool:

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/services"
 )
 
@@ -37,7 +37,7 @@ func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *
 	}
 	l := &Leftovers{Cause: strings.Join(strings.Fields(cause.Error()), " ")}
 	if inRedis && env.Redis != nil {
-		l.Redis = cli.RedisDelPrefix(services.OptionsOf(env.Redis), prefix)
+		l.Redis = harness.RedisDelPrefix(services.OptionsOf(env.Redis), prefix)
 	}
 	if inPostgres && env.Postgres != nil {
 		c := env.Postgres.Config().ConnConfig

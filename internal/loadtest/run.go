@@ -18,9 +18,8 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/redlock"
-	"example.com/walletlock/internal/runlease"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
@@ -39,15 +38,15 @@ var settleTimeout = 10 * time.Second
 // last third is for giving the run lease back, which waits at most
 // commandTimeout. Redis commands give up after commandTimeout (see Dial),
 // so even a frozen server holds no step longer than that.
-var stopBudget = cli.CleanupTimeout
+var stopBudget = harness.CleanupTimeout
 
 // Run runs every strategy of cfg, one after another, each on freshly set up
-// wallets, and returns the report. In a contention sweep (cfg.Sweep) it
+// wallets, and returns the harness. In a contention sweep (cfg.Sweep) it
 // runs them all at the first worker count, then all at the next, and so
 // on: one row per strategy and count. Without the service a strategy
 // needs in env it fails before anything runs.
 //
-// Run first takes a lease on cfg.Prefix (see internal/runlease) and marks
+// Run first takes a lease on cfg.Prefix (see internal/harness) and marks
 // the PostgreSQL rows it uses as the prefix's (wallet.Store.Owned): a
 // second run on the same prefix, or on ids that another run holds, is
 // refused with an error saying so, before anything is written.
@@ -58,7 +57,7 @@ var stopBudget = cli.CleanupTimeout
 // one marked Interrupted, with a nil error (and no row at all when ctx
 // ended before the first strategy started). The keys and rows it wrote are
 // deleted whatever happens; what it could not delete is in
-// Report.Leftovers. All of this takes about cli.CleanupTimeout after ctx
+// Report.Leftovers. All of this takes about harness.CleanupTimeout after ctx
 // ends, even when a service no longer answers.
 //
 // An error from Redis or PostgreSQL while setting up or reading back the
@@ -78,7 +77,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	lease, err := runlease.Take(ctx, env.Redis, cfg.Prefix)
+	lease, err := harness.TakeLease(ctx, env.Redis, cfg.Prefix)
 	if err != nil && ctx.Err() == nil {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
@@ -291,7 +290,7 @@ type runner struct {
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
 	calls   *services.CallCounter // commands sent to Redis; nil: not counted
 	w       *wallets
-	lease   *runlease.Lease
+	lease   *harness.Lease
 	bar     *progress
 
 	// spends ends a moment after ctx (see stopBudget), never before.
@@ -388,11 +387,11 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 		_ = r.clearRedlock(ctx)
 	}
 	// Close waits for a refresh in flight and its own release, each within
-	// commandTimeout; a lease not given back expires within runlease.TTL.
+	// commandTimeout; a lease not given back expires within harness.LeaseTTL.
 	_ = r.lease.Close(ctx)
 }
 
-// tally collects what the workers of one phase report.
+// tally collects what the workers of one phase harness.
 type tally struct {
 	mu                                                     sync.Mutex
 	latency, wait, pool                                    *hdrhistogram.Histogram
@@ -685,7 +684,7 @@ func measured(row *Row) (bool, string) {
 
 // retry calls f until it succeeds, fails with an answer from the server,
 // or ctx ends: reading back balances or deleting keys may be done again,
-// and a service that stalls for a while must not cost the report.
+// and a service that stalls for a while must not cost the harness.
 func retry(ctx context.Context, f func() error) error {
 	for {
 		err := f()

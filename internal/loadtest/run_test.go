@@ -397,7 +397,7 @@ func TestRun_refusesWhenFundsRunOut(t *testing.T) {
 			t.Errorf("%s: %s, want all %d wallets emptied, OK", r.Strategy, r.Check, c.Wallets)
 		}
 		if r.RefusedFunds == 0 || r.Errors > 0 {
-			t.Errorf("%s: %d refused for funds, %d errors; want refusals and no error", r.Strategy, r.RefusedFunds, r.Errors)
+			t.Errorf("%s: %d refused for funds, %d errors (first: %s); want refusals and no error", r.Strategy, r.RefusedFunds, r.Errors, r.FirstError)
 		}
 	}
 }

@@ -9,11 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
-	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/wallet"
 )
 
@@ -23,9 +22,7 @@ var errNoCopies error // this system has process groups
 type child struct {
 	name  string // "spender process 2 of 4"
 	share int    // how many spenders it runs
-	cmd   *exec.Cmd
-	proc  *drill.Proc
-	stdin io.WriteCloser
+	proc  *launch.Program
 	out   chan report // what it writes on stdout; closed at its end
 }
 
@@ -35,13 +32,13 @@ func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
 	if err != nil {
 		return failed(sp.N, fmt.Errorf("procs: find this program's binary: %w", err))
 	}
-	// drill.Procs starts each copy in a process group of its own, so that a
+	// launch starts each copy in a process group of its own, so that a
 	// Ctrl-C at the terminal reaches it only through Run, and kills it
 	// when this process dies (on Linux, even by SIGKILL). KillAll at the
 	// end stops any copy still there, and nothing else.
-	var ps drill.Procs
+	var ps launch.Group
 	defer ps.KillAll(time.Second)
-	stderr := &lockedWriter{w: sp.Stderr}
+	stderr := launch.SharedWriter(sp.Stderr)
 	copies := make([]*child, sp.Procs)
 	for i := range copies {
 		share := sp.N / sp.Procs
@@ -72,8 +69,8 @@ func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
 		return failed(sp.N, context.Cause(ctx))
 	}
 	for _, c := range copies {
-		io.WriteString(c.stdin, "go\n") // a copy that is gone says so by sending no tally
-		c.stdin.Close()
+		io.WriteString(c.proc.Stdin, "go\n") // a copy that is gone says so by sending no tally
+		c.proc.Stdin.Close()
 	}
 
 	// From now on, when ctx ends each copy gets one interrupt, as from
@@ -126,33 +123,19 @@ func (c *child) tally(giveUp <-chan struct{}) (report, error) {
 }
 
 // start starts one copy, with share spenders, and reads its stdout.
-func start(ps *drill.Procs, name string, share int, exe string, args []string, stderr io.Writer) (*child, error) {
+func start(ps *launch.Group, name string, share int, exe string, args []string, stderr io.Writer) (*child, error) {
 	c := &child{name: name, share: share, out: make(chan report, 2)}
-	c.cmd = exec.Command(exe, args...)
-	c.cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", Env, share))
-	c.cmd.Stderr = stderr
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", Env, share))
+	cmd.Stderr = stderr
 	var err error
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("procs: start %s: %w", name, err)
-	}
-	// A pipe of our own rather than StdoutPipe: drill.Procs waits for the
-	// process at once, and Wait would close StdoutPipe's end, perhaps
-	// before the tally was read.
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("procs: start %s: %w", name, err)
-	}
-	c.cmd.Stdout = w
-	c.proc, err = ps.Start(name, c.cmd)
-	w.Close()
-	if err != nil {
-		r.Close()
+	if c.proc, err = ps.StartProgram(name, cmd); err != nil {
 		return nil, fmt.Errorf("procs: %w", err)
 	}
 	go func() {
-		defer r.Close()
+		defer c.proc.Stdout.Close()
 		defer close(c.out)
-		dec := json.NewDecoder(r)
+		dec := json.NewDecoder(c.proc.Stdout)
 		for {
 			var rep report
 			if dec.Decode(&rep) != nil {
@@ -168,23 +151,9 @@ func start(ps *drill.Procs, name string, share int, exe string, args []string, s
 // have: it waits a moment for the copy's end and names how it ended. What
 // the copy said about it went to stderr.
 func (c *child) ended(when string) error {
-	state := "still running"
 	select {
 	case <-c.proc.Exited():
-		state = c.cmd.ProcessState.String() // set before Exited is closed
 	case <-time.After(time.Second):
 	}
-	return fmt.Errorf("procs: %s ended %s (%s)", c.name, when, state)
-}
-
-// lockedWriter lets the copies share one stderr.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return fmt.Errorf("procs: %s ended %s (%s)", c.name, when, c.proc.State())
 }

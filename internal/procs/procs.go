@@ -22,7 +22,7 @@
 //
 //	func TestMain(m *testing.M) {
 //		if procs.Child() {
-//			cli.Main(run)
+//			harness.Main(run)
 //		}
 //		os.Exit(m.Run())
 //	}
@@ -37,10 +37,9 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/wallet"
 )
 
@@ -54,7 +53,7 @@ const Max = 64
 
 // KillAfter is how long a copy has, after the interrupt that Run forwards
 // when its ctx ends, to send its tally before it is killed. It is well
-// inside cli.CleanupTimeout, so that the program still has time to read
+// inside harness.CleanupTimeout, so that the program still has time to read
 // back the balance and delete its keys.
 const KillAfter = time.Second
 
@@ -125,7 +124,7 @@ func (sp Spenders) Serve(ctx context.Context, stdout, stderr io.Writer) int {
 
 func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, share string) int {
 	n, err := strconv.Atoi(share)
-	if err != nil || n < 1 || n > cli.MaxN {
+	if err != nil || n < 1 || n > harness.MaxN {
 		fmt.Fprintf(stderr, "procs: %s=%q is not a number of spenders; this process is meant to be started by a program's -procs\n", Env, share)
 		return 2
 	}
@@ -146,7 +145,7 @@ func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io
 			return 1
 		}
 	case <-ctx.Done():
-		return cli.ExitInterrupted
+		return harness.ExitInterrupted
 	}
 	t := wallet.Hammer(n, func(i int) (bool, error) { return sp.Spend(ctx, i) })
 	r := report{Accepted: t.Accepted, Refused: t.Refused, Unknown: t.Unknown, Errors: messages(t.Errors)}
@@ -201,29 +200,5 @@ func messages(errs []error) []string {
 	return out
 }
 
-// Errors collects errors from concurrent goroutines. The zero value is
-// ready to use; a nil *Errors ignores what it is given.
-type Errors struct {
-	mu   sync.Mutex
-	list []error
-}
-
-// Add records err.
-func (e *Errors) Add(err error) {
-	if e == nil {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, err)
-}
-
-// List returns the errors recorded so far.
-func (e *Errors) List() []error {
-	if e == nil {
-		return nil
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]error(nil), e.list...)
-}
+// Errors collects errors from concurrent goroutines (harness.Errors).
+type Errors = harness.Errors

@@ -12,8 +12,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/report"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -62,17 +61,17 @@ func (c Setting) Check() error {
 	if err := lock.CheckTTL(c.TTL); err != nil {
 		ttl = fmt.Errorf("-ttl: %w", err)
 	}
-	return cmp.Or(bounds, ttl, cli.CheckPrefix(c.Prefix), cli.CheckMax("-n", c.N, cli.MaxN),
-		cli.CheckDuration("-work", c.Work), cli.CheckDuration("-ttl", c.TTL), cli.CheckDuration("-wait", c.Wait))
+	return cmp.Or(bounds, ttl, harness.CheckPrefix(c.Prefix), harness.CheckMax("-n", c.N, harness.MaxN),
+		harness.CheckDuration("-work", c.Work), harness.CheckDuration("-ttl", c.TTL), harness.CheckDuration("-wait", c.Wait))
 }
 
-// Bench runs one burst of spenders per strategy within a cli.Session, on
+// Bench runs one burst of spenders per strategy within a harness.Session, on
 // a fresh balance each time, and keeps what each measured for the table
 // and the JSON. After Ctrl-C it stops and says where (Stopped).
 type Bench struct {
 	Setting
 	Step            string // the program's name, for its messages
-	Session         *cli.Session
+	Session         *harness.Session
 	Redis           redis.UniversalClient
 	BalanceKey      string // set to Initial before each burst
 	LockKey         string // deleted before each burst: a lease left by a run that died
@@ -99,7 +98,7 @@ func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64,
 	}
 	ctx := s.Context()
 	// After Ctrl-C, spenders stuck on a frozen Redis are not waited for.
-	m, done := cli.Await(s, func() measured {
+	m, done := harness.Await(s, func() measured {
 		if err := b.Redis.Del(ctx, b.LockKey).Err(); err != nil {
 			return measured{err: fmt.Errorf("redis: delete %s: %w", b.LockKey, err)}
 		}
@@ -136,7 +135,7 @@ func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64,
 	return m.run, balance, nil
 }
 
-// measured is what one burst gave, for cli.Await.
+// measured is what one burst gave, for harness.Await.
 type measured struct {
 	run *Run
 	err error
@@ -154,7 +153,7 @@ func (b *Bench) Stopped() string {
 // Report adds the setting, Note and every run's Figures to r, and unless
 // asJSON prints the table. After Ctrl-C it records the run that Ctrl-C cut
 // short as r's interrupted phase, and says on stderr where it stopped.
-func (b *Bench) Report(r *report.Report, stdout, stderr io.Writer, asJSON bool) {
+func (b *Bench) Report(r *harness.Report, stdout, stderr io.Writer, asJSON bool) {
 	figures := []Figures{}
 	for _, run := range b.runs {
 		figures = append(figures, run.Figures())

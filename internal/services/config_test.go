@@ -10,16 +10,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -251,97 +248,14 @@ type redisConf struct {
 // returns its address; it is killed when the test ends.
 func redisServer(t *testing.T, c redisConf) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not on PATH, and CI is set")
-		}
-		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) to run this test")
-	}
-	// A free port can be taken between asking and binding: try a few.
-	var lastErr error
-	for range 3 {
-		addr, err := tryRedisServer(t, bin, c)
-		if err == nil {
-			return addr
-		}
-		lastErr = err
-	}
-	t.Fatalf("could not start redis-server: %v", lastErr)
-	return ""
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func tryRedisServer(t *testing.T, bin string, c redisConf) (string, error) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-
-	args := []string{"--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+	var args []string
 	if c.password != "" {
 		args = append(args, "--requirepass", c.password)
 	}
 	if c.certFile != "" {
-		args = append(args, "--port", "0", "--tls-port", port, "--tls-cert-file", c.certFile,
-			"--tls-key-file", c.keyFile, "--tls-ca-cert-file", c.certFile, "--tls-auth-clients", "no")
-	} else {
-		args = append(args, "--port", port)
+		return testenv.StartTLSRedis(t, c.certFile, c.keyFile, args...).Addr
 	}
-	var out syncBuffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop := func() {
-		cmd.Process.Kill()
-		<-exited
-	}
-
-	// Wait, bounded, until it says it listens (a server that could not
-	// bind the port exits instead).
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(out.String(), "Ready to accept connections") {
-		select {
-		case <-exited:
-			return "", fmt.Errorf("redis-server exited: %s", out.String())
-		case <-deadline:
-			stop()
-			return "", fmt.Errorf("redis-server did not start within 10s: %s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("redis-server output:\n%s", out.String())
-		}
-	})
-	return addr, nil
+	return testenv.StartRedis(t, args...).Addr
 }
 
 func TestConnect_requirePass(t *testing.T) {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/launch"
 )
 
 // Cluster is a Redis Cluster of the test's own: three masters holding a
@@ -40,21 +41,10 @@ func StartCluster(t testing.TB) *Cluster {
 			a.Close()
 		}
 	})
-	buses := map[*RedisServer]int{}
 	start := func() *RedisServer {
-		// The bus port is given: port + 10000 may be taken, or past 65535.
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bus := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		s := StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(ClusterNodeTimeout.Milliseconds())),
-			// A replica that lost its master a while ago may still take over.
-			"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no")
-		buses[s] = bus
-		return s
+		return tie(t, func(ctx context.Context, g *launch.Group) (*launch.Redis, error) {
+			return g.StartClusterNode(ctx, t.TempDir(), "nodes.conf", ClusterNodeTimeout)
+		})
 	}
 	for i := range c.Masters {
 		c.Masters[i] = start()
@@ -67,7 +57,7 @@ func StartCluster(t testing.TB) *Cluster {
 	all := c.nodes()
 	for _, s := range all[1:] {
 		_, port, _ := net.SplitHostPort(s.Addr)
-		c.do(t, ctx, all[0], "CLUSTER", "MEET", "127.0.0.1", port, buses[s])
+		c.do(t, ctx, all[0], "CLUSTER", "MEET", "127.0.0.1", port, s.srv.Bus)
 	}
 	waitFor(t, ctx, "every node to know the other five", func() bool {
 		for _, s := range all {
@@ -128,10 +118,6 @@ func (c *Cluster) Promoted(ctx context.Context, i int) bool {
 func (c *Cluster) nodes() []*RedisServer {
 	return append(c.Masters[:], c.Replicas[:]...)
 }
-
-// Kill kills the server with SIGKILL, as kill -9 does: no shutdown, no
-// last write.
-func (s *RedisServer) Kill() { s.cmd.Process.Kill() }
 
 // client is a client for node s alone, closed when the test ends.
 func (c *Cluster) client(s *RedisServer) *redis.Client {

@@ -9,14 +9,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
-	"example.com/walletlock/internal/runlease"
+	"example.com/walletlock/internal/harness"
 )
 
 // interruptGuard is how long a program may take to return after Ctrl-C:
 // its clean-up bound plus room for a busy machine. It catches a hang; it is
 // not a speed test.
-const interruptGuard = cli.CleanupTimeout + 4*time.Second
+const interruptGuard = harness.CleanupTimeout + 4*time.Second
 
 // CtrlC is a Ctrl-C in the middle of a run, for Interrupt.
 type CtrlC struct {
@@ -33,7 +32,7 @@ type CtrlC struct {
 // Interrupt runs the program against a redis-server of the test's own and
 // presses Ctrl-C (cancels its context) in the middle of its work. It
 // requires what every program must do then: return 130 within
-// cli.CleanupTimeout and a margin, say that it was interrupted, and either
+// harness.CleanupTimeout and a margin, say that it was interrupted, and either
 // leave nothing under its prefix or, when the server is frozen (or
 // swamped), name what may be left in one line with the redis-cli command
 // that deletes it. It returns what the program wrote to stdout and stderr.
@@ -52,7 +51,7 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 
 	key := prefix + c.Key
 	if c.Key == "" {
-		key = runlease.Key(prefix)
+		key = harness.LeaseKey(prefix)
 	}
 	if !appears(t, rdb, key, done) {
 		t.Fatalf("run(%q) returned before %s appeared:\nstdout:\n%s\nstderr:\n%s", args, key, out.String(), errOut.String())
@@ -73,8 +72,8 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 	stdout, stderr = out.String(), errOut.String()
 	t.Logf("run(%q) returned %d %v after Ctrl-C", args, code, took.Round(time.Millisecond))
 
-	if code != cli.ExitInterrupted {
-		t.Errorf("run(%q) = %d after Ctrl-C, want %d; stderr:\n%s", args, code, cli.ExitInterrupted, stderr)
+	if code != harness.ExitInterrupted {
+		t.Errorf("run(%q) = %d after Ctrl-C, want %d; stderr:\n%s", args, code, harness.ExitInterrupted, stderr)
 	}
 	if !strings.Contains(stderr, "interrupted by Ctrl-C") {
 		t.Errorf("stderr = %q, want it to say the run was interrupted by Ctrl-C", stderr)
@@ -137,7 +136,7 @@ func SecondRunRefused(t *testing.T, run Program, args ...string) {
 	var out, errOut bytes.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(t.Context(), args, &out, &errOut) }()
-	if !appears(t, rdb, runlease.Key(prefix), done) {
+	if !appears(t, rdb, harness.LeaseKey(prefix), done) {
 		t.Fatalf("the first run returned before it took the run lease; stderr:\n%s", errOut.String())
 	}
 	FailsInOneLine(t, run, args, prefix, "-prefix")

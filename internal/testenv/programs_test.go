@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/services"
 )
 
@@ -17,7 +17,7 @@ func program(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testenv", flag.ContinueOnError)
 	n := fs.Int("n", 1, "how many")
 	service := fs.String("service", "redis", "redis or postgres")
-	if code, stop := cli.Parse(fs, args, stdout, stderr); stop {
+	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	if *n < 1 {

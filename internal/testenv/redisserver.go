@@ -1,24 +1,23 @@
 package testenv
 
 import (
-	"bytes"
-	"fmt"
-	"net"
-	"os/exec"
+	"context"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/services"
+	"example.com/walletlock/internal/launch"
 )
 
-// RedisServer is a redis-server of the test's own, on a free loopback
-// port, for a test that breaks its server: freezes it (SIGSTOP), kills it,
-// gives it a password. It never touches the shared Redis.
+// RedisServer is a redis-server of the test's own (see internal/launch),
+// on a free loopback port, for a test that breaks its server: freezes it
+// (SIGSTOP), kills or restarts it, gives it a password. It never touches
+// the shared Redis.
 type RedisServer struct {
 	Addr string
-	cmd  *exec.Cmd
+	t    testing.TB
+	srv  *launch.Redis
 }
 
 // StartRedis starts a redis-server with args added to its command line
@@ -27,73 +26,57 @@ type RedisServer struct {
 // fails when CI is set.
 func StartRedis(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server", fmt.Errorf("not on PATH (apt-get install redis-server, or brew install redis)"))
-	}
-	// A free port can be taken between asking and binding: try a few.
-	for range 3 {
-		if s, err := startRedis(t, bin, args); err == nil {
-			return s
-		} else if err != errPortTaken {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("testenv: could not find a free port for redis-server")
-	return nil
+	return tie(t, func(ctx context.Context, g *launch.Group) (*launch.Redis, error) {
+		return g.StartRedis(ctx, t.TempDir(), args...)
+	})
 }
 
-var errPortTaken = fmt.Errorf("port taken")
+// StartTLSRedis is StartRedis for a redis-server that speaks TLS only,
+// with the certificate (its CA too) and key in the named files.
+func StartTLSRedis(t testing.TB, certFile, keyFile string, args ...string) *RedisServer {
+	t.Helper()
+	return tie(t, func(ctx context.Context, g *launch.Group) (*launch.Redis, error) {
+		return g.StartTLSRedis(ctx, t.TempDir(), certFile, keyFile, args...)
+	})
+}
 
-func startRedis(t testing.TB, bin string, args []string) (*RedisServer, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// tie starts a server with start, in a launch.Group whose processes are
+// killed when the test ends, and logs what the server wrote if the test
+// failed.
+func tie(t testing.TB, start func(context.Context, *launch.Group) (*launch.Redis, error)) *RedisServer {
+	t.Helper()
+	if _, err := launch.RedisBinary(); err != nil {
+		unavailable(t, "redis-server", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := start(ctx, group(t))
 	if err != nil {
-		return nil, err
+		t.Fatalf("testenv: %v", err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	_, port, _ := net.SplitHostPort(addr)
+	logOnFailure(t, srv.Log)
+	return &RedisServer{Addr: srv.Addr, t: t, srv: srv}
+}
 
-	var out bytes.Buffer
-	cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("testenv: start redis-server: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	stop := func() {
-		thaw(cmd.Process) // a frozen server cannot die
-		cmd.Process.Kill()
-		<-exited
-	}
-	// Wait, bounded, until it answers; any reply (NOAUTH too) will do.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		select {
-		case <-exited:
-			if bytes.Contains(out.Bytes(), []byte("Address already in use")) {
-				return nil, errPortTaken
-			}
-			return nil, fmt.Errorf("testenv: redis-server exited at start:\n%s", out.String())
-		default:
-		}
-		if services.Answers(addr) {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("testenv: redis-server at %s did not answer within 10s:\n%s", addr, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// group returns a launch.Group whose processes are killed when the test
+// ends.
+func group(t testing.TB) *launch.Group {
+	g := new(launch.Group)
 	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("redis-server output:\n%s", out.String())
+		if left := g.KillAll(10 * time.Second); len(left) > 0 {
+			t.Errorf("testenv: still running 10s after SIGKILL: %v", left)
 		}
 	})
-	return &RedisServer{Addr: addr, cmd: cmd}, nil
+	return g
+}
+
+// logOnFailure logs what a server wrote, when the test has failed.
+func logOnFailure(t testing.TB, log *launch.Log) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server output:\n%s", log.String())
+		}
+	})
 }
 
 // Use points the programs and testenv.Redis at this server for the rest of
@@ -105,16 +88,47 @@ func (s *RedisServer) Use(t testing.TB) *redis.Client {
 	return Redis(t).(*redis.Client) // one address: one server
 }
 
+// Client returns a client of this server alone, closed when the test
+// ends, without touching the environment (so a parallel test may call
+// it).
+func (s *RedisServer) Client(t testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 // Freeze stops the server with SIGSTOP: it keeps its connections and
 // answers nothing, as a server stalled by the machine would. It is thawed
 // when the test ends, or by Thaw.
 func (s *RedisServer) Freeze(t testing.TB) {
 	t.Helper()
-	if err := freeze(s.cmd.Process); err != nil {
+	if err := s.srv.Proc().Pause(); err != nil {
 		t.Skipf("testenv: cannot freeze redis-server here: %v", err)
 	}
 	t.Cleanup(s.Thaw)
 }
 
 // Thaw resumes a frozen server (SIGCONT).
-func (s *RedisServer) Thaw() { thaw(s.cmd.Process) }
+func (s *RedisServer) Thaw() { s.srv.Proc().Resume() }
+
+// Kill kills the server with SIGKILL, as kill -9 does: no shutdown, no
+// last write. Start brings it back.
+func (s *RedisServer) Kill() { s.srv.Proc().Kill(5 * time.Second) }
+
+// Start starts a killed server again on the same port, empty, and waits
+// until it answers; the test fails if it does not.
+func (s *RedisServer) Start(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.srv.Start(ctx); err != nil {
+		t.Fatalf("testenv: start redis-server again: %v", err)
+	}
+}
+
+// Restart kills the server and starts it again on the same port, empty.
+func (s *RedisServer) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	s.Start(t)
+}

@@ -1,10 +1,10 @@
 // Package walletrun is what a step program needs around its phases when
 // its wallet is a PostgreSQL row guarded by a Redis lock (step 5): the two
-// services, the run lease on its prefix (cli.Session), a fresh row for
+// services, the run lease on its prefix (harness.Session), a fresh row for
 // each phase, the check of the balance, each phase's text, and the end:
-// the clean-up of the row and the keys, within cli.CleanupTimeout after
+// the clean-up of the row and the keys, within harness.CleanupTimeout after
 // Ctrl-C even when a service is frozen, and the report's verdict
-// (internal/report).
+// (internal/harness).
 //
 //	w, err := walletrun.Open(ctx, walletrun.Options{...})
 //	for _, p := range phases {
@@ -30,9 +30,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -51,7 +50,7 @@ type Run struct {
 	pool        *pgxpool.Pool
 	lease       redis.UniversalClient // the run lease's; nil when no phase needs Redis and none answers
 	phases      redis.UniversalClient // the phases'; closed as soon as the work ends
-	session     *cli.Session          // nil without Redis
+	session     *harness.Session      // nil without Redis
 	pgStuck     bool                  // PostgreSQL did not answer the clean-up in time
 	cut         string                // the phase Ctrl-C cut short, if any
 	failure     error                 // what stopped the run, if anything did
@@ -59,14 +58,14 @@ type Run struct {
 
 // Options say what a Run does around its phases.
 type Options struct {
-	Prog, Prefix   string         // the program, and the prefix of its keys, which owns its row
-	ID             int64          // the wallet
-	NeedRedis      bool           // false when no phase that runs needs Redis
-	TTL            time.Duration  // the lease's, for the first line
-	Limit          time.Duration  // how long a phase may run before it is stopped as hung
-	Spenders       int            // this run's number of spenders, for the lesson's "50 " in a phase's title
-	Report         *report.Report // gets the versions, each phase's result from the caller, and the end
-	JSON           bool           // print nothing but the report's JSON on stdout
+	Prog, Prefix   string          // the program, and the prefix of its keys, which owns its row
+	ID             int64           // the wallet
+	NeedRedis      bool            // false when no phase that runs needs Redis
+	TTL            time.Duration   // the lease's, for the first line
+	Limit          time.Duration   // how long a phase may run before it is stopped as hung
+	Spenders       int             // this run's number of spenders, for the lesson's "50 " in a phase's title
+	Report         *harness.Report // gets the versions, each phase's result from the caller, and the end
+	JSON           bool            // print nothing but the report's JSON on stdout
 	Stdout, Stderr io.Writer
 }
 
@@ -140,7 +139,7 @@ func Open(ctx context.Context, o Options) (*Run, error) {
 		o.Report.Set("redis_version", version)
 	}
 	if r.lease != nil {
-		if r.session, err = cli.Start(ctx, r.lease, o.Prog, o.Prefix); err != nil {
+		if r.session, err = harness.Start(ctx, r.lease, o.Prog, o.Prefix); err != nil {
 			return fail(err)
 		}
 		r.ctx = r.session.Context()
@@ -160,9 +159,9 @@ func (r *Run) Interrupted() bool { return r.parent.Err() != nil }
 
 // Phase runs one phase, bounded by Limit: a phase that runs far past what
 // its flags ask for has gone wrong and must not hang. After Ctrl-C it is
-// waited for only until the clean-up deadline (cli.Await). It prints the
+// waited for only until the clean-up deadline (harness.Await). It prints the
 // phase's title, from the lesson, its story and its check line, unless
-// JSON, and returns the outcome for the caller to add to the report.
+// JSON, and returns the outcome for the caller to add to the harness.
 //
 // It returns false, and runs nothing more, after Ctrl-C (the phase it cut
 // short is not judged) or a failure: Finish reports either.
@@ -182,7 +181,7 @@ func (r *Run) Phase(name string, phase func(ctx context.Context) (Outcome, error
 	}
 	got, done := ran{}, true
 	if r.session != nil { // without Redis there is nothing to wait for: pgx gives up as soon as ctx ends
-		got, done = cli.Await(r.session, fn)
+		got, done = harness.Await(r.session, fn)
 	} else {
 		got = fn()
 	}
@@ -214,7 +213,7 @@ func (r *Run) Phase(name string, phase func(ctx context.Context) (Outcome, error
 }
 
 // Finish deletes the row and the keys, says on stderr why the run
-// stopped if it stopped early, and ends the report (report.Finish): it
+// stopped if it stopped early, and ends the report (harness.Finish): it
 // returns the exit code. A run that failed before any phase ended prints
 // no JSON.
 func (r *Run) Finish() int {
@@ -263,7 +262,7 @@ func (r *Run) Outcome(ctx context.Context, start, amount int64, accepted, unknow
 }
 
 // cleanup deletes the wallet row, then the keys, gives the prefix back and
-// closes the services, all within the clean-up time (cli.CleanupTimeout
+// closes the services, all within the clean-up time (harness.CleanupTimeout
 // after Ctrl-C). The row gets at most half of it, so that a frozen
 // PostgreSQL leaves the other half to Redis; a PostgreSQL that is
 // restarting gets that half to come back. What could not be deleted is
@@ -275,7 +274,7 @@ func (r *Run) cleanup(stderr io.Writer) {
 	if r.session != nil {
 		ctx, cancel = r.session.Cleanup()
 	} else {
-		ctx, cancel = cli.Cleanup(r.parent)
+		ctx, cancel = harness.Cleanup(r.parent)
 	}
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -288,7 +287,7 @@ func (r *Run) cleanup(stderr io.Writer) {
 			r.pgStuck = true
 		}
 		fmt.Fprintf(stderr, "%s: could not delete wallet %d in PostgreSQL (%s); it may still be there, delete it with: %s\n",
-			r.o.Prog, r.ID, why, cli.PostgresDelete(r.o.Prefix, r.ID))
+			r.o.Prog, r.ID, why, harness.PostgresDelete(r.o.Prefix, r.ID))
 	}
 	switch {
 	case r.session == nil:

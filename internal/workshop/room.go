@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 
 	"example.com/walletlock/internal/charts"
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 )
 
@@ -50,19 +50,19 @@ func Compare(files []string, page string, stdout io.Writer) error {
 		return nil
 	}
 	if err := os.WriteFile(page, html.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", cli.Printable(page), err)
+		return fmt.Errorf("write %s: %w", harness.Printable(page), err)
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", cli.Printable(page))
+	fmt.Fprintf(stdout, "wrote %s\n", harness.Printable(page))
 	return nil
 }
 
 // readMachine reads one workshop JSON file, every text in it made
-// printable (cli.Printable): a participant's file reaches the
+// printable (harness.Printable): a participant's file reaches the
 // facilitator's terminal. A file of another program (step 6's -json,
 // say), of a newer format, or with a step 6 report the page cannot show
 // is refused, naming the file.
 func readMachine(name string) (charts.Machine, error) {
-	shown := cli.Printable(name)
+	shown := harness.Printable(name)
 	data, err := os.ReadFile(name)
 	if err != nil {
 		var pe *fs.PathError
@@ -85,7 +85,7 @@ func readMachine(name string) (charts.Machine, error) {
 	if rep.Format > FormatVersion {
 		return charts.Machine{}, fmt.Errorf("read %s: format %d is newer than this workshop reads (%d): update walletlock", shown, rep.Format, FormatVersion)
 	}
-	p := cli.Printable
+	p := harness.Printable
 	m := charts.Machine{
 		Label: p(rep.Host), File: p(filepath.Base(name)),
 		Go: p(rep.Go), OS: p(rep.OS), CPUs: rep.CPUs, Redis: p(rep.Redis), Postgres: p(rep.Postgres),

@@ -21,9 +21,8 @@ import (
 	"time"
 	"unicode"
 
-	"example.com/walletlock/internal/cli"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/report"
 	"example.com/walletlock/internal/services"
 )
 
@@ -90,7 +89,7 @@ func New(ctx context.Context, host string) (*Doc, error) {
 
 // Finish records the phases, each with whether it matches the lesson, and
 // how long the run took.
-func (doc *Doc) Finish(phases []report.Phase) {
+func (doc *Doc) Finish(phases []harness.PhaseResult) {
 	doc.Phases = nil
 	for _, p := range phases {
 		doc.Phases = append(doc.Phases, Row{p.Result, p.Match()})
@@ -125,7 +124,7 @@ type Ran struct {
 	// leaves redlock out when its nodes are not running).
 	LeftOut map[string]string
 	Failed  error // why it gave no phases the workshop can read; nil: it did
-	Killed  bool  // it did not exit within cli.WaitDelay of Ctrl-C
+	Killed  bool  // it did not exit within harness.WaitDelay of Ctrl-C
 }
 
 // RunStep runs one step with -json and -prefix and reads the phases it
@@ -136,7 +135,7 @@ type Ran struct {
 func RunStep(ctx context.Context, bin, step, prefix string, args []string, stderr io.Writer) Ran {
 	args = append([]string{"-json", "-prefix", prefix}, args...)
 	var out, errb bytes.Buffer
-	cmd := cli.Command(ctx, filepath.Join(bin, step), args...)
+	cmd := harness.Command(ctx, filepath.Join(bin, step), args...)
 	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(stderr, &errb)
 	err := cmd.Run()
 	var ran Ran
@@ -211,7 +210,7 @@ func readPhases(step string, out json.RawMessage) ([]lesson.Result, error) {
 // Missing lists the phases the lesson promises that no step reported: a
 // step that stops printing a phase must not pass unnoticed. A phase a step
 // said it left out (leftOut, keyed "step/phase") is not missing.
-func Missing(phases []report.Phase, leftOut map[string]bool) []string {
+func Missing(phases []harness.PhaseResult, leftOut map[string]bool) []string {
 	seen := map[string]bool{}
 	for k := range leftOut {
 		seen[k] = true
@@ -231,11 +230,11 @@ func Missing(phases []report.Phase, leftOut map[string]bool) []string {
 // Leftovers gives the commands that delete whatever a killed step wrote
 // under prefix: Redis keys, and the PostgreSQL rows it owns.
 func Leftovers(prefix string) string {
-	redisCmd := "redis-cli --scan --pattern " + cli.ShellQuote(services.GlobEscape(prefix)+"*") + " | xargs redis-cli del"
+	redisCmd := "redis-cli --scan --pattern " + harness.ShellQuote(services.GlobEscape(prefix)+"*") + " | xargs redis-cli del"
 	if opt, err := services.RedisOptions(); err == nil {
-		redisCmd = cli.RedisDelPrefix(opt, prefix)
+		redisCmd = harness.RedisDelPrefix(opt, prefix)
 	}
-	return redisCmd + "; " + cli.PostgresDeletePrefix(prefix)
+	return redisCmd + "; " + harness.PostgresDeletePrefix(prefix)
 }
 
 // WriteJSON writes the document, indented.

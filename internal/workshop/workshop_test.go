@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/report"
 )
 
 func TestMissing_namesEveryPhaseNotReported(t *testing.T) {
-	var all []report.Phase
+	var all []harness.PhaseResult
 	for _, p := range lesson.Phases {
-		all = append(all, report.Phase{Result: lesson.Result{Step: p.Step, Phase: p.Phase}})
+		all = append(all, harness.PhaseResult{Result: lesson.Result{Step: p.Step, Phase: p.Phase}})
 	}
 	if got := Missing(all, nil); len(got) != 0 {
 		t.Errorf("Missing(every phase) = %q, want nothing", got)
@@ -33,7 +33,7 @@ func TestMissing_namesEveryPhaseNotReported(t *testing.T) {
 
 func TestPrintTable_marksMismatches(t *testing.T) {
 	doc := &Doc{}
-	doc.Finish([]report.Phase{
+	doc.Finish([]harness.PhaseResult{
 		{Result: lesson.NewResult("step2-lock", "lock", "accepted=10 balance=0 expected=0 OK", true)},
 		{Result: lesson.NewResult("step3-ttl", "2", "accepted=2 balance=90 expected=80 BROKEN", false)},
 	})

@@ -1,13 +1,9 @@
 package fair_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -631,115 +627,12 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	}
 }
 
-// redisServer is a redis-server of the test's own, which it may kill and
-// restart: the shared one must never be.
-type redisServer struct {
-	t      *testing.T
-	bin    string
-	port   string
-	dir    string
-	args   []string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	out    bytes.Buffer
-}
-
-// startRedis starts a redis-server on a free loopback port, without
-// persistence, with extra arguments; it is killed when the test ends.
-func startRedis(t *testing.T, args ...string) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not on PATH, and CI is set")
-		}
-		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) to run this test")
-	}
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), args: args}
-	// A free port can be taken between asking and binding: try a few.
-	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, s.port, _ = net.SplitHostPort(l.Addr().String())
-		l.Close()
-		if err = s.start(); err == nil {
-			t.Cleanup(func() {
-				s.kill()
-				if t.Failed() {
-					t.Logf("redis-server output:\n%s", s.out.String())
-				}
-			})
-			return s
-		}
-		t.Logf("redis-server on port %s: %v", s.port, err)
-	}
-	t.Fatal("could not start redis-server")
-	return nil
-}
-
-func (s *redisServer) addr() string { return "127.0.0.1:" + s.port }
-
-// start runs the server and waits until it answers PING.
-func (s *redisServer) start() error {
-	args := append([]string{"--port", s.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, s.args...)
-	s.cmd = exec.Command(s.bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-	if err := s.cmd.Start(); err != nil {
-		return err
-	}
-	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); close(exited) }(s.cmd, s.exited)
-	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.kill()
-			return fmt.Errorf("no answer within 10s: %v", err)
-		}
-	}
-}
-
-func (s *redisServer) kill() {
-	s.cmd.Process.Kill()
-	<-s.exited
-}
-
-// restart kills the server and starts it again on the same port, empty.
-func (s *redisServer) restart() {
-	s.t.Helper()
-	s.kill()
-	if err := s.start(); err != nil {
-		s.t.Fatalf("restart redis-server: %v", err)
-	}
-}
-
-// client returns a client of the server, closed when the test ends.
-func (s *redisServer) client() *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: s.addr(), ContextTimeoutEnabled: true})
-	s.t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
 func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
-	rdb := srv.client()
+	srv := testenv.StartRedis(t)
+	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
-	fairs := []*fair.Lock{newFair(t, srv.client()), newFair(t, srv.client())}
+	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
 
 	// One hand-off whose message is surely lost: the waiter's subscription
 	// is killed just before the release.
@@ -770,9 +663,9 @@ func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 
 func TestFair_scriptFlushMidRun(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
-	rdb := srv.client()
-	fairs := []*fair.Lock{newFair(t, srv.client()), newFair(t, srv.client())}
+	srv := testenv.StartRedis(t)
+	rdb := srv.Client(t)
+	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
 	stop := testenv.Disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
 	contend(t, fairs, "lock:{wallet:1}", 10, 10, time.Millisecond, 30*time.Second)
 	t.Logf("SCRIPT FLUSH %d times", stop())
@@ -780,16 +673,16 @@ func TestFair_scriptFlushMidRun(t *testing.T) {
 
 func TestFair_redisRestartMidWait(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
-	rdb := srv.client()
+	srv := testenv.StartRedis(t)
+	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
-	f := newFair(t, srv.client())
+	f := newFair(t, srv.Client(t))
 	ctx := ctxFor(t, 30*time.Second)
 
 	lost := mustFairAcquire(t, f, key, 20*time.Second)
 	waiter := acquireAsync(ctx, f, key, 20*time.Second)
 	waitQueued(t, rdb, key, 1)
-	srv.restart() // empty: the lease and the queue are gone
+	srv.Restart(t) // empty: the lease and the queue are gone
 	r := await(t, waiter, 10*time.Second, "the waiter across the restart")
 	if r.err != nil {
 		t.Fatalf("the waiter across the restart: %v", r.err)
@@ -817,11 +710,11 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 // others stop contending.
 func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
+	srv := testenv.StartRedis(t)
 	key := "lock:{wallet:1}"
 	var fairs []*fair.Lock
 	for range 3 {
-		fairs = append(fairs, newFair(t, srv.client()))
+		fairs = append(fairs, newFair(t, srv.Client(t)))
 	}
 	const (
 		workers = 30
@@ -874,11 +767,9 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	srv.kill()
+	srv.Kill()
 	time.Sleep(down)
-	if err := srv.start(); err != nil {
-		t.Fatalf("start redis-server again: %v", err)
-	}
+	srv.Start(t)
 	restarted.Store(time.Now().UnixNano())
 	time.Sleep(after)
 	close(stop)
@@ -904,12 +795,12 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 // far longer than any hold).
 func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
-	killer := srv.client()
+	srv := testenv.StartRedis(t)
+	killer := srv.Client(t)
 	key := "lock:{wallet:1}"
 	var fairs []*fair.Lock
 	for range 3 {
-		fairs = append(fairs, newFair(t, srv.client()))
+		fairs = append(fairs, newFair(t, srv.Client(t)))
 	}
 	const workers, rounds = 15, 60
 	var (
@@ -1053,10 +944,10 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 // dropped once idle for a while, and the connection with its last one.
 func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t)
-	rdb := srv.client()
+	srv := testenv.StartRedis(t)
+	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
-	f := newFair(t, srv.client())
+	f := newFair(t, srv.Client(t))
 	ctx := ctxFor(t, 30*time.Second)
 
 	subscribers := func() int {
@@ -1118,7 +1009,7 @@ func (d deafClient) SSubscribe(ctx context.Context, channels ...string) *redis.P
 func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	deaf := newFair(t, deafClient{rdb, startRedis(t).client()})
+	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
 	first := mustFairAcquire(t, deaf, key, 10*time.Second)
 
 	ctx := ctxFor(t, 30*time.Second)
@@ -1147,7 +1038,7 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	deaf := newFair(t, deafClient{rdb, startRedis(t).client()})
+	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
 	holder := mustFairAcquire(t, f, key, 10*time.Second)
 
 	quitter, cancel := context.WithCancel(context.Background())
@@ -1183,8 +1074,8 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 // Redis refuses a script whose keys span slots even there.
 func TestFair_worksOnRedisCluster(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-	node := srv.client()
+	srv := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	node := srv.Client(t)
 	ctx := ctxFor(t, 30*time.Second)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
@@ -1199,7 +1090,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { cluster.Close() })
 	fairs := []*fair.Lock{newFair(t, cluster), newFair(t, cluster)}
 
@@ -1262,9 +1153,9 @@ func tagOf(key string) string { return strings.TrimSuffix(lock.FenceKey(key), ":
 // hand-off must be listened for on that shard.
 func TestFair_worksOnARing(t *testing.T) {
 	t.Parallel()
-	servers := []*redisServer{startRedis(t), startRedis(t)}
+	servers := []*testenv.RedisServer{testenv.StartRedis(t), testenv.StartRedis(t)}
 	ring := redis.NewRing(&redis.RingOptions{
-		Addrs:                 map[string]string{"a": servers[0].addr(), "b": servers[1].addr()},
+		Addrs:                 map[string]string{"a": servers[0].Addr, "b": servers[1].Addr},
 		ContextTimeoutEnabled: true,
 	})
 	t.Cleanup(func() { ring.Close() })
@@ -1339,8 +1230,8 @@ func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
 // checks package lock's fenced keys too, on the same node.)
 func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	t.Parallel()
-	srv := startRedis(t, "--cluster-enabled", "yes")
-	node := srv.client()
+	srv := testenv.StartRedis(t, "--cluster-enabled", "yes")
+	node := srv.Client(t)
 	ctx := ctxFor(t, time.Minute)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
@@ -1355,9 +1246,9 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr()}, ContextTimeoutEnabled: true})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	fair := newFair(t, rdb)
+	f := newFair(t, rdb)
 
 	keys := []string{"lock:7", "app:lock:{wallet:42}", "{x}", "a}{b}", "lock:{7", "{", "{wallet:42}:lock"}
 	seen := map[string]bool{} // keys of the keys before: fence counters stay
@@ -1392,12 +1283,12 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 		}
 		// A waiter queues behind the holder, so that the queue and the
 		// presence key exist while we look.
-		held, err := fair.AcquireFenced(ctx, key, 10*time.Second)
+		held, err := f.AcquireFenced(ctx, key, 10*time.Second)
 		if err != nil {
 			t.Errorf("Fair.AcquireFenced(%q): %v", key, err)
 			continue
 		}
-		waiter := acquireAsync(ctx, fair, key, 10*time.Second)
+		waiter := acquireAsync(ctx, f, key, 10*time.Second)
 		waitQueued(t, node, key, 1)
 		inSlot("Fair.AcquireFenced")
 		if err := held.Release(ctx); err != nil {

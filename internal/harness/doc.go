@@ -1,0 +1,24 @@
+// Package harness is what every program here does the same way, so that
+// a step's main.go holds its lesson and little else, and a workshop room
+// sees the same behaviour from each program: the shared flags (-prefix,
+// -json, -procs) and their bounds (Program, Parse, Refuse, CheckMax, ...),
+// Ctrl-C, SIGTERM, SIGHUP and a closed pipe (Main: the first cancels, the
+// second exits), the run lease that makes a run the only user of its
+// prefix (TakeLease, Session), the bounded clean-up and the line naming
+// what it left (Session.Close, RedisDel, PostgresDelete), the check line
+// and the report with its exit code (Report), and the loops around a
+// lesson: Program.Spenders for a crowd of spenders (steps 1 and 2) and
+// Program.Phases for phases run in turn (step 3).
+//
+// Used by cmd/step1-race .. cmd/step6-loadtest, cmd/drill, cmd/workshop,
+// and through them internal/loadtest, internal/workshop and internal/charts.
+//
+//	func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+//		h := harness.New(step, wallet.DefaultPrefix+"step1:", stdout, stderr)
+//		n := h.Flags.Int("n", 50, "concurrent spenders")
+//		if code, ok := h.Parse(args, nil, nil); !ok {
+//			return code
+//		}
+//		return h.Spenders(ctx, *n, 0, "race", keys, lesson)
+//	}
+package harness

@@ -1,0 +1,33 @@
+package harness
+
+import (
+	"fmt"
+	"strings"
+
+	"example.com/walletlock/wallet"
+)
+
+// Outcomes sums up, in one line, the spends of a wallet.Hammer run of n
+// that neither went through nor were refused, or returns "" when there
+// were none:
+//
+//	1 of 50 spends failed; 2 of 50 had an unknown outcome (sent, no reply) and the balance says 1 of them landed; first error: ...
+//
+// v is the verdict on the run, from wallet.CheckUnknown.
+func Outcomes(t wallet.Tally, n int, v wallet.Verdict) string {
+	if len(t.Errors) == 0 {
+		return ""
+	}
+	var parts []string
+	if failed := len(t.Errors) - t.Unknown; failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d spends failed", failed, n))
+	}
+	if t.Unknown > 0 {
+		landed := fmt.Sprintf("the balance says %d of them landed", v.Landed)
+		if v.Landed < 0 {
+			landed = "no number of them landing explains the balance"
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d spends had an unknown outcome (sent, no reply) and %s", t.Unknown, n, landed))
+	}
+	return fmt.Sprintf("%s; first error: %v", strings.Join(parts, "; "), t.Errors[0])
+}

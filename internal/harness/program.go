@@ -1,0 +1,281 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet"
+)
+
+// Program is what a step program declares before its lesson runs: its
+// name, its flag set with the flags every program has (-prefix, -json,
+// and -procs where the program has spenders to share out), and where it
+// prints. A step adds its own flags to Flags, then calls Parse.
+type Program struct {
+	Step   string
+	Flags  *flag.FlagSet
+	Stdout io.Writer
+	Stderr io.Writer
+
+	prefix *string
+	json   *bool
+	procs  *int
+	copies Copies
+	args   []string
+}
+
+// Copies runs a program's spenders in copies of the program, for -procs:
+// procs.Copies, which imports this package and so is handed in.
+type Copies interface {
+	Max() int
+	Check(procs, n int) error
+	Child() bool
+	Run(ctx context.Context, n, procs int, args []string, stderr io.Writer, also *Errors, spend func(context.Context) (bool, error)) wallet.Tally
+	Serve(ctx context.Context, n int, args []string, stdout, stderr io.Writer, also *Errors, spend func(context.Context) (bool, error)) int
+}
+
+// New starts a program's flags: -prefix, whose default is prefix, and
+// -json.
+func New(step, prefix string, stdout, stderr io.Writer) *Program {
+	fs := flag.NewFlagSet(step, flag.ContinueOnError)
+	p := &Program{Step: step, Flags: fs, Stdout: stdout, Stderr: stderr}
+	p.prefix = fs.String("prefix", prefix, "prefix of the Redis keys this run writes")
+	p.json = fs.Bool("json", false, "print the result as one JSON object instead of the text")
+	return p
+}
+
+// WithProcs adds -procs: run the spenders in that many processes, copies
+// of the program, which c starts (procs.Copies{}).
+func (p *Program) WithProcs(c Copies) *Program {
+	p.procs = p.Flags.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", c.Max()))
+	p.copies = c
+	return p
+}
+
+// Prefix is -prefix; JSON is -json; Procs is -procs, 1 without it.
+func (p *Program) Prefix() string { return *p.prefix }
+func (p *Program) JSON() bool     { return *p.json }
+func (p *Program) Procs() int {
+	if p.procs == nil {
+		return 1
+	}
+	return *p.procs
+}
+
+// Parse parses args, then checks them: the prefix, -procs against n (the
+// spenders, 0 for a program without -procs) and the step's own checks,
+// which it calls after parsing (nil errors pass). It returns (0, true) when
+// the program should go on; otherwise it has told the user, and returns
+// the exit code (0 after -h, 2 for a bad flag), as Parse and Refuse do.
+func (p *Program) Parse(args []string, n func() int, checks func() []error) (code int, ok bool) {
+	p.args = args
+	if code, stop := Parse(p.Flags, args, p.Stdout, p.Stderr); stop {
+		return code, false
+	}
+	errs := []error{CheckPrefix(*p.prefix)}
+	if checks != nil {
+		errs = append(errs, checks()...)
+	}
+	if p.procs != nil {
+		errs = append(errs, p.copies.Check(*p.procs, n()))
+	}
+	if code, stop := Refuse(p.Flags, p.Stderr, errs...); stop {
+		return code, false
+	}
+	return 0, true
+}
+
+// Fail prints "step: err" on stderr and returns 1.
+func (p *Program) Fail(err error) int {
+	fmt.Fprintln(p.Stderr, p.Step+":", err)
+	return 1
+}
+
+// Run is one run of a spender program's lesson (steps 1 and 2): the Redis
+// client, the prefix its keys live under, and the report it adds its
+// figures to. Its methods run the spenders.
+type Run struct {
+	Redis  redis.UniversalClient
+	Prefix string
+	Report *Report
+	N      int    // the spenders
+	Also   Errors // errors beside the spends' own (step 2's failed releases), from every copy
+
+	p       *Program
+	session *Session
+	child   bool
+	served  int // a copy's exit code, once it has served
+}
+
+// errServed ends a -procs copy's lesson once it has spent: the parent
+// does the rest.
+var errServed = errors.New("harness: a -procs copy has served its spends")
+
+// Hammer is the heart of a spender lesson: it sets key to initial (after
+// deleting the run's other keys, a lease an interrupted run may have
+// left), lets the N spenders at it at once, each calling spend, as
+// goroutines or -procs copies, and reads the balance back, even after
+// Ctrl-C, to check it against the spends accepted, each of amount, and
+// those whose outcome is unknown (wallet.CheckUnknown).
+//
+// In a -procs copy it only spends, and returns an error that ends the
+// lesson there. After Ctrl-C it waits for the spenders only until the
+// clean-up deadline; an error then says what was not measured.
+func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, others []string, spend func(ctx context.Context) (bool, error)) (wallet.Tally, wallet.Verdict, error) {
+	if r.child {
+		r.served = r.p.copies.Serve(ctx, r.N, r.p.args, r.p.Stdout, r.p.Stderr, &r.Also, spend)
+		return wallet.Tally{}, wallet.Verdict{}, errServed
+	}
+	if len(others) > 0 {
+		r.Redis.Del(ctx, others...)
+	}
+	if err := wallet.Set(ctx, r.Redis, key, initial); err != nil {
+		if ctx.Err() != nil {
+			err = errNotStarted
+		}
+		return wallet.Tally{}, wallet.Verdict{}, err
+	}
+	tally, ok := Await(r.session, func() wallet.Tally { return r.crowd(ctx, spend) })
+	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
+		return tally, wallet.Verdict{}, errNoAnswer
+	}
+	done, cancel := r.session.Cleanup() // the balance is read back even after Ctrl-C
+	defer cancel()
+	balance, err := wallet.Balance(done, r.Redis, key)
+	if err != nil {
+		return tally, wallet.Verdict{}, fmt.Errorf("its balance could not be read back (%w)", err)
+	}
+	return tally, wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance), nil
+}
+
+// crowd runs the N spenders: goroutines of this process, or -procs copies.
+func (r *Run) crowd(ctx context.Context, spend func(context.Context) (bool, error)) wallet.Tally {
+	if r.p.copies == nil || r.p.Procs() <= 1 {
+		return wallet.Hammer(r.N, func(int) (bool, error) { return spend(ctx) })
+	}
+	return r.p.copies.Run(ctx, r.N, r.p.Procs(), r.p.args, r.p.Stderr, &r.Also, spend)
+}
+
+var (
+	errNoAnswer   = errors.New("its spenders got no answer from Redis in time")
+	errNotStarted = errors.New("the run had not started")
+)
+
+// Cleanup is the context for what follows the spenders, as Hammer reads
+// the balance: Ctrl-C does not end it (Session.Cleanup).
+func (r *Run) Cleanup() (context.Context, context.CancelFunc) { return r.session.Cleanup() }
+
+// Interrupted reports whether Ctrl-C came.
+func (r *Run) Interrupted() bool { return r.session.Interrupted() }
+
+// Spenders runs a spender program: it connects to Redis, and in a -procs
+// copy runs lesson only to spend (Hammer). Otherwise it takes the run
+// lease on the prefix, so that a second run on it is refused instead of
+// mixed in, and runs lesson once with n spenders, or -runs times for a
+// program that has that flag (runs > 0): it prints each check line, adds
+// each run to the report as phase, and ends with the report's exit code.
+// keys are the run's keys: Close deletes them, and names those it could
+// not.
+//
+// lesson returns what it found, and an error that stops the run: with a
+// verdict, the verdict is printed first.
+func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys []string, lesson func(ctx context.Context, r *Run) (Outcome, error)) int {
+	rdb, err := services.Connect(ctx)
+	if err != nil {
+		return p.Fail(err)
+	}
+	defer rdb.Close()
+	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), N: n, p: p, child: p.copies != nil && p.copies.Child()}
+	if r.child { // one of the -procs copies: it spends, the parent does the rest
+		if _, err := lesson(ctx, r); err != errServed {
+			return p.Fail(err)
+		}
+		return r.served
+	}
+	s, err := Start(ctx, rdb, p.Step, p.Prefix())
+	if err != nil {
+		return p.Fail(err)
+	}
+	defer s.Close(p.Stderr, keys...)
+	r.session, ctx = s, s.Context() // ends at Ctrl-C
+	r.Report.Set("procs", p.Procs())
+	repeat := max(runs, 1)
+	var partial error // what Ctrl-C did to the run it cut short, if any
+	for range repeat {
+		if ctx.Err() != nil {
+			break // Ctrl-C, or the run lease was lost: see below
+		}
+		o, err := lesson(ctx, r)
+		if o.Verdict == (wallet.Verdict{}) && err != nil { // nothing measured
+			if s.Interrupted() || ctx.Err() != nil {
+				if err != errNotStarted {
+					partial = err
+				}
+				break
+			}
+			return p.Fail(err)
+		}
+		if !p.JSON() {
+			fmt.Fprintln(p.Stdout, o.Verdict)
+			for _, line := range o.Lines {
+				fmt.Fprintln(p.Stdout, line)
+			}
+		}
+		if s.Interrupted() {
+			r.Report.Interrupted(phase, o.Verdict, o.Figures) // measured, but not what the lesson is about
+			partial = errCut
+			break
+		}
+		r.Report.Add(phase, o.Verdict, o.Figures)
+		if err != nil {
+			return p.Fail(err)
+		}
+		for _, w := range o.Warnings {
+			fmt.Fprintln(p.Stderr, p.Step+":", w)
+		}
+		for _, problem := range o.Problems {
+			r.Report.Fail(p.Stderr, errors.New(problem))
+		}
+	}
+	switch {
+	case ctx.Err() != nil && !s.Interrupted():
+		return p.Fail(context.Cause(ctx)) // the run lease was lost
+	case s.Interrupted() && runs == 0 && partial == errCut:
+		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C; the check line counts only the spends made before it\n", p.Step)
+	case s.Interrupted() && runs == 0:
+		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C before the balance could be read (%v)\n", p.Step, partial)
+		return ExitInterrupted
+	case s.Interrupted():
+		measured := len(r.Report.Phases())
+		when := fmt.Sprintf("after %d of %d runs", measured, runs)
+		if partial == errCut {
+			when = fmt.Sprintf("during run %d of %d; its line counts only the spends made before it", measured+1, runs)
+		} else if partial != nil {
+			when = fmt.Sprintf("during run %d of %d; %v", measured+1, runs, partial)
+		}
+		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, when)
+		r.Report.Interrupt()
+	}
+	return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+}
+
+var errCut = errors.New("cut short")
+
+// Outcome is what one run or phase of a lesson found: its check, its
+// figures beside the check in -json, and its lines. Every program with
+// phases returns one (steps 1, 2, 3 and 5).
+type Outcome struct {
+	Verdict  wallet.Verdict `json:"-"`
+	Figures  any            `json:"figures"`
+	Setting  string         `json:"-"` // the phase's settings, in its first line (step 3)
+	Story    string         `json:"-"` // what happened, the line above the check line (step 3)
+	Lines    []string       `json:"-"` // the phase's lines: above the check line (step 5), below it (steps 1 and 2)
+	Warnings []string       `json:"-"` // printed on stderr; the exit code stays
+	Problems []string       `json:"-"` // what went wrong beyond the verdict: each makes the run exit 1
+}

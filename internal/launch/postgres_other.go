@@ -1,0 +1,26 @@
+//go:build !unix
+
+package launch
+
+import (
+	"context"
+	"errors"
+)
+
+// Postgres is a PostgreSQL of ours; see postgres_unix.go. Elsewhere than
+// Unix, StartPostgres fails with ErrNoPostgres.
+type Postgres struct {
+	Addr, User string
+	Log        *Log
+}
+
+func (g *Group) StartPostgres(context.Context, string) (*Postgres, error) {
+	return nil, errors.Join(ErrNoPostgres, errors.New("not supported on this system"))
+}
+
+func (s *Postgres) URL(db string) string        { return "" }
+func (s *Postgres) Start(context.Context) error { return ErrNoPostgres }
+func (s *Postgres) Stop()                       {}
+func (s *Postgres) Close()                      {}
+func (s *Postgres) Pause() error                { return ErrNoPostgres }
+func (s *Postgres) Resume() error               { return nil }

@@ -70,7 +70,7 @@ func queueKey(key string) string { return tagOf(key) + ":queue" }
 // queued returns how many waiters the queue of key holds.
 func queued(t *testing.T, rdb redis.Cmdable, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(ctxFor(t, 5*time.Second), queueKey(key)).Result()
+	n, err := rdb.LLen(testenv.Context(t, 5*time.Second), queueKey(key)).Result()
 	if err != nil {
 		t.Fatalf("LLEN %s: %v", queueKey(key), err)
 	}
@@ -122,7 +122,7 @@ func await(t *testing.T, c <-chan result, d time.Duration, what string) result {
 
 func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
-	l, err := f.Acquire(ctxFor(t, 10*time.Second), key, ttl)
+	l, err := f.Acquire(testenv.Context(t, 10*time.Second), key, ttl)
 	if err != nil {
 		t.Fatalf("Fair.Acquire(%s, %v): %v", key, ttl, err)
 	}
@@ -135,7 +135,7 @@ func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) 
 // grow, a failed Release, or a worker that is not done within limit.
 func contend(t *testing.T, fairs []*fair.Lock, key string, workers, rounds int, hold, limit time.Duration) {
 	t.Helper()
-	ctx := ctxFor(t, limit)
+	ctx := testenv.Context(t, limit)
 	var (
 		inside, overlaps, done atomic.Int64
 		lastFence              int64 // read and written only under the lock
@@ -206,7 +206,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after everyone is done, want 0", n)
 	}
-	if n := rdb.Exists(ctxFor(t, 5*time.Second), key).Val(); n != 0 {
+	if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
 		t.Error("the lock is still held after everyone released it")
 	}
 }
@@ -218,7 +218,7 @@ func TestFair_servesWaitersInArrivalOrder(t *testing.T) {
 	first := mustFairAcquire(t, fairs[0], key, 10*time.Second)
 
 	const waiters = 8
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -262,7 +262,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	defer cancel()
 	gone := acquireAsync(quitter, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	next := acquireAsync(ctxFor(t, 20*time.Second), f, key, 10*time.Second)
+	next := acquireAsync(testenv.Context(t, 20*time.Second), f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
 	cancel()
@@ -275,7 +275,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 		t.Errorf("the queue holds %d waiters once the first gave up, want 1", n)
 	}
 
-	if err := owner.Release(ctxFor(t, 5*time.Second)); err != nil {
+	if err := owner.Release(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	r = await(t, next, slack, "the next waiter")
@@ -285,7 +285,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Error("the lock does not hold the next waiter's token")
 	}
-	r.l.Release(ctxFor(t, 5*time.Second))
+	r.l.Release(testenv.Context(t, 5*time.Second))
 }
 
 func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
@@ -293,7 +293,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 
 	// What a process that crashed while it waited leaves behind: the
 	// first place in the queue, asking for a 60 s lease, and the presence
@@ -333,7 +333,7 @@ func TestFair_aHolderThatDiesIsSucceededWithinItsTTL(t *testing.T) {
 	dead := mustFairAcquire(t, f, key, ttl) // and never released
 	start := time.Now()
 
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	first := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	second := acquireAsync(ctx, f, key, 10*time.Second)
@@ -366,7 +366,7 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	l, err := f.AcquireFenced(ctx, key, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	const ttl = 1500*time.Millisecond + 400*time.Microsecond
 	next := acquireAsync(ctx, f, key, ttl)
@@ -433,7 +433,7 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 func TestFair_badInputNeverReachesRedis(t *testing.T) {
 	var nilFair *fair.Lock
 	var nilClient *redis.Client
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	f := newFair(t, &faultyFairClient{})
 	tests := []struct {
 		name string
@@ -471,7 +471,7 @@ func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if _, err := f.Acquire(ctx, "test:unreachable:lock", time.Second); err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
 	} else if ctx.Err() != nil {
@@ -488,7 +488,7 @@ func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +516,7 @@ func TestFair_aFencedWaiterSkippedForABrokenCounterSaysWhy(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	fenced := make(chan result, 1)
 	go func() {
@@ -550,7 +550,7 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
@@ -580,7 +580,7 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 // Not parallel: it counts the process's goroutines.
 func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -637,7 +637,7 @@ func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	// One hand-off whose message is surely lost: the waiter's subscription
 	// is killed just before the release.
 	holder := mustFairAcquire(t, fairs[0], key, 10*time.Second)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	next := acquireAsync(ctx, fairs[1], key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	time.Sleep(50 * time.Millisecond) // its subscription is confirmed
@@ -677,7 +677,7 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	lost := mustFairAcquire(t, f, key, 20*time.Second)
 	waiter := acquireAsync(ctx, f, key, 20*time.Second)
@@ -728,7 +728,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 		mu                                  sync.Mutex
 		longest, lateAfterRestart           time.Duration
 	)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -808,7 +808,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 		notHeld, unknown, otherRelease      atomic.Int64
 		failedAcquires                      atomic.Int64
 	)
-	ctx := ctxFor(t, 90*time.Second)
+	ctx := testenv.Context(t, 90*time.Second)
 	stop := testenv.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
 	})
@@ -890,7 +890,7 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	prefix := strings.TrimSuffix(key, "lock:{wallet:1}")
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
 
 	var fail atomic.Bool
@@ -948,7 +948,7 @@ func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	subscribers := func() int {
 		list, err := rdb.ClientList(ctx).Result()
@@ -1012,7 +1012,7 @@ func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
 	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
 	first := mustFairAcquire(t, deaf, key, 10*time.Second)
 
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
 		waiters = append(waiters, acquireAsync(ctx, deaf, key, 10*time.Second))
@@ -1045,7 +1045,7 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 	defer cancel()
 	gone := acquireAsync(quitter, deaf, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
@@ -1076,7 +1076,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	node := srv.Client(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
@@ -1160,7 +1160,7 @@ func TestFair_worksOnARing(t *testing.T) {
 	})
 	t.Cleanup(func() { ring.Close() })
 	f := newFair(t, ring)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	// Keys until both shards have one.
 	var keys []string
@@ -1201,7 +1201,7 @@ func TestFair_worksOnARing(t *testing.T) {
 // round trip, the write first: the waiter handed the lock reads it.
 func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
 	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
 	f := newFair(t, rdb)
@@ -1232,7 +1232,7 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--cluster-enabled", "yes")
 	node := srv.Client(t)
-	ctx := ctxFor(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}

@@ -37,9 +37,8 @@ var (
 	// FenceKey), or a TTL under 1 ms (Redis has no expiry finer than a
 	// millisecond, and a zero TTL would make a lock that never expires:
 	// a crashed holder would block everyone for good). The error says
-	// which, naming the key or the TTL: "lock: nil client", "lock: empty
-	// key", "lock: key has a \"}\" but no hash tag: ...", "lock: TTL must
-	// be at least 1ms, got 0s".
+	// which in one line, naming the key or the TTL: "lock: nil client",
+	// "lock: empty key", "lock: TTL must be at least 1ms, got 0s".
 	ErrInvalid = errors.New("lock: invalid argument")
 
 	// ErrWrongType is matched by the error of Acquire and AcquireFenced
@@ -107,8 +106,8 @@ type Client interface {
 // JSON, XML and gob skip unexported fields, and fmt prints a pointer
 // inside a value as an address. Under a verb that does not fit a pointer
 // (%s, %q...) fmt shows what that pointer points to, but only one level
-// down, so the token sits two pointers deep (see hold). What they all
-// show is Key, Fence and Attempts; ID names the holder in a log line.
+// down, so the token sits behind a second pointer. What they all show is
+// Key, Fence and Attempts; ID names the holder in a log line.
 type Lock struct {
 	Key   string
 	Fence int64 // set by AcquireFenced, 0 for Acquire
@@ -120,7 +119,9 @@ type Lock struct {
 	hold *hold // nil for a Lock that no Acquire made
 }
 
-// hold is what a Lock keeps to itself, behind its pointer.
+// hold is what a Lock keeps to itself, behind its pointer. The token is
+// behind a pointer of its own: fmt, given %s or %q for a Lock, prints
+// this struct, but only the address of the token (see Lock).
 type hold struct {
 	token     *string       // random, 130 bits, fresh for every acquisition; never shown (see ID)
 	rdb       Client        // where the lease lives

@@ -501,8 +501,14 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		t.log, t.amount = history.NewLog(history.DefaultCap), cfg.Amount
 	}
 	setAt := history.Now() // every wallet holds cfg.Initial from here on
-	run, stop := context.WithTimeout(ctx, cfg.Duration)
+	// The phase ends by a cancel, not a deadline: a lock wait derives from
+	// run (spendOnce), and go-redis turns a context's deadline into the
+	// connection's, so a command in flight at the end would fail with an
+	// i/o timeout a moment before run.Err() says the phase is over, and
+	// count as an error instead of an abandoned wait.
+	run, stop := context.WithCancel(ctx)
 	defer stop()
+	defer time.AfterFunc(cfg.Duration, stop).Stop()
 	var issued atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()

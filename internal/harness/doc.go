@@ -7,8 +7,10 @@
 // prefix (TakeLease, Session), the bounded clean-up and the line naming
 // what it left (Session.Close, RedisDel, PostgresDelete), the check line
 // and the report with its exit code (Report), and the loops around a
-// lesson: Program.Spenders for a crowd of spenders (steps 1 and 2) and
-// Program.Phases for phases run in turn (step 3).
+// lesson: Program.Spenders for a crowd of spenders (steps 1 and 2), as
+// goroutines or, with -procs, as copies of the program started through
+// internal/launch (procs.go; a copy is told by Child), and Program.Phases
+// for phases run in turn (step 3).
 //
 // Used by cmd/step1-race .. cmd/step6-loadtest, cmd/drill, cmd/workshop,
 // and through them internal/loadtest, internal/workshop and internal/charts.

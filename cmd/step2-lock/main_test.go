@@ -45,7 +45,7 @@ func TestRun_okEveryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasDelex, err := services.HasDelex(t.Context(), rdb)
+	hasDelex, err := lock.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRun_json(t *testing.T) {
 func TestRun_releaseDelex(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	hasDelex, err := services.HasDelex(t.Context(), rdb)
+	hasDelex, err := lock.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // read), connects within ConnectTimeout, and turns a refusal into one line
 // that says what is wrong and how to fix it, never showing a password. It
 // also reads the servers' versions and Redis's command counters for the
-// reports, and asks whether Redis has DELEX (ReleaseMethod).
+// reports.
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and

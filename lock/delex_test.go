@@ -1,0 +1,61 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
+)
+
+// probeSpy counts the DELEX commands, the probe's among them, that reach
+// the server.
+type probeSpy struct {
+	redis.UniversalClient
+	delex atomic.Int64
+}
+
+func (s *probeSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd {
+	s.delex.Add(1)
+	return s.UniversalClient.DelExArgs(ctx, key, a)
+}
+
+// A program that asks HasDelex gets the answer Release then uses: the
+// server is asked once for the client, by whichever comes first, and
+// Release sends DELEX exactly when HasDelex said yes.
+func TestHasDelex_isTheAnswerReleaseUses(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := ctxFor(t, 10*time.Second)
+	spy := &probeSpy{UniversalClient: rdb}
+	has, err := lock.HasDelex(ctx, spy)
+	if err != nil {
+		t.Fatalf("HasDelex: %v", err)
+	}
+	if again, err := lock.HasDelex(ctx, spy); err != nil || again != has {
+		t.Fatalf("HasDelex asked again = %v, %v; want %v", again, err, has)
+	}
+	if n := spy.delex.Load(); n != 1 {
+		t.Fatalf("%d probes for two questions on one client, want 1", n)
+	}
+	l := mustAcquire(t, spy, key, 10*time.Second)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	want := int64(1) // the probe, and nothing more without DELEX
+	if has {
+		want = 2 // and the release's own DELEX
+	}
+	if n := spy.delex.Load(); n != want {
+		t.Errorf("%d DELEX commands after HasDelex = %v and one Release, want %d", n, has, want)
+	}
+}
+
+func TestHasDelex_nilClient(t *testing.T) {
+	if _, err := lock.HasDelex(t.Context(), nil); !errors.Is(err, lock.ErrNilClient) {
+		t.Errorf("HasDelex(nil) = %v, want ErrNilClient", err)
+	}
+}

@@ -11,5 +11,7 @@
 // several slots, SCAN and INFO on every master).
 //
 // It is plumbing, kept out of package wallet, which is only the domain: the
-// balance, the spend and the check.
+// balance, the spend and the check. Every program uses it, most through
+// internal/harness (which connects for steps 1 to 3), step 6 through
+// internal/loadtest, and the drill directly for PostgreSQL.
 package services

@@ -1,28 +1,12 @@
 package lock_test
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/lock"
 )
-
-// probeSpy counts the DELEX commands, the probe's among them, that reach
-// the server.
-type probeSpy struct {
-	redis.UniversalClient
-	delex atomic.Int64
-}
-
-func (s *probeSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd {
-	s.delex.Add(1)
-	return s.UniversalClient.DelExArgs(ctx, key, a)
-}
 
 // A program that asks HasDelex gets the answer Release then uses: the
 // server is asked once for the client, by whichever comes first, and
@@ -30,7 +14,7 @@ func (s *probeSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs)
 func TestHasDelex_isTheAnswerReleaseUses(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := ctxFor(t, 10*time.Second)
-	spy := &probeSpy{UniversalClient: rdb}
+	spy := &delexSpy{UniversalClient: rdb}
 	has, err := lock.HasDelex(ctx, spy)
 	if err != nil {
 		t.Fatalf("HasDelex: %v", err)

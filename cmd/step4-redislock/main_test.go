@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/retrycost"
+	"example.com/walletlock/internal/redislockx"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
@@ -42,8 +43,8 @@ func runJSON(t *testing.T, args ...string) (int, jsonOutput) {
 }
 
 type jsonOutput struct {
-	N          int                 `json:"n"`
-	Strategies []retrycost.Figures `json:"strategies"`
+	N          int                  `json:"n"`
+	Strategies []redislockx.Figures `json:"strategies"`
 }
 
 func TestRun_eachStrategyIsOKTenTimesInTen(t *testing.T) {
@@ -171,7 +172,7 @@ func TestRun_shortWaitReportsErrorsPerStrategy(t *testing.T) {
 }
 
 func TestStrategies_jitterWaitsStayInRangeAndDiffer(t *testing.T) {
-	s, err := retrycost.Pick(strategies, "jitter")
+	s, err := pick("jitter")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestStrategies_freshValuesDoNotShareState(t *testing.T) {
 	// Why spend makes one strategy per Obtain: an ExponentialBackoff
 	// counts its own retries, so a shared one would make a newcomer start
 	// at the cap.
-	s, _ := retrycost.Pick(strategies, "exponential")
+	s, _ := pick("exponential")
 	first := s[0].Fresh().NextBackoff()
 	shared := s[0].Fresh()
 	for range 10 {
@@ -245,10 +246,10 @@ func TestRun_ctrlC(t *testing.T) {
 	t.Run("json", func(t *testing.T) {
 		stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{Args: append([]string{"-json"}, args...), Key: balance, After: 100 * time.Millisecond})
 		var got struct {
-			Interrupted bool                `json:"interrupted"`
-			Strategies  []retrycost.Figures `json:"strategies"`
-			Phases      []lesson.Result     `json:"phases"`
-			CutShort    *lesson.Result      `json:"interrupted_phase"`
+			Interrupted bool                 `json:"interrupted"`
+			Strategies  []redislockx.Figures `json:"strategies"`
+			Phases      []lesson.Result      `json:"phases"`
+			CutShort    *lesson.Result       `json:"interrupted_phase"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 			t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
@@ -270,10 +271,10 @@ func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 		t.Fatal("Connect reached a server at 127.0.0.1:1")
 	}
 	msg := testenv.FailsInOneLine(t, run, nil)
-	if want := "step4-redislock: " + retrycost.OneLine(werr) + "\n"; msg != want {
+	if want := "step4-redislock: " + harness.OneLine(werr) + "\n"; msg != want {
 		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
 	}
-	testenv.NoSecretBeyond(t, msg, retrycost.OneLine(werr), password)
+	testenv.NoSecretBeyond(t, msg, harness.OneLine(werr), password)
 }
 
 // -json keeps every key a run printed before the shared report
@@ -312,7 +313,7 @@ func TestRun_strategiesKeepTheirOrder(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || len(out.Strategies) != 3 {
 		t.Fatalf("-json output: %v, %d strategies, want 3:\n%s", err, len(out.Strategies), stdout.String())
 	}
-	got := map[string]retrycost.Figures{}
+	got := map[string]redislockx.Figures{}
 	for _, s := range out.Strategies {
 		got[s.Strategy] = s
 		t.Logf("%-11s wall %8.2fms attempts %4d wait p99 %8.2fms", s.Strategy, s.WallMS, s.Attempts, s.WaitP99MS)

@@ -23,8 +23,6 @@ import (
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/internal/timeline"
-	"example.com/walletlock/internal/walletrun"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -96,7 +94,7 @@ func checkPhases(r jsonReport, stalls int) error {
 		}
 		switch p.Phase {
 		case "1", "1b", "2":
-			var t timeline.Figures
+			var t story
 			if err := json.Unmarshal(p.Figures, &t); err != nil {
 				bad("phase %s figures: %v", p.Phase, err)
 				continue
@@ -283,10 +281,10 @@ func TestRun_databaseURLPasswordNeverShown(t *testing.T) {
 		t.Fatal("ConnectPostgres reached a server at 127.0.0.1:1")
 	}
 	msg := testenv.FailsInOneLine(t, run, nil)
-	if want := step + ": " + walletrun.OneLine(werr) + "\n"; msg != want {
+	if want := step + ": " + harness.OneLine(werr) + "\n"; msg != want {
 		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
 	}
-	testenv.NoSecretBeyond(t, msg, walletrun.OneLine(werr), password)
+	testenv.NoSecretBeyond(t, msg, harness.OneLine(werr), password)
 }
 
 // The same for REDIS_URL, once PostgreSQL has answered.
@@ -299,10 +297,10 @@ func TestRun_redisURLPasswordNeverShown(t *testing.T) {
 		t.Fatal("Connect reached a server at 127.0.0.1:1")
 	}
 	msg := testenv.FailsInOneLine(t, run, []string{"-wallet-id", fmt.Sprint(testenv.WalletID(t))})
-	if want := step + ": " + walletrun.OneLine(werr) + "\n"; msg != want {
+	if want := step + ": " + harness.OneLine(werr) + "\n"; msg != want {
 		t.Errorf("stderr = %q, want wallet's description alone: %q", msg, want)
 	}
-	testenv.NoSecretBeyond(t, msg, walletrun.OneLine(werr), password)
+	testenv.NoSecretBeyond(t, msg, harness.OneLine(werr), password)
 }
 
 // Two runs at once on different prefixes, both with the default wallet:
@@ -332,7 +330,7 @@ func TestRun_defaultWalletsOfTwoPrefixesDoNotCollide(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	walletFor := func(prefix string) int64 { return walletrun.DefaultID(prefix, defaultPrefix) }
+	walletFor := func(prefix string) int64 { return harness.DefaultWallet(prefix, defaultPrefix) }
 	if ids[0] == ids[1] || ids[0] != walletFor(prefixes[0]) || ids[1] != walletFor(prefixes[1]) {
 		t.Errorf("wallets %v, want %d and %d, apart", ids, walletFor(prefixes[0]), walletFor(prefixes[1]))
 	}

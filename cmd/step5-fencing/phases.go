@@ -1,58 +1,80 @@
 package main
 
-// The five phases, in the lesson's order. Each returns its check, the
-// lines of its story, and its figures for -json.
+// The flags, and phases 3 and 4: a crowd of spenders, fenced, then
+// without Redis at all.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"example.com/walletlock/internal/fencing"
-	"example.com/walletlock/internal/timeline"
-	"example.com/walletlock/internal/walletrun"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-const (
-	initial = 100 // starting balance of phases 1, 1b, 2 and 4
-	amount  = 10  // every spend
-)
+// maxN bounds -n below harness.MaxN: phase 3 hands the lease from spender
+// to spender, about 10 ms each, and must end within its hang guard.
+const maxN = 1000
 
-// Phase 1. A plain lease, and SQL that writes whatever it is given.
-func pausedHolder(ctx context.Context, e env) (walletrun.Outcome, error) {
-	return e.play(ctx, timeline.Unfenced, timeline.Moves{
-		Acquire: func(ctx context.Context) (*lock.Lock, error) { return lock.Acquire(ctx, e.Redis, e.LockKey, e.ttl) },
-		Read:    func(ctx context.Context, _ int64) (int64, error) { return e.Store.Balance(ctx, e.ID) },
-		Write:   func(ctx context.Context, _, bal int64) error { return e.Store.Write(ctx, e.ID, bal) },
-	})
+// config is what the flags set.
+type config struct {
+	ttl, pause, work time.Duration
+	n, stalls        int
+	only             string // -phase
 }
 
-// Phase 1b. Fences, checked on write only: the reads claim nothing, and a
-// write lands when its fence is above the row's (WriteFencedOnly). A wakes
-// after B's read and before B's write, and both writes land.
-func fenceOnWriteOnly(ctx context.Context, e env) (walletrun.Outcome, error) {
-	return e.play(ctx, timeline.FencedOnWrite, timeline.Moves{
-		Acquire: e.acquireFenced,
-		Read:    func(ctx context.Context, _ int64) (int64, error) { return e.Store.Balance(ctx, e.ID) },
-		Write: func(ctx context.Context, fence, bal int64) error {
-			return e.Store.WriteFencedOnly(ctx, e.ID, fence, bal)
-		},
-	})
+func flags(h *harness.Program) *config {
+	c := &config{}
+	h.Flags.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
+	h.Flags.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
+	h.Flags.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
+	h.Flags.IntVar(&c.n, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", maxN))
+	h.Flags.IntVar(&c.stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
+	h.Flags.StringVar(&c.only, "phase", "all", "which phase to run: 1, 1b, 2, 3, 4 or all")
+	return c
 }
 
-// Phase 2. The timeline of phase 1, fenced and claimed on read: the read
-// stamps the row with the reader's fence (Claim), and the write lands only
-// while the row still carries it (WriteFenced).
-func fenceClaimedOnRead(ctx context.Context, e env) (walletrun.Outcome, error) {
-	return e.play(ctx, timeline.ClaimedOnRead, timeline.Moves{
-		Acquire: e.acquireFenced,
-		Read:    func(ctx context.Context, fence int64) (int64, error) { return e.Store.Claim(ctx, e.ID, fence) },
-		Write:   func(ctx context.Context, fence, bal int64) error { return e.Store.WriteFenced(ctx, e.ID, fence, bal) },
-	})
+// check picks the phases -phase names, and checks the flags; id is the
+// wallet's.
+func (c *config) check(id int64, phases []harness.Phase) ([]harness.Phase, []error) {
+	chosen, err := harness.Choose("-phase", c.only, phases)
+	switch {
+	case err != nil:
+	case lock.CheckTTL(c.ttl) != nil:
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
+	case c.pause <= c.ttl:
+		err = fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
+	case c.work < 0 || c.n < 1 || id < 1:
+		err = fmt.Errorf("-work must be at least 0, -n and -wallet-id at least 1; got %v, %d and %d", c.work, c.n, id)
+	case c.stalls < 0 || c.stalls > c.n:
+		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
+	}
+	return chosen, []error{err, harness.CheckMax("-n", c.n, maxN), harness.CheckDuration("-ttl", c.ttl),
+		harness.CheckDuration("-pause", c.pause), harness.CheckDuration("-work", c.work)}
+}
+
+// row is what the harness needs to know of the chosen phases.
+func (c *config) row(chosen []harness.Phase) harness.Row {
+	return harness.Row{
+		NeedRedis: slices.ContainsFunc(chosen, func(p harness.Phase) bool { return p.Name != "4" }),
+		TTL:       c.ttl,
+		// A phase that runs past a minute beyond its flags' work and stalls
+		// has hung. (The flags' bounds keep this from overflowing.)
+		Limit:    time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause,
+		Spenders: c.n,
+	}
+}
+
+// report is the run's "config" in -json.
+func (c *config) report(h *harness.Program) map[string]any {
+	return map[string]any{"ttl": c.ttl.String(), "pause": c.pause.String(), "work": c.work.String(),
+		"spenders": c.n, "stalls": c.stalls, "wallet_id": h.WalletID(), "prefix": h.Prefix()}
 }
 
 // Phase 3. Every spender goes through fencing.Do; a few, chosen at random,
@@ -60,38 +82,38 @@ func fenceClaimedOnRead(ctx context.Context, e env) (walletrun.Outcome, error) {
 // nothing tells them their lease is gone, and they write when they wake.
 // The wallet holds enough for everyone, so every stalled spender has a
 // write to be refused.
-func fencedSpenders(ctx context.Context, e env) (walletrun.Outcome, error) {
-	start := int64(e.n) * amount
-	if err := e.Fresh(ctx, start); err != nil {
-		return walletrun.Outcome{}, err
+func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	start := int64(c.n) * amount
+	if err := r.Fresh(ctx, start); err != nil {
+		return harness.Outcome{}, err
 	}
-	stalled, fences, errs := make([]bool, e.n), make([]int64, e.n), make([]error, e.n)
-	for _, i := range rand.Perm(e.n)[:e.stalls] {
+	stalled, fences, errs := make([]bool, c.n), make([]int64, c.n), make([]error, c.n)
+	for _, i := range rand.Perm(c.n)[:c.stalls] {
 		stalled[i] = true
 	}
-	tally := wallet.Hammer(e.n, func(i int) (bool, error) {
-		ok, err := fencing.Do(ctx, e.Redis, e.LockKey, e.ttl, func(ctx context.Context, fence int64) (bool, error) {
+	tally := wallet.Hammer(c.n, func(i int) (bool, error) {
+		ok, err := fencing.Do(ctx, r.Redis, r.LockKey, c.ttl, func(ctx context.Context, fence int64) (bool, error) {
 			fences[i] = fence
-			work := e.work
+			work := c.work
 			if stalled[i] {
-				work = e.pause // past the lease, between the read and the write
+				work = c.pause // past the lease, between the read and the write
 			}
-			return e.Store.SpendFenced(ctx, e.ID, fence, amount, work)
+			return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
 		})
 		errs[i] = err
 		return ok, err
 	})
-	c, err := fencing.Count(start, tally, fences, errs, stalled)
+	f, err := fencing.Count(start, tally, fences, errs, stalled)
 	if err == nil {
-		c.HighestFence, err = e.Store.Fence(ctx, e.ID)
+		f.HighestFence, err = r.Store.Fence(ctx, r.ID)
 	}
 	if err != nil {
-		return walletrun.Outcome{}, err
+		return harness.Outcome{}, err
 	}
-	o, err := e.Outcome(ctx, start, amount, tally.Accepted, tally.Unknown, &c, append([]string{fmt.Sprintf(
-		"%d spenders take %d each from %d; stalled for %v between read and write (TTL %v): %d", e.n, amount, start, e.pause, e.ttl, e.stalls)},
-		c.Lines()...)...)
-	c.Landed = o.Verdict.Landed
+	o, err := r.Outcome(ctx, start, amount, tally.Accepted, tally.Unknown, &f, append([]string{fmt.Sprintf(
+		"%d spenders take %d each from %d; stalled for %v between read and write (TTL %v): %d", c.n, amount, start, c.pause, c.ttl, c.stalls)},
+		f.Lines()...)...)
+	f.Landed = o.Verdict.Landed
 	return o, err
 }
 
@@ -99,24 +121,24 @@ func fencedSpenders(ctx context.Context, e env) (walletrun.Outcome, error) {
 // row's version, and its UPDATE lands only if the version is unchanged;
 // otherwise it reads again. For teams that own the database, this is all
 // the correctness the wallet needs.
-func versionColumn(ctx context.Context, e env) (walletrun.Outcome, error) {
-	if err := e.Fresh(ctx, initial); err != nil {
-		return walletrun.Outcome{}, err
+func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	if err := r.Fresh(ctx, initial); err != nil {
+		return harness.Outcome{}, err
 	}
 	var conflicts atomic.Int64
-	tally := wallet.Hammer(e.n, func(int) (bool, error) {
-		ok, n, err := e.Store.SpendVersioned(ctx, e.ID, amount, e.work)
+	tally := wallet.Hammer(c.n, func(int) (bool, error) {
+		ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.work)
 		conflicts.Add(int64(n))
 		return ok, err
 	})
 	for _, err := range tally.Errors {
 		if !errors.Is(err, wallet.ErrUnknownOutcome) {
-			return walletrun.Outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors)-tally.Unknown, e.n, err)
+			return harness.Outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors)-tally.Unknown, c.n, err)
 		}
 	}
-	v := versions{Spenders: e.n, Conflicts: conflicts.Load(), Unknown: tally.Unknown}
-	o, err := e.Outcome(ctx, initial, amount, tally.Accepted, tally.Unknown, &v,
-		fmt.Sprintf("%d spenders take %d each from %d, no lock: UPDATE ... WHERE version = the version read", e.n, amount, initial),
+	v := versions{Spenders: c.n, Conflicts: conflicts.Load(), Unknown: tally.Unknown}
+	o, err := r.Outcome(ctx, initial, amount, tally.Accepted, tally.Unknown, &v,
+		fmt.Sprintf("%d spenders take %d each from %d, no lock: UPDATE ... WHERE version = the version read", c.n, amount, initial),
 		fmt.Sprintf("version conflicts: %d, each one a spend that read again and retried", v.Conflicts))
 	v.Landed = o.Verdict.Landed
 	return o, err
@@ -128,21 +150,4 @@ type versions struct {
 	Conflicts int64 `json:"conflicts"` // writes that found the version changed, and read again
 	Unknown   int   `json:"unknown"`   // spends whose outcome is unknown
 	Landed    int   `json:"landed"`    // how many of them the balance says landed; -1 if none fits
-}
-
-// play plays the two holders of phases 1, 1b and 2 (package timeline) on
-// a fresh row and fence counter.
-func (e env) play(ctx context.Context, story timeline.Story, m timeline.Moves) (walletrun.Outcome, error) {
-	if err := e.Fresh(ctx, initial); err != nil {
-		return walletrun.Outcome{}, err
-	}
-	t, err := timeline.Play(ctx, e.Store, e.ID, story, amount, e.work, m)
-	if err != nil {
-		return walletrun.Outcome{}, err
-	}
-	return e.Outcome(ctx, initial, amount, t.Accepted(), 0, t, t.Lines(e.ttl)...)
-}
-
-func (e env) acquireFenced(ctx context.Context) (*lock.Lock, error) {
-	return lock.AcquireFenced(ctx, e.Redis, e.LockKey, e.ttl)
 }

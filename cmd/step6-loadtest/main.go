@@ -14,10 +14,12 @@
 // trips measured at the start), each rate against none's, and each p99
 // lock wait against a queue served in turn. Expect none BROKEN and every
 // other row OK; the rates depend on the machine. It takes about 45 s and
-// ends with a check line per strategy, summed over the wallets, such as:
+// ends with a check line per strategy, summed over the wallets, and the
+// verdict of its history (every spend recorded and checked for
+// linearizability: -history FILE.html draws it), such as:
 //
-//	none:       accepted=88583 balance=15999779470 expected=15999114170 BROKEN
-//	fair:       accepted=20676 balance=15999793240 expected=15999793240 OK
+//	none:       accepted=67820 balance=15999832890 expected=15999321800 BROKEN linearizable=no
+//	fair:       accepted=16827 balance=15999831730 expected=15999831730 OK linearizable=yes
 //
 // Run it with (-workers 2,8,50 is a contention sweep: every strategy at 2,
 // then 8, then 50 workers):
@@ -75,12 +77,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON object")
 	htmlFile := fs.String("html", "", "also write the report, with charts, as one HTML page to this file")
+	historyFile := fs.String("history", "", "also write the histories, a window of one wallet per strategy, as porcupine's HTML page to this file")
 	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
 	err := c.Resolve(*workers, *which)
 	if err == nil && *htmlFile != "" { // a page that could not be written is refused before any work
 		err = charts.CheckPage(*htmlFile)
+	}
+	if err == nil && *historyFile != "" {
+		err = charts.CheckPageOf("-history", *historyFile)
+		c.History = loadtest.HistoryPage
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, step+":", strings.TrimPrefix(err.Error(), loadtest.ErrBadConfig.Error()+": "))
@@ -141,6 +148,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *htmlFile != "" {
 		if err := charts.SaveLoad(*htmlFile, rep); err != nil {
+			r.Fail(stderr, err)
+		}
+	}
+	if err := rep.HistoryErr(); err != nil { // a correct strategy whose history is not linearizable
+		r.Fail(stderr, err)
+	}
+	if *historyFile != "" {
+		if err := rep.WriteHistory(*historyFile); err != nil {
 			r.Fail(stderr, err)
 		}
 	}

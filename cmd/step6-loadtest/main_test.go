@@ -291,8 +291,8 @@ func TestRun_tableWithTheControlBroken(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^none:\s+accepted=\d+ balance=\d+ expected=\d+ BROKEN$`),
-		regexp.MustCompile(`(?m)^lock:\s+accepted=\d+ balance=\d+ expected=\d+ OK$`),
+		regexp.MustCompile(`(?m)^none:\s+accepted=\d+ balance=\d+ expected=\d+ BROKEN linearizable=no$`),
+		regexp.MustCompile(`(?m)^lock:\s+accepted=\d+ balance=\d+ expected=\d+ OK linearizable=yes$`),
 		regexp.MustCompile(`(?m)^\s*none\s.*BROKEN: 1 wallet off by [\d,]+$`),
 		regexp.MustCompile(`(?m)^Ceiling: 1 critical section at once`),
 	} {

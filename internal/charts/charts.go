@@ -45,24 +45,27 @@ func render(w io.Writer, name string, data any) error {
 // write at the end: path must name a file (not a folder) in a folder that
 // exists and takes a new file. It tries one, and removes it. The error
 // names the flag (-html) and the fix, in one line.
-func CheckPage(path string) error {
+func CheckPage(path string) error { return CheckPageOf("-html", path) }
+
+// CheckPageOf is CheckPage for a page that another flag names.
+func CheckPageOf(flag, path string) error {
 	shown := harness.Printable(path)
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("-html %s is a folder: name the page's file in it, e.g. %s", shown, harness.Printable(filepath.Join(path, "harness.html")))
+		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, harness.Printable(filepath.Join(path, "harness.html")))
 	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("-html %s: the folder %s does not exist: create it, or name a file in a folder that does", shown, harness.Printable(dir))
+		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, harness.Printable(dir))
 	case err == nil && !fi.IsDir():
-		return fmt.Errorf("-html %s: %s is not a folder", shown, harness.Printable(dir))
+		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, harness.Printable(dir))
 	case err != nil:
-		return fmt.Errorf("-html %s: %v", shown, unwrapPath(err))
+		return fmt.Errorf("%s %s: %v", flag, shown, unwrapPath(err))
 	}
 	f, err := os.CreateTemp(dir, ".walletlock-page-*")
 	if err != nil {
-		return fmt.Errorf("-html %s: cannot write in the folder %s: %v", shown, harness.Printable(dir), unwrapPath(err))
+		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, harness.Printable(dir), unwrapPath(err))
 	}
 	f.Close()
 	return os.Remove(f.Name())

@@ -9,8 +9,10 @@
 // and the report with its exit code (Report), and the loops around a
 // lesson: Program.Spenders for a crowd of spenders (steps 1 and 2), as
 // goroutines or, with -procs, as copies of the program started through
-// internal/launch (procs.go; a copy is told by Child), and Program.Phases
-// for phases run in turn (step 3).
+// internal/launch (procs.go; a copy is told by Child), and one phase loop
+// for phases run in turn: Program.Phases on Redis keys (step 3),
+// Program.Rows on a wallet row in PostgreSQL guarded by a Redis lock
+// (step 5, rows.go).
 //
 // The run lease here (lease.go) is a lease in Redis taken with the repo's
 // own lock: a TTL, a watchdog that refreshes it, and a context cancelled

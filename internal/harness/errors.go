@@ -1,6 +1,13 @@
 package harness
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
+
+// OneLine folds an error's message onto one line (pgx lists each address
+// it tried on a line of its own): every report is one line.
+func OneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // Errors collects errors from concurrent goroutines. The zero value is
 // ready to use; a nil *Errors ignores what it is given.

@@ -1,8 +1,8 @@
 package harness
 
-// The phase loop of a program whose phases are the lesson (step 3): each
-// phase in turn, waited for (after Ctrl-C only until the clean-up
-// deadline), printed in three lines and added to the report:
+// The phase loop of a program whose phases are the lesson (steps 3 and
+// 5): each phase in turn, waited for (after Ctrl-C only until the
+// clean-up deadline), printed and added to the report:
 //
 //	phase 2: ttl 600ms, work 1.2s, watchdog every 200ms
 //	  0 of 3 releases found the lease gone and deleted nothing
@@ -13,9 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet"
 )
 
 // Phase is one phase of a lesson, named as in lesson.Phases.
@@ -32,8 +36,9 @@ type Phase struct {
 //
 //	unknown -phase "7" (want all or some of 1, 2, 3)
 //
-// It is the one parser of such lists: step 3's -phase, step 6's -strategy
-// (loadtest.ParseStrategies) and the drill's -nemesis and -strategy.
+// It is the one parser of such lists: the -phase of steps 3 and 5, the
+// -strategy of step 4, step 6 (loadtest.ParseStrategies) and the drill,
+// and the drill's -nemesis.
 func Pick(flag, value string, all []string) ([]string, error) {
 	if value == "all" {
 		return all, nil
@@ -51,16 +56,21 @@ func Pick(flag, value string, all []string) ([]string, error) {
 	return out, nil
 }
 
+// Choose returns the phases a list flag's value names (Pick), in the
+// lesson's order, which is all's.
+func Choose(flag, value string, all []Phase) ([]Phase, error) {
+	names := make([]string, len(all))
+	for i, p := range all {
+		names[i] = p.Name
+	}
+	picked, err := Pick(flag, value, names)
+	return slices.DeleteFunc(slices.Clone(all), func(p Phase) bool { return !slices.Contains(picked, p.Name) }), err
+}
+
 // Phases connects to Redis, takes the run lease on the prefix, sets the
-// server's version in the report, and runs the phases in order; keys are
-// the run's, deleted at the end. It returns the exit code.
-//
-// A phase that fails ends the run at once: "step: phase N: err" on
-// stderr (the lost run lease instead of err when that ended the work), and
-// 1. After Ctrl-C the phase it cut short is printed, with its story
-// replaced, and reported as interrupted, not judged; stderr says where
-// Ctrl-C came and the code is 130. Otherwise each Problem is one line on
-// stderr, and the code is the report's.
+// server's version in the report, and runs the phases in order (step 3);
+// keys are the run's, deleted at the end. It returns the exit code, as
+// the phase loop below says.
 func (p *Program) Phases(ctx context.Context, keys []string, report func(r *Report), phases []Phase) int {
 	rdb, err := services.Connect(ctx)
 	if err != nil {
@@ -75,55 +85,130 @@ func (p *Program) Phases(ctx context.Context, keys []string, report func(r *Repo
 	if err != nil {
 		return p.Fail(err)
 	}
-	defer s.Close(p.Stderr, keys...)
-	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), p: p, session: s}
+	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), p: p, session: s, parent: ctx, work: s.Context()}
 	r.Report.Set("redis_version", version)
 	report(r.Report)
-	ctx = s.Context()
+	return p.loop(r, phases, 0, func() { s.Close(p.Stderr, keys...) })
+}
+
+// loop runs the phases in turn, each bounded by limit (0: none), then
+// calls cleanup and ends the report. It returns the exit code.
+//
+// A phase prints "phase N: " and its Setting (the lesson's account of the
+// phase when it has none), then its Story, its Lines and its check line.
+// A phase that fails ends the run: "step: phase N: err" on stderr (the
+// lost run lease instead of err when that ended the work), and 1; the
+// report still ends, with -json, once a phase has been recorded. After
+// Ctrl-C the phase it cut short, if it measured anything, is printed with
+// its story replaced and reported as interrupted, not judged; stderr says
+// where Ctrl-C came and the code is 130. Otherwise each Problem is one
+// line on stderr, and the code is the report's.
+func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func()) int {
+	ctx := r.work // ends at Ctrl-C, and when the run lease is lost
 	type ran struct {
 		o   Outcome
 		err error
 	}
-	cut := ""             // the phase Ctrl-C interrupted
-	var problems []string // what went wrong beyond the verdicts
+	cut, measured, ended := "", false, 0 // the phase Ctrl-C cut short; whether it measured; the phases that ran
+	var failure error                    // what stopped the run, if anything did
+	var problems []string                // what went wrong beyond the verdicts
 	for _, ph := range phases {
-		got, done := Await(s, func() ran { o, err := ph.Run(ctx, r); return ran{o, err} })
+		if r.Interrupted() {
+			break // Ctrl-C between two phases
+		}
+		fn := func() ran {
+			ctx, cancel := ctx, context.CancelFunc(func() {})
+			if limit > 0 {
+				ctx, cancel = context.WithTimeout(ctx, limit)
+			}
+			defer cancel()
+			o, err := ph.Run(ctx, r)
+			return ran{o, err}
+		}
+		got, done := ran{}, true
+		if r.session != nil { // without Redis there is nothing to wait for: pgx gives up as soon as ctx ends
+			got, done = Await(r.session, fn)
+		} else {
+			got = fn()
+		}
 		o, err := got.o, got.err
-		if s.Interrupted() {
-			if cut = ph.Name; !done || err != nil {
-				break // nothing measured: Redis did not answer in time
+		var owned *wallet.OwnedError
+		switch {
+		case r.Interrupted():
+			if cut, measured = ph.Name, done && err == nil; !measured {
+				r.Report.Set("interrupted_during", ph.Name)
 			}
-			o.Story, o.Problems = "interrupted by Ctrl-C: the check counts only the spends made before it", nil
-		} else if !done || err != nil {
-			if ctx.Err() != nil {
-				err = context.Cause(ctx) // the run lease was lost
-			}
-			fmt.Fprintf(p.Stderr, "%s: phase %s: %v\n", p.Step, ph.Name, err)
-			return 1
+			o.Story, o.Lines, o.Problems = "interrupted by Ctrl-C: the check counts only the spends made before it", nil, nil
+		case done && err == nil:
+		case ctx.Err() != nil:
+			failure = fmt.Errorf("phase %s: %w", ph.Name, context.Cause(ctx)) // the run lease was lost
+		case errors.As(err, &owned):
+			failure = owned // the one line says it all
+		default:
+			failure = fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
-		if !p.JSON() {
-			fmt.Fprintf(p.Stdout, "phase %s: %s\n  %s\n  %s\n", ph.Name, o.Setting, o.Story, o.Verdict)
-		}
-		if cut != "" {
-			r.Report.Interrupted(ph.Name, o.Verdict, o.Figures) // measured, but not what the lesson is about
+		if failure != nil || (cut != "" && !measured) {
 			break
 		}
-		r.Report.Add(ph.Name, o.Verdict, o.Figures)
+		ended++
+		p.show(r, ph.Name, o)
+		figures := o.Figures
+		if r.Store != nil {
+			figures = o // a wallet row's figures go under "figures" (step 5)
+		}
+		if cut != "" {
+			r.Report.Interrupted(ph.Name, o.Verdict, figures) // measured, but not what the lesson is about
+			break
+		}
+		r.Report.Add(ph.Name, o.Verdict, figures)
 		for _, problem := range o.Problems {
 			problems = append(problems, fmt.Sprintf("phase %s: %s", ph.Name, problem))
 		}
 	}
-	if s.Interrupted() {
-		r.Report.Interrupt()
-		at := "after the last phase"
-		if cut != "" {
+	cleanup()
+	switch {
+	case r.Interrupted():
+		at := "between two phases"
+		switch {
+		case cut != "" && measured:
 			at = "during phase " + cut
+		case cut != "":
+			at = "during phase " + cut + ", which is not judged"
+		case ended == len(phases):
+			at = "after the last phase"
 		}
 		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, at)
+		r.Report.Interrupt()
 		return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+	case failure != nil && len(r.Report.Phases()) == 0:
+		return p.Fail(failure) // nothing to report
+	case failure != nil:
+		r.Report.Fail(p.Stderr, errors.New(OneLine(failure)))
 	}
 	for _, problem := range problems {
 		r.Report.Fail(p.Stderr, errors.New(problem))
 	}
 	return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+}
+
+// show prints a phase, unless -json.
+func (p *Program) show(r *Run, name string, o Outcome) {
+	if p.JSON() {
+		return
+	}
+	if r.Store != nil {
+		fmt.Fprintln(p.Stdout) // below the versions line, and between phases
+	}
+	if o.Setting == "" {
+		what, _ := lesson.Lookup(p.Step, name)
+		o.Setting = strings.Replace(what.What, "50 ", strconv.Itoa(r.N)+" ", 1) // the lesson's fifty, or -n
+	}
+	fmt.Fprintf(p.Stdout, "phase %s: %s\n", name, o.Setting)
+	lines := o.Lines
+	if o.Story != "" {
+		lines = append([]string{o.Story}, lines...)
+	}
+	for _, line := range append(lines, o.Verdict.String()) {
+		fmt.Fprintln(p.Stdout, "  "+line)
+	}
 }

@@ -24,17 +24,19 @@ type Program struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	prefix *string
-	json   *bool
-	procs  *int
-	args   []string
+	prefix        *string
+	defaultPrefix string
+	walletID      *int64 // -wallet-id, for a row program (WithWallet)
+	json          *bool
+	procs         *int
+	args          []string
 }
 
 // New starts a program's flags: -prefix, whose default is prefix, and
 // -json.
 func New(step, prefix string, stdout, stderr io.Writer) *Program {
 	fs := flag.NewFlagSet(step, flag.ContinueOnError)
-	p := &Program{Step: step, Flags: fs, Stdout: stdout, Stderr: stderr}
+	p := &Program{Step: step, Flags: fs, Stdout: stdout, Stderr: stderr, defaultPrefix: prefix}
 	p.prefix = fs.String("prefix", prefix, "prefix of the Redis keys this run writes")
 	p.json = fs.Bool("json", false, "print the result as one JSON object instead of the text")
 	return p
@@ -80,26 +82,34 @@ func (p *Program) Parse(args []string, n func() int, checks func() []error) (cod
 	return 0, true
 }
 
-// Fail prints "step: err" on stderr and returns 1.
+// Fail prints "step: err" on stderr, in one line, and returns 1.
 func (p *Program) Fail(err error) int {
-	fmt.Fprintln(p.Stderr, p.Step+":", err)
+	fmt.Fprintln(p.Stderr, p.Step+":", OneLine(err))
 	return 1
 }
 
-// Run is one run of a spender program's lesson (steps 1 and 2): the Redis
-// client, the prefix its keys live under, and the report it adds its
-// figures to. Its methods run the spenders.
+// Run is one run of a lesson: the Redis client, the prefix its keys live
+// under, and the report it adds its figures to; for a lesson on a wallet
+// row in PostgreSQL (step 5, Program.Rows), the row too. Its methods run
+// a spender program's spenders (steps 1 and 2), and give a row's phases a
+// fresh row and their check (rows.go).
 type Run struct {
-	Redis  redis.UniversalClient
+	Redis  redis.UniversalClient // nil when a row program's phases need no Redis
 	Prefix string
 	Report *Report
 	N      int    // the spenders
 	Also   Errors // errors beside the spends' own (step 2's failed releases), from every copy
 
-	p       *Program
-	session *Session
-	child   bool
-	served  int // a copy's exit code, once it has served
+	Store   *wallet.Store // a row program's: owned by the prefix, it resets and deletes only this run's row
+	ID      int64         // the wallet row
+	LockKey string        // the row's lock key; its fence counter is lock.FenceKey(LockKey)
+
+	p            *Program
+	session      *Session        // nil for a row program without Redis
+	parent, work context.Context // the run's (it ends at Ctrl-C), and the work's (also when the run lease is lost)
+	child        bool
+	served       int // a copy's exit code, once it has served
+	row          *row
 }
 
 // errServed ends a -procs copy's lesson once it has spent: the parent
@@ -159,12 +169,22 @@ var (
 	errNotStarted = errors.New("the run had not started")
 )
 
-// Cleanup is the context for what follows the spenders, as Hammer reads
-// the balance: Ctrl-C does not end it (Session.Cleanup).
-func (r *Run) Cleanup() (context.Context, context.CancelFunc) { return r.session.Cleanup() }
+// Cleanup is the context for what follows the work, as Hammer reads the
+// balance: Ctrl-C does not end it (Session.Cleanup).
+func (r *Run) Cleanup() (context.Context, context.CancelFunc) {
+	if r.session == nil {
+		return Cleanup(r.parent)
+	}
+	return r.session.Cleanup()
+}
 
 // Interrupted reports whether Ctrl-C came.
-func (r *Run) Interrupted() bool { return r.session.Interrupted() }
+func (r *Run) Interrupted() bool {
+	if r.session == nil {
+		return r.parent.Err() != nil
+	}
+	return r.session.Interrupted()
+}
 
 // Spenders runs a spender program: it connects to Redis, and in a -procs
 // copy runs lesson only to spend (Hammer). Otherwise it takes the run
@@ -260,12 +280,13 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 var errCut = errors.New("cut short")
 
 // Outcome is what one run or phase of a lesson found: its check, its
-// figures beside the check in -json, and its lines. Every program with
-// phases returns one (steps 1, 2, 3 and 5).
+// figures beside the check in -json (under "figures" for a row program),
+// and its lines. Every program with phases returns one (steps 1, 2, 3
+// and 5).
 type Outcome struct {
 	Verdict  wallet.Verdict `json:"-"`
 	Figures  any            `json:"figures"`
-	Setting  string         `json:"-"` // the phase's settings, in its first line (step 3)
+	Setting  string         `json:"-"` // the phase's settings, in its first line (step 3); "": the lesson's account of it
 	Story    string         `json:"-"` // what happened, the line above the check line (step 3)
 	Lines    []string       `json:"-"` // the phase's lines: above the check line (step 5), below it (steps 1 and 2)
 	Warnings []string       `json:"-"` // printed on stderr; the exit code stays

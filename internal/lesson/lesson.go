@@ -178,3 +178,48 @@ func DrillWant(nemesis, strategy string) (DrillCell, bool) {
 	}
 	return DrillCell{}, false
 }
+
+// What a history checker (wallet/history) must say of a phase's record.
+const (
+	Linearizable    = "yes"
+	NotLinearizable = "no"
+)
+
+// HistoryCell is the history verdict a phase must give, beside its
+// balance verdict in Phases.
+type HistoryCell struct {
+	Step, Phase string
+	Want        string // Linearizable or NotLinearizable
+}
+
+// Histories lists the phases whose programs record a history. Where the
+// balance check is BROKEN the history is not linearizable (a lost update
+// is two spends that read one balance); where a correct strategy is OK
+// the history is linearizable. The two differ in no cell of this table:
+// the case where they do, a refusal computed from a stale replica read
+// (balance OK, linearizable=no), is wallet/history's stale-read test.
+// step6-loadtest's none is a control, as in Phases: with little
+// contention it may lose no update and give OK and yes.
+var Histories = []HistoryCell{
+	{"step6-loadtest", "none", NotLinearizable},
+	{"step6-loadtest", "lock", Linearizable},
+	{"step6-loadtest", "redislock", Linearizable},
+	{"step6-loadtest", "redsync", Linearizable},
+	{"step6-loadtest", "redlock", Linearizable},
+	{"step6-loadtest", "fair", Linearizable},
+	{"step6-loadtest", "fenced", Linearizable},
+	{"step6-loadtest", "atomic", Linearizable},
+	{"step6-loadtest", "version", Linearizable},
+	{"step6-loadtest", "forupdate", Linearizable},
+}
+
+// WantHistory returns the history verdict a phase must give, and whether
+// the table has one.
+func WantHistory(step, phase string) (string, bool) {
+	for _, c := range Histories {
+		if c.Step == step && c.Phase == phase {
+			return c.Want, true
+		}
+	}
+	return "", false
+}

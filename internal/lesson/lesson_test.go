@@ -77,3 +77,35 @@ func TestDrillWant_redlockCells(t *testing.T) {
 		t.Error("DrillWant(failover, redlock) found a cell; a failover does not apply to Redlock")
 	}
 }
+
+// TestHistories_agreeWithTheBalanceVerdicts: every history cell is a
+// phase of Phases, and none differs from its balance verdict (BROKEN: not
+// linearizable, OK: linearizable). A cell that must differ would say why
+// here; the stale replica read, which does, is wallet/history's test.
+func TestHistories_agreeWithTheBalanceVerdicts(t *testing.T) {
+	pair := map[string]string{Broken: NotLinearizable, OK: Linearizable}
+	for _, c := range Histories {
+		p, ok := Lookup(c.Step, c.Phase)
+		if !ok {
+			t.Errorf("%s/%s: not a phase of Phases", c.Step, c.Phase)
+			continue
+		}
+		if pair[p.Want] != c.Want {
+			t.Errorf("%s/%s: balance %s but history %s", c.Step, c.Phase, p.Want, c.Want)
+		}
+	}
+	for _, p := range Phases {
+		if p.Step != "step6-loadtest" {
+			continue
+		}
+		if _, ok := WantHistory(p.Step, p.Phase); !ok {
+			t.Errorf("step6-loadtest/%s records a history but has no history verdict", p.Phase)
+		}
+	}
+	if w, _ := WantHistory("step6-loadtest", "none"); w != NotLinearizable {
+		t.Errorf("none: got %q, want %q", w, NotLinearizable)
+	}
+	if w, _ := WantHistory("step6-loadtest", "fenced"); w != Linearizable {
+		t.Errorf("fenced: got %q, want %q", w, Linearizable)
+	}
+}

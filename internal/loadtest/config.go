@@ -57,6 +57,13 @@ type Config struct {
 	// own; rows that another run holds are refused, never shared.
 	FirstID int64
 
+	// History is what becomes of each spend's record (see history.go):
+	// HistoryCheck (the zero value) checks each strategy's history and
+	// keeps its verdict, HistoryPage keeps the histories too, for
+	// Report.WriteHistory, and HistoryOff records nothing (to measure
+	// what recording costs).
+	History HistoryMode
+
 	// Progress, when not nil, gets a progress bar while the run goes on
 	// (give it a terminal; nothing else wants carriage returns).
 	Progress io.Writer

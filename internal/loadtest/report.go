@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // Report is everything a run measured. Its JSON form is what workshop
@@ -28,6 +29,8 @@ type Report struct {
 	NotRun       []string   `json:"not_run,omitempty"`   // strategies (in a sweep "fair at 50 workers") an interruption or error left out
 	PeakRSSBytes int64      `json:"peak_rss_bytes"`      // max resident set size of the process so far; 0 if unknown
 	Leftovers    *Leftovers `json:"leftovers,omitempty"` // what the run could not delete; nil: nothing
+
+	histories []history.Section // each row's, for WriteHistory (Config.History = HistoryPage)
 }
 
 // Params are the settings of the run, as the flags give them.
@@ -158,6 +161,18 @@ type Row struct {
 	// reply, or its balances could not be read back. Note says which.
 	Measured bool   `json:"measured"`
 	Note     string `json:"note,omitempty"`
+
+	// Linearizable is the history's verdict (see history.go): "yes" when
+	// some order of the spends, each at one instant between its call and
+	// its return, explains every result and the balances read back; "no"
+	// when none does; "unknown" when the check did not finish within its
+	// limits or the log dropped spends. Why says which wallet, or what
+	// stopped the check.
+	Linearizable        string  `json:"linearizable"`
+	LinearizableWhy     string  `json:"linearizable_why,omitempty"`
+	HistoryOps          int     `json:"history_ops"`     // spends recorded
+	HistoryDropped      int     `json:"history_dropped"` // spends the log had no room for (then "unknown")
+	HistoryCheckSeconds float64 `json:"history_check_seconds"`
 }
 
 // Verdict is the table's last column: "OK", "BROKEN: 3 wallets off by
@@ -296,6 +311,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		check := r.Check
 		if check == "" {
 			check = r.Note
+		}
+		if r.Check != "" && r.Linearizable != "" {
+			check += " linearizable=" + r.Linearizable
 		}
 		fmt.Fprintf(&b, "%s%-11s %s\n", indent, r.Strategy+":", check)
 	}

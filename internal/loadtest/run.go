@@ -23,6 +23,7 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // settleTimeout bounds reading back the balances after a phase, and the
@@ -397,7 +398,9 @@ type tally struct {
 	latency, wait, pool                                    *hdrhistogram.Histogram
 	spends, attempts, funds, stale, errs, unknown, dropped int64
 	firstErr, firstUnknown                                 error
-	accepted, unknownAt                                    []int64 // per wallet
+	accepted, unknownAt                                    []int64      // per wallet
+	log                                                    *history.Log // every spend; nil: not recorded
+	amount                                                 int64
 
 	// The time of the spends, and what of it went to waiting for a
 	// connection (of which for a PostgreSQL one) and for the lock.
@@ -494,6 +497,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	sentBefore := r.calls.Sent()
 
 	t := newTally(cfg.Wallets)
+	if cfg.History != HistoryOff {
+		t.log, t.amount = history.NewLog(history.DefaultCap), cfg.Amount
+	}
+	setAt := history.Now() // every wallet holds cfg.Initial from here on
 	run, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	var issued atomic.Int64
@@ -515,8 +522,9 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 				if !cfg.Hot {
 					i = rng.IntN(cfg.Wallets)
 				}
-				o, took := r.spendOnce(run, s, r.w.id(i))
+				o, start, took := r.spendOnce(run, s, r.w.id(i))
 				t.add(i, o, took)
+				t.record(r.w.id(i), w, o, start, took)
 			}
 		})
 	}
@@ -547,8 +555,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	})
 	if err != nil {
 		row.Note = "balances not read back: " + err.Error()
+		r.checkHistory(row, t, setAt, nil, rep)
 		return row, err
 	}
+	r.checkHistory(row, t, setAt, bal, rep)
 	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
 	row.Sum, row.Check, row.OK, row.WalletsOff, row.MoneyOff = v, v.String(), v.OK, off, money
 	row.UnknownLanded = int64(v.Landed)
@@ -711,7 +721,7 @@ func (r *runner) again(ctx context.Context, f func(ctx context.Context) error) e
 // The wait for a lock ends with run; the spend itself with -timeout, or a
 // moment after Ctrl-C (see stopBudget). Both contexts carry a poolClock,
 // which times what the spend's calls wait for a connection.
-func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Duration) {
+func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Time, time.Duration) {
 	clock := &poolClock{}
 	start := time.Now()
 	spendCtx, cancel := context.WithDeadline(withPoolClock(r.spends, clock), start.Add(r.cfg.Timeout))
@@ -725,12 +735,19 @@ func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, 
 		defer cancelWait()
 		c.wait = wait
 	}
+	if r.rdb != nil && r.cfg.History != HistoryOff {
+		c.seen = &readSeen{Cmdable: r.rdb, read: history.NoRead}
+	}
 	o := s.spend(r, c)
 	took := time.Since(start)
+	o.read = history.NoRead
+	if c.seen != nil {
+		o.read = c.seen.read
+	}
 	// A watchdog's refresh may wait beside the spend's own call.
 	o.pooled = min(clock.total(), took)
 	o.pooledPG = min(time.Duration(clock.postgres.Load()), o.pooled)
-	return o, took
+	return o, start, took
 }
 
 // errSpendTimeout ends a lock wait that reached -timeout: a failure, not

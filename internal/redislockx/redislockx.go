@@ -1,9 +1,12 @@
-// Package redislockx adapts github.com/bsm/redislock v0.10.0 to the rules
-// of package lock, for step 4 and the step 6 load test, which compare the
-// hand-built lock with the library. The library leaves a few things to its
-// caller; each name below takes one of them on. Its errors are lock's
+// Package redislockx is github.com/bsm/redislock v0.10.0 as this repo
+// uses it, for step 4 and the step 6 load test, which compare the
+// hand-built lock with the library. It adapts the library to the rules of
+// package lock: the library leaves a few things to its caller, and each
+// name in this file takes one of them on; their errors are lock's
 // sentinels (lock.ErrBadTTL, lock.ErrNotHeld...), so that callers tell
-// them apart the same way for both locks.
+// them apart the same way for both locks. And it measures what a retry
+// strategy costs (cost.go) and runs step 4's comparison (bench.go:
+// Compare).
 package redislockx
 
 import (

@@ -1,4 +1,4 @@
-package retrycost
+package redislockx
 
 import (
 	"cmp"
@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -26,23 +26,6 @@ type Strategy struct {
 	Fresh       func() redislock.RetryStrategy
 }
 
-// Pick returns the strategies -strategy names: one by its name, or "all".
-func Pick(all []Strategy, name string) ([]Strategy, error) {
-	if name == "all" {
-		return all, nil
-	}
-	for _, s := range all {
-		if s.Name == name {
-			return []Strategy{s}, nil
-		}
-	}
-	var names []string
-	for _, s := range all {
-		names = append(names, s.Name)
-	}
-	return nil, fmt.Errorf("unknown -strategy %q (want %s or all)", name, strings.Join(names, ", "))
-}
-
 // Setting is what step 4's flags set.
 type Setting struct {
 	N               int // spenders per burst
@@ -51,7 +34,7 @@ type Setting struct {
 }
 
 // Check refuses a setting the program cannot run, in one line: the first
-// problem found. A TTL under 1 ms is refused before anything runs:
+// problem found (the harness checks -prefix). A TTL under 1 ms is refused before anything runs:
 // redislock v0.10.0 would take -ttl 0 and return a lock Redis never kept.
 func (c Setting) Check() error {
 	var bounds, ttl error
@@ -61,8 +44,53 @@ func (c Setting) Check() error {
 	if err := lock.CheckTTL(c.TTL); err != nil {
 		ttl = fmt.Errorf("-ttl: %w", err)
 	}
-	return cmp.Or(bounds, ttl, harness.CheckPrefix(c.Prefix), harness.CheckMax("-n", c.N, harness.MaxN),
+	return cmp.Or(bounds, ttl, harness.CheckMax("-n", c.N, harness.MaxN),
 		harness.CheckDuration("-work", c.Work), harness.CheckDuration("-ttl", c.TTL), harness.CheckDuration("-wait", c.Wait))
+}
+
+// Compare runs step 4's comparison for the program p: it connects to
+// Redis, takes the run lease on c.Prefix, so that a second run on it is
+// refused instead of mixed in, and runs one burst of c.N spenders per
+// strategy, each calling spend, on a fresh balance of initial at
+// balanceKey, with the lock at lockKey. It prints each check line (unless
+// -json), then the table, and returns the report's exit code.
+func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, lockKey string, initial, amount int64,
+	strategies []Strategy, spend func(ctx context.Context, rdb redis.UniversalClient, run *Run, st Strategy) (bool, error)) int {
+	rdb, err := services.Connect(ctx)
+	if err != nil {
+		return p.Fail(err)
+	}
+	defer rdb.Close()
+	s, err := harness.Start(ctx, rdb, p.Step, c.Prefix)
+	if err != nil {
+		return p.Fail(err)
+	}
+	defer s.Close(p.Stderr, balanceKey, lockKey)
+	ctx = s.Context() // ends at Ctrl-C
+	r := harness.NewReport(p.Step)
+	b := Bench{Setting: c, Step: p.Step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey, Initial: initial, Amount: amount}
+	for _, st := range strategies {
+		run, balance, err := b.Burst(st, func(run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
+		if err != nil {
+			return p.Fail(err)
+		}
+		if run == nil {
+			break // Ctrl-C, and nothing left to check
+		}
+		run.Verdict = wallet.CheckUnknown(initial, amount, run.Tally.Accepted, run.Tally.Unknown, balance)
+		if !p.JSON() {
+			run.PrintCheck(p.Stdout)
+		}
+		if err := run.Problem(); err != nil {
+			r.Fail(p.Stderr, err)
+		}
+		if run.Cut {
+			break // measured, but not what the lesson is about: b.Report says so
+		}
+		r.Add(st.Name, run.Verdict, nil)
+	}
+	b.Report(r, p.Stdout, p.Stderr, p.JSON())
+	return r.Finish(p.Stdout, p.Stderr, p.JSON())
 }
 
 // Bench runs one burst of spenders per strategy within a harness.Session, on
@@ -124,7 +152,7 @@ func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64,
 		return nil, 0, nil
 	case s.Interrupted() && m.err != nil:
 		b.stopped = fmt.Sprintf("during %s: %d spends accepted; the balance could not be read back to check them (%s)",
-			strategy, m.run.Tally.Accepted, OneLine(m.err))
+			strategy, m.run.Tally.Accepted, harness.OneLine(m.err))
 		return nil, 0, nil
 	case m.err != nil:
 		return nil, 0, m.err

@@ -1,4 +1,4 @@
-package walletrun
+package harness
 
 import (
 	"context"
@@ -26,13 +26,13 @@ func TestAgain_triesUntilItWorksOrTimeIsUp(t *testing.T) {
 	}
 }
 
-func TestDefaultID_theArticlesWalletUnderTheDefaultPrefixAndApartUnderOthers(t *testing.T) {
+func TestDefaultWallet_theArticlesWalletUnderTheDefaultPrefixAndApartUnderOthers(t *testing.T) {
 	const def = "walletlock:demo:step5:"
-	if got := DefaultID(def, def); got != 42 {
-		t.Errorf("DefaultID(default) = %d, want the article's 42", got)
+	if got := DefaultWallet(def, def); got != 42 {
+		t.Errorf("DefaultWallet(default) = %d, want the article's 42", got)
 	}
-	a, b := DefaultID("walletlock:test:a:", def), DefaultID("walletlock:test:b:", def)
+	a, b := DefaultWallet("walletlock:test:a:", def), DefaultWallet("walletlock:test:b:", def)
 	if a == b || a < 10_000 || a >= 1_000_000 || b < 10_000 || b >= 1_000_000 {
-		t.Errorf("DefaultID of two prefixes = %d and %d, want two ids from 10,000 to 999,999, apart", a, b)
+		t.Errorf("DefaultWallet of two prefixes = %d and %d, want two ids from 10,000 to 999,999, apart", a, b)
 	}
 }

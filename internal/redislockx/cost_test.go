@@ -1,4 +1,4 @@
-package retrycost
+package redislockx
 
 import (
 	"bytes"
@@ -93,27 +93,6 @@ func TestRun_printCheckWithUnknownOutcomes(t *testing.T) {
 		"             1 of the 2 spends with an unknown outcome landed\n"
 	if out.String() != want {
 		t.Errorf("got:\n%swant:\n%s", out.String(), want)
-	}
-}
-
-func TestPick(t *testing.T) {
-	all := []Strategy{{Name: "a"}, {Name: "b"}}
-	tests := []struct {
-		name, pick string
-		want       int
-		err        string
-	}{
-		{"all of them", "all", 2, ""},
-		{"one by its name", "b", 1, ""},
-		{"an unknown name, refused with the names it knows", "c", 0, `unknown -strategy "c" (want a, b or all)`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Pick(all, tt.pick)
-			if len(got) != tt.want || (err == nil) != (tt.err == "") || err != nil && err.Error() != tt.err {
-				t.Errorf("Pick(%q) = %d strategies, %v; want %d, %q", tt.pick, len(got), err, tt.want, tt.err)
-			}
-		})
 	}
 }
 

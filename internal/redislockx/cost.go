@@ -1,16 +1,17 @@
-// Package retrycost measures what a retry strategy costs a burst of
-// spenders that all want one lock, for step 4: the lock attempts they
-// made, how long each waited, the Redis commands they caused and why
-// spends failed. It prints one strategy's check line and the table that
-// compares the strategies, and gives the figures -json prints.
+package redislockx
+
+// What a retry strategy costs a burst of spenders that all want one lock,
+// for step 4 (Compare): the lock attempts they made, how long each waited,
+// the Redis commands they caused and why spends failed. It prints one
+// strategy's check line and the table that compares the strategies, and
+// gives the figures -json prints.
 //
-//	run := retrycost.Start(ctx, rdb, "jitter", "lock.Jitter{5ms, 15ms}")
+//	run := redislockx.Start(ctx, rdb, "jitter", "lock.Jitter{5ms, 15ms}")
 //	tally := wallet.Hammer(n, func(int) (bool, error) {
 //		... run.Obtained(retry.Busy(), waited, err) ...
 //	})
 //	run.Stop(ctx, tally)
 //	balance, err := run.ReadBack(ctx, rdb, balanceKey)
-package retrycost
 
 import (
 	"context"
@@ -28,6 +29,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -123,7 +125,7 @@ func (r *Run) Problem() error {
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		why = append(why, fmt.Sprintf("%d %s", kinds[k], k))
 	}
-	return fmt.Errorf("%s: %d errors (%s), first: %s", r.Strategy, len(errs), strings.Join(why, ", "), OneLine(errs[0]))
+	return fmt.Errorf("%s: %d errors (%s), first: %s", r.Strategy, len(errs), strings.Join(why, ", "), harness.OneLine(errs[0]))
 }
 
 func (r *Run) errorKinds() map[string]int {
@@ -162,10 +164,6 @@ func ErrorKind(err error) string {
 	}
 	return "redis error"
 }
-
-// OneLine folds an error's message onto one line (redislock joins errors
-// with a newline): each report is one line.
-func OneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
 
 // perSpend divides by the accepted spends; NaN when there were none.
 func (r *Run) perSpend(total float64) float64 {

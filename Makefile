@@ -93,8 +93,8 @@ test-cluster: up ## the lock's tests and short runs of steps 2, 5 and 6 on a clu
 	scripts/cluster.sh up || exit 1; \
 	status=0; \
 	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \
-	echo "== go test -race ./lock ./internal/services on the cluster $$REDIS_ADDR" && \
-	$(GO) test -race ./lock ./internal/services && \
+	echo "== go test -race ./lock/... ./internal/services on the cluster $$REDIS_ADDR" && \
+	$(GO) test -race ./lock/... ./internal/services && \
 	echo "== step 2 on the cluster" && $(GO) run ./cmd/step2-lock && \
 	echo "== step 5 on the cluster" && $(GO) run ./cmd/step5-fencing && \
 	echo "== step 6 on the cluster" && $(GO) run ./cmd/step6-loadtest -duration 300ms -strategy lock,fair,fenced,atomic \

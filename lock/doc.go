@@ -19,13 +19,14 @@
 // Two ways to wait for a lease that someone else holds. Acquire polls: it
 // retries every 5 to 15 ms, and whoever asks first after a release wins,
 // which under contention is most often the holder that just released.
-// A Fair (lock.NewFair(rdb), then f.Acquire) queues its waiters in Redis
-// and a release hands the lease straight to the first of them, who hears
-// of it over pub/sub. Pick Acquire when contention is rare: it is one
-// call and needs nothing else. Pick a Fair for a key that many want at
-// once: every waiter gets its turn, the lease never lies idle between two
-// holders, and a waiter asks Redis once instead of every 10 ms. Both hand
-// out the same *Lock, with the same guarantees.
+// The fair lock, in package lock/fair (fair.New(rdb), then f.Acquire),
+// queues its waiters in Redis and a release hands the lease straight to
+// the first of them, who hears of it over pub/sub. Pick Acquire when
+// contention is rare: it is one call and needs nothing else. Pick the
+// fair lock for a key that many want at once: every waiter gets its
+// turn, the lease never lies idle between two holders, and a waiter asks
+// Redis once instead of every 10 ms. Both hand out the same *Lock, with
+// the same guarantees.
 //
 // A single Redis node is assumed. With asynchronous replication a failover
 // can lose a lease that a replica had not yet received.

@@ -38,7 +38,7 @@ func ExampleAcquire() {
 		}
 	}()
 
-	fmt.Println("holding", l) // prints the key, never the token
+	fmt.Println("holding", l.Key, "as", l.ID()) // the ID names the holder without its token
 }
 
 func ExampleLock_Watch() {

@@ -114,7 +114,7 @@ func FenceKey(key string) string {
 // no such prefix: Redis Cluster hashes it whole, and a name built from it
 // either has a hash tag that stops at its "}" ("{lock}7}:fence" hashes
 // "lock") or none, and then hashes differently. slotPrefix returns an
-// error matching ErrStrayBrace for such a key, and ErrEmptyKey for "".
+// error matching ErrInvalid for such a key, and for "".
 func slotPrefix(key string) (string, error) {
 	open := strings.IndexByte(key, '{')
 	if open >= 0 {
@@ -124,9 +124,9 @@ func slotPrefix(key string) (string, error) {
 	}
 	switch {
 	case key == "":
-		return "", ErrEmptyKey
+		return "", errEmptyKey
 	case strings.Contains(key, "}"):
-		return "", fmt.Errorf("%w: %q: Redis Cluster hashes it whole, and the fence counter and a fair lock's queue cannot share its slot; put the part that names what is locked in braces, as in \"lock:{wallet:42}\"", ErrStrayBrace, key)
+		return "", errorIs{fmt.Sprintf("lock: key has a \"}\" but no hash tag: %q: Redis Cluster hashes it whole, and the fence counter and a fair lock's queue cannot share its slot; put the part that names what is locked in braces, as in \"lock:{wallet:42}\"", key), ErrInvalid}
 	}
 	return "{" + key + "}", nil
 }
@@ -139,15 +139,15 @@ func slotPrefix(key string) (string, error) {
 // acquisition be accepted again; it never lowers the counter. A counter
 // that holds a string that is no number is overwritten with atLeast.
 //
-// It returns ErrNilClient, ErrEmptyKey or an error matching ErrStrayBrace
-// before talking to Redis, and an error matching ErrFenceOverflow, also
-// before, for an atLeast above
-// MaxFence (a script would store it rounded). When the counter already
+// It returns an error matching ErrInvalid for a nil rdb or a key that
+// Acquire refuses, before talking to Redis, and an error matching
+// ErrFenceOverflow, also before, for an atLeast above MaxFence (a script
+// would store it rounded). When the counter already
 // holds a number above MaxFence, or anything but a string, it changes
 // nothing and returns an error matching ErrFenceOverflow or ErrWrongType.
 func RaiseFence(ctx context.Context, rdb Client, key string, atLeast int64) (int64, error) {
 	if isNil(rdb) {
-		return 0, ErrNilClient
+		return 0, errNilClient
 	}
 	if _, err := slotPrefix(key); err != nil {
 		return 0, err

@@ -6,7 +6,6 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock/internal/core"
 )
 
 var (
@@ -22,30 +23,23 @@ var (
 	// context cancelled because the lease was lost.
 	ErrNotHeld = errors.New("lock: not held (its lease ran out, or another holder has the key)")
 
-	// ErrBadTTL is returned for a TTL under 1 ms. Redis has no expiry finer
-	// than a millisecond, and a zero TTL would make a lock that never
-	// expires: a crashed holder would block everyone for good.
-	ErrBadTTL = errors.New("lock: TTL must be at least 1ms")
-
-	// ErrEmptyKey is returned when the key is empty.
-	ErrEmptyKey = errors.New("lock: empty key")
-
-	// ErrStrayBrace is matched by the error of every call that takes a
-	// key, before it talks to Redis, for a key that holds a "}" but no
-	// hash tag, such as "lock}7" or "a{}b" (see FenceKey): the fence
-	// counter and a fair lock's queue could not share its Redis Cluster
-	// slot. The error names the key.
-	ErrStrayBrace = errors.New("lock: key has a \"}\" but no hash tag")
-
 	// ErrUnknown is matched by the error of Release and Refresh when the
 	// reply was lost (a broken connection, a timeout): Redis may have run
 	// the command or not. Count it apart from ErrNotHeld, which Redis
 	// answered.
 	ErrUnknown = errors.New("lock: outcome unknown: the reply was lost, the command may have run")
 
-	// ErrNilClient is returned, before anything else is tried, by every
-	// call given a nil client (a nil interface or a nil *redis.Client).
-	ErrNilClient = errors.New("lock: nil client")
+	// ErrInvalid is matched by the error of every call given what no
+	// lock can be made of, before it talks to Redis: a nil client (a nil
+	// interface or a nil *redis.Client), an empty key, a key with a "}"
+	// but no hash tag such as "lock}7" or "a{}b" (its fence counter and
+	// a fair lock's queue could not share its Redis Cluster slot, see
+	// FenceKey), or a TTL under 1 ms (Redis has no expiry finer than a
+	// millisecond, and a zero TTL would make a lock that never expires:
+	// a crashed holder would block everyone for good). The error says
+	// which in one line, naming the key or the TTL: "lock: nil client",
+	// "lock: empty key", "lock: TTL must be at least 1ms, got 0s".
+	ErrInvalid = errors.New("lock: invalid argument")
 
 	// ErrWrongType is matched by the error of Acquire and AcquireFenced
 	// when the key holds something other than a lock, such as a hash: no
@@ -54,6 +48,12 @@ var (
 	// RaiseFence also return it for a fence counter that holds something
 	// other than a whole number.
 	ErrWrongType = errors.New("lock: key holds something other than a lock")
+)
+
+// The errors that match ErrInvalid.
+var (
+	errNilClient = errorIs{"lock: nil client", ErrInvalid}
+	errEmptyKey  = errorIs{"lock: empty key", ErrInvalid}
 )
 
 // errZeroLock is what a Lock that no Acquire made (such as Lock{})
@@ -102,11 +102,12 @@ type Client interface {
 // `defer l.Release(ctx)` needs no check.
 //
 // The token is what lets a holder release the lock, so it stays out of
-// every way a Lock is printed or encoded: fmt (any verb, on a Lock or a
-// *Lock), JSON, XML, gob and text show the key and the fence only. One
-// hole is left: fmt cannot call methods on an unexported field, so a
-// struct that keeps a Lock value in an unexported field prints its token
-// with %v. Keep the *Lock that Acquire returns.
+// every way a Lock is printed or encoded, with no method to see to it:
+// JSON, XML and gob skip unexported fields, and fmt prints a pointer
+// inside a value as an address. Under a verb that does not fit a pointer
+// (%s, %q...) fmt shows what that pointer points to, but only one level
+// down, so the token sits behind a second pointer. What they all show is
+// Key, Fence and Attempts; ID names the holder in a log line.
 type Lock struct {
 	Key   string
 	Fence int64 // set by AcquireFenced, 0 for Acquire
@@ -115,51 +116,23 @@ type Lock struct {
 	// before it got the lock: 1 without contention.
 	Attempts int
 
-	token string // random, 130 bits, fresh for every acquisition; never shown (see ID)
+	hold *hold // nil for a Lock that no Acquire made
+}
 
-	rdb       Client
+// hold is what a Lock keeps to itself, behind its pointer. The token is
+// behind a pointer of its own: fmt, given %s or %q for a Lock, prints
+// this struct, but only the address of the token (see Lock).
+type hold struct {
+	token     *string       // random, 130 bits, fresh for every acquisition; never shown (see ID)
+	rdb       Client        // where the lease lives
 	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
-	handoff   *fairKeys     // set by Fair: Release hands the lock to the next waiter
-	watchdogs *watchdogs    // what Watch started, for Release to stop first
+	handoff   core.Handoff  // set by a fair lock: Release hands the lock to the next waiter
+	watchdogs watchdogs     // what Watch started, for Release to stop first
 }
 
 // newLock returns the lock that an acquisition of key with token took.
 func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
-	return &Lock{Key: key, token: token, Attempts: attempts, rdb: rdb, ttl: ttl, watchdogs: &watchdogs{}}
-}
-
-// String names the lock without its token, so that logging a lock cannot
-// leak what would let someone else release it.
-func (l *Lock) String() string {
-	if l == nil {
-		return "lock <nil>"
-	}
-	if l.Fence > 0 {
-		return fmt.Sprintf("lock %s (fence %d)", l.Key, l.Fence)
-	}
-	return "lock " + l.Key
-}
-
-// GoString hides the token from %#v too.
-func (l *Lock) GoString() string { return l.String() }
-
-// Format prints what String returns, whatever the verb, so that printing
-// a Lock value (not only a *Lock) cannot show its token either. fmt calls
-// it for a *Lock too; a nil *Lock prints as <nil>.
-func (l Lock) Format(f fmt.State, verb rune) {
-	if verb == 'v' && f.Flag('#') {
-		fmt.Fprint(f, l.GoString())
-		return
-	}
-	fmt.Fprintf(f, fmt.FormatString(f, verb), l.String())
-}
-
-// lockJSON is a Lock as JSON shows it: the fields of Lock under their own
-// names, without the token.
-type lockJSON struct {
-	Key      string
-	Fence    int64
-	Attempts int
+	return &Lock{Key: key, Attempts: attempts, hold: &hold{token: &token, rdb: rdb, ttl: ttl}}
 }
 
 // ID names this holding of the lock without giving its token away: the
@@ -168,25 +141,12 @@ type lockJSON struct {
 // knowing it does not let anyone release or refresh the lock. A nil or
 // zero Lock has the ID "".
 func (l *Lock) ID() string {
-	if l == nil || l.token == "" {
+	if l == nil || l.hold == nil {
 		return ""
 	}
-	sum := sha1.Sum([]byte(l.token))
+	sum := sha1.Sum([]byte(*l.hold.token))
 	return hex.EncodeToString(sum[:])
 }
-
-// MarshalJSON encodes the lock without its token.
-func (l Lock) MarshalJSON() ([]byte, error) {
-	return json.Marshal(lockJSON{l.Key, l.Fence, l.Attempts})
-}
-
-// MarshalText encodes the lock as String does, without its token. XML and
-// any encoder that looks for encoding.TextMarshaler use it.
-func (l Lock) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
-
-// GobEncode encodes the lock as MarshalText does (gob ignores
-// MarshalText), without its token.
-func (l Lock) GobEncode() ([]byte, error) { return l.MarshalText() }
 
 // held returns the error a nil or zero Lock answers with, nil for a Lock
 // that Acquire or AcquireFenced made.
@@ -194,7 +154,7 @@ func (l *Lock) held() error {
 	switch {
 	case l == nil:
 		return ErrNotHeld
-	case l.rdb == nil:
+	case l.hold == nil:
 		return errZeroLock
 	}
 	return nil
@@ -204,14 +164,14 @@ func (l *Lock) held() error {
 // attempt. Each lost attempt is followed by a sleep of random length, 5 to
 // 15 ms (equal sleeps would wake every waiter at once), and the next try;
 // it stops with the lock, or with an error once ctx is done. Under heavy
-// contention that favours whoever asks right after a release; a Fair
-// serves waiters in turn instead (see Fair). Redis counts expiries in
+// contention that favours whoever asks right after a release; a fair
+// lock (package lock/fair) serves waiters in turn instead. Redis counts expiries in
 // whole milliseconds, so a ttl with a fraction of one is rounded up: 1.9ms
 // holds the lock for 2ms, never for less than asked.
 //
-// It returns ErrNilClient for a nil rdb, ErrBadTTL for a TTL under 1 ms,
-// ErrEmptyKey for an empty key and an error matching ErrStrayBrace for a
-// key with a "}" but no hash tag, all before talking to Redis; an error
+// It returns an error matching ErrInvalid for a nil rdb, an empty key, a
+// key with a "}" but no hash tag or a TTL under 1 ms, before talking to
+// Redis; an error
 // matching ErrWrongType at once when the key holds something other than a
 // lock (a hash, a list...), which no holder would ever release; an error
 // wrapping ctx.Err() and naming the key when ctx ends first; and a Redis
@@ -300,7 +260,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 
 func validate(rdb any, key string, ttl time.Duration) error {
 	if isNil(rdb) {
-		return ErrNilClient
+		return errNilClient
 	}
 	if _, err := slotPrefix(key); err != nil {
 		return err
@@ -322,8 +282,8 @@ func isNil(c any) bool {
 	return false
 }
 
-// CheckTTL returns ErrBadTTL (wrapped, naming the value) for a TTL under
-// 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
+// CheckTTL returns an error matching ErrInvalid, naming the value, for a
+// TTL under 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
 // this; programs call it on their -ttl flag so that a bad value is refused
 // before anything runs.
 //
@@ -333,7 +293,7 @@ func isNil(c any) bool {
 // of a millisecond longer cannot hurt.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w, got %v", ErrBadTTL, ttl)
+		return errorIs{fmt.Sprintf("lock: TTL must be at least 1ms, got %v", ttl), ErrInvalid}
 	}
 	return nil
 }
@@ -369,7 +329,7 @@ func (l *Lock) Refresh(ctx context.Context) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	n, err := refreshScript.Run(ctx, l.rdb, []string{l.Key}, l.token, l.ttl.Milliseconds()).Int()
+	n, err := refreshScript.Run(ctx, l.hold.rdb, []string{l.Key}, *l.hold.token, l.hold.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, unknownIfLost(err))
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,19 +110,10 @@ func setup(t *testing.T) (redis.UniversalClient, string) {
 	return rdb, testenv.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 
-// ctxFor returns a context that ends after d, cancelled at the end of the
-// test.
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // mustAcquire takes the lock or ends the test.
 func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
-	l, err := lock.Acquire(ctxFor(t, 10*time.Second), rdb, key, ttl)
+	l, err := lock.Acquire(testenv.Context(t, 10*time.Second), rdb, key, ttl)
 	if err != nil {
 		t.Fatalf("Acquire(%s, %v): %v", key, ttl, err)
 	}
@@ -131,7 +123,7 @@ func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *
 // holder returns the token stored at key, "" when the key does not exist.
 func holder(t *testing.T, rdb redis.UniversalClient, key string) string {
 	t.Helper()
-	v, err := rdb.Get(ctxFor(t, 5*time.Second), key).Result()
+	v, err := rdb.Get(testenv.Context(t, 5*time.Second), key).Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
@@ -148,7 +140,7 @@ func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
 	// Nobody releases, so every other caller waits until its context ends.
 	// The deadline is long enough that the winner's own SET cannot time out
 	// on a loaded machine, which would leave no winner at all.
-	ctx := ctxFor(t, time.Second)
+	ctx := testenv.Context(t, time.Second)
 
 	var (
 		mu      sync.Mutex
@@ -184,7 +176,7 @@ func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
 	if got, want := holder(t, rdb, key), lock.TokenOf(winners[0]); got != want {
 		t.Errorf("the key holds %q, want the winner's token", got)
 	}
-	if err := winners[0].Release(ctxFor(t, 5*time.Second)); err != nil {
+	if err := winners[0].Release(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Errorf("winner's Release: %v", err)
 	}
 }
@@ -195,14 +187,14 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	first := mustAcquire(t, rdb, key, 10*time.Second)
 	got := make(chan *lock.Lock, 1)
 	go func() {
-		l, err := lock.Acquire(ctxFor(t, 10*time.Second), rdb, key, 10*time.Second)
+		l, err := lock.Acquire(testenv.Context(t, 10*time.Second), rdb, key, 10*time.Second)
 		if err != nil {
 			t.Errorf("second Acquire: %v", err)
 		}
 		got <- l
 	}()
 	time.Sleep(50 * time.Millisecond) // let the second caller retry a few times
-	if err := first.Release(ctxFor(t, 5*time.Second)); err != nil {
+	if err := first.Release(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	second := <-got
@@ -215,7 +207,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	if lock.TokenOf(second) == lock.TokenOf(first) {
 		t.Error("two acquisitions drew the same token")
 	}
-	if err := second.Release(ctxFor(t, 5*time.Second)); err != nil {
+	if err := second.Release(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Errorf("second Release: %v", err)
 	}
 }
@@ -223,7 +215,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	stale := mustAcquire(t, rdb, key, 50*time.Millisecond)
 	// Acquire waits for the stale lease to expire, then takes the key.
 	fresh := mustAcquire(t, rdb, key, 10*time.Second)
@@ -252,7 +244,7 @@ func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 func TestRefresh_afterExpiry(t *testing.T) {
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 20*time.Millisecond)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	for holder(t, rdb, key) != "" {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -266,7 +258,7 @@ func TestRefresh_afterExpiry(t *testing.T) {
 
 func TestRefresh_restoresTheTTLTheLockWasAcquiredWith(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	l := mustAcquire(t, rdb, key, time.Minute)
 	// Let the lease run down, as time would, then renew it.
 	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil {
@@ -293,14 +285,11 @@ func TestRelease_nilLock(t *testing.T) {
 	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
 	}
-	if got := l.String(); got != "lock <nil>" {
-		t.Errorf("String() = %q", got)
-	}
 }
 
 func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	acquirers := []struct {
 		name    string
 		acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error)
@@ -312,12 +301,12 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 		name string
 		key  string
 		ttl  time.Duration
-		want error
+		want string // the error, which matches ErrInvalid
 	}{
-		{"zero TTL", key, 0, lock.ErrBadTTL},
-		{"negative TTL", key, -time.Second, lock.ErrBadTTL},
-		{"TTL under a millisecond", key, 500 * time.Microsecond, lock.ErrBadTTL},
-		{"empty key", "", time.Second, lock.ErrEmptyKey},
+		{"zero TTL", key, 0, "lock: TTL must be at least 1ms, got 0s"},
+		{"negative TTL", key, -time.Second, "lock: TTL must be at least 1ms, got -1s"},
+		{"TTL under a millisecond", key, 500 * time.Microsecond, "lock: TTL must be at least 1ms, got 500µs"},
+		{"empty key", "", time.Second, "lock: empty key"},
 	}
 	for _, a := range acquirers {
 		for _, tt := range tests {
@@ -327,24 +316,21 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 				spy := &faultyClient{}
 				spy.failWith(errors.New("test: Redis was called"))
 				l, err := a.acquire(ctx, spy, tt.key, tt.ttl)
-				if !errors.Is(err, tt.want) {
-					t.Errorf("got (%v, %v), want %v", l, err, tt.want)
+				if !errors.Is(err, lock.ErrInvalid) || err.Error() != tt.want {
+					t.Errorf("got (%v, %v), want ErrInvalid, %q", l, err, tt.want)
 				}
 				if n := spy.calls.Load(); n != 0 {
 					t.Errorf("%d calls reached Redis, want 0", n)
 				}
 				// The same input against the real server leaves no key.
-				if _, err := a.acquire(ctx, rdb, tt.key, tt.ttl); !errors.Is(err, tt.want) {
-					t.Errorf("against Redis: got %v, want %v", err, tt.want)
+				if _, err := a.acquire(ctx, rdb, tt.key, tt.ttl); !errors.Is(err, lock.ErrInvalid) {
+					t.Errorf("against Redis: got %v, want ErrInvalid", err)
 				}
 				if n := rdb.Exists(ctx, key, lock.FenceKey(key)).Val(); n != 0 {
 					t.Errorf("%d keys exist afterwards, want 0", n)
 				}
 			})
 		}
-	}
-	if msg := lock.ErrBadTTL.Error(); msg != "lock: TTL must be at least 1ms" {
-		t.Errorf("ErrBadTTL reads %q", msg)
 	}
 }
 
@@ -393,7 +379,7 @@ func TestAcquire_contextAlreadyCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: got (%v, %v), want an error matching context.Canceled", name, l, err)
 		}
-		if n := rdb.Exists(ctxFor(t, 5*time.Second), key).Val(); n != 0 {
+		if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
 			t.Errorf("%s with a cancelled context left the lock key behind", name)
 		}
 	}
@@ -412,7 +398,7 @@ func TestAcquire_redisErrorIsNotRetried(t *testing.T) {
 			f.failWith(injected)
 			// A long deadline: if Acquire retried the error, the test would
 			// see many calls (and wait up to a minute).
-			l, err := acquire(ctxFor(t, 10*time.Second), f, key, time.Second)
+			l, err := acquire(testenv.Context(t, 10*time.Second), f, key, time.Second)
 			if !errors.Is(err, injected) {
 				t.Fatalf("got (%v, %v), want the injected error", l, err)
 			}
@@ -436,7 +422,7 @@ func (l lostReply) SetNX(ctx context.Context, key string, value any, ttl time.Du
 
 func TestAcquire_lostReplyLeavesNoLease(t *testing.T) {
 	rdb, key := setup(t)
-	_, err := lock.Acquire(ctxFor(t, 10*time.Second), lostReply{rdb}, key, time.Minute)
+	_, err := lock.Acquire(testenv.Context(t, 10*time.Second), lostReply{rdb}, key, time.Minute)
 	if err == nil {
 		t.Fatal("Acquire succeeded through a lost reply")
 	}
@@ -451,7 +437,7 @@ func TestAcquire_unreachableRedis(t *testing.T) {
 	// say so instead of retrying until its context ends.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	ctx := ctxFor(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	_, err := lock.Acquire(ctx, rdb, "test:unreachable:lock", time.Second)
 	if err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
@@ -463,7 +449,7 @@ func TestAcquire_unreachableRedis(t *testing.T) {
 
 func TestScripts_surviveScriptFlush(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	// SCRIPT FLUSH empties the server's script cache, as a restart or a
 	// failover does. It is server-wide, but harmless to everyone else for
 	// the very reason under test: go-redis falls back from EVALSHA to EVAL.
@@ -500,13 +486,14 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 	}
 }
 
-func TestLock_stringHidesTheToken(t *testing.T) {
+func TestLock_printingShowsTheKeyNotTheToken(t *testing.T) {
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 10*time.Second)
-	defer l.Release(ctxFor(t, 5*time.Second))
-	for _, s := range []string{l.String(), l.GoString()} {
-		if s != "lock "+key {
-			t.Errorf("got %q, want %q", s, "lock "+key)
+	defer l.Release(testenv.Context(t, 5*time.Second))
+	for _, verb := range []string{"%v", "%+v", "%#v"} {
+		s := fmt.Sprintf(verb, l)
+		if !strings.Contains(s, key) || strings.Contains(s, lock.TokenOf(l)) {
+			t.Errorf("Sprintf(%q) = %q, want the key %q and not the token", verb, s, key)
 		}
 	}
 }
@@ -544,7 +531,7 @@ func TestCheckTTL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := lock.CheckTTL(tt.ttl)
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrBadTTL)) {
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, lock.ErrInvalid)) {
 			t.Errorf("CheckTTL(%v) = %v, want ok=%v", tt.ttl, err, tt.ok)
 		}
 	}

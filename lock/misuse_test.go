@@ -10,11 +10,14 @@ package lock_test
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/gob"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -23,11 +26,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
 func TestMisuse_nilClientIsAnError(t *testing.T) {
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	var typedNil *redis.Client // declared, never assigned
 	calls := []struct {
 		name string
@@ -52,18 +56,15 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 	}
 	for _, c := range calls {
 		t.Run(c.name+" with a nil interface", func(t *testing.T) {
-			if err := c.call(nil, true); !errors.Is(err, lock.ErrNilClient) {
-				t.Errorf("got %v, want ErrNilClient", err)
+			if err := c.call(nil, true); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: nil client" {
+				t.Errorf("got %v, want ErrInvalid, \"lock: nil client\"", err)
 			}
 		})
 		t.Run(c.name+" with a nil *redis.Client", func(t *testing.T) {
-			if err := c.call(typedNil, false); !errors.Is(err, lock.ErrNilClient) {
-				t.Errorf("got %v, want ErrNilClient", err)
+			if err := c.call(typedNil, false); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: nil client" {
+				t.Errorf("got %v, want ErrInvalid, \"lock: nil client\"", err)
 			}
 		})
-	}
-	if got := lock.ErrNilClient.Error(); got != "lock: nil client" {
-		t.Errorf("ErrNilClient reads %q", got)
 	}
 }
 
@@ -77,7 +78,7 @@ func client(rdb *redis.Client, untyped bool) lock.Client {
 
 func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	// A real holder, whose token a hand-made Lock copies: nothing the
 	// hand-made one does may reach Redis and release it.
 	held := mustAcquire(t, rdb, key, time.Minute)
@@ -129,7 +130,7 @@ func TestMisuse_keepAliveWithANilFuncPanicsAtTheCall(t *testing.T) {
 
 func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +140,7 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 
 	type wrapper struct{ Lock lock.Lock }
 	type wrapperPtr struct{ Lock *lock.Lock }
+	type hidden struct{ l lock.Lock }
 	encodings := map[string]func() (string, error){
 		"json of *Lock":   func() (string, error) { return str(json.Marshal(l)) },
 		"json of Lock":    func() (string, error) { return str(json.Marshal(*l)) },
@@ -146,7 +148,9 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 		"json of []Lock":  func() (string, error) { return str(json.Marshal([]lock.Lock{*l})) },
 		"xml of *Lock":    func() (string, error) { return str(xml.Marshal(l)) },
 		"xml in struct":   func() (string, error) { return str(xml.Marshal(wrapperPtr{l})) },
-		"MarshalText":     func() (string, error) { return str(l.MarshalText()) },
+		"text of *Lock":   func() (string, error) { return slogOf(slog.NewTextHandler, l) },
+		"text of Lock":    func() (string, error) { return slogOf(slog.NewTextHandler, *l) },
+		"slog json":       func() (string, error) { return slogOf(slog.NewJSONHandler, l) },
 		"gob of *Lock":    func() (string, error) { return gobOf(l) },
 		"gob of Lock":     func() (string, error) { return gobOf(*l) },
 		"gob in struct":   func() (string, error) { return gobOf(wrapper{*l}) },
@@ -156,6 +160,9 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%10.3v"} {
 		encodings["fmt "+verb+" of *Lock"] = func() (string, error) { return fmt.Sprintf(verb, l), nil }
 		encodings["fmt "+verb+" of Lock"] = func() (string, error) { return fmt.Sprintf(verb, *l), nil }
+		// fmt calls no method on an unexported field: what keeps the
+		// token out here holds for a Lock anywhere.
+		encodings["fmt "+verb+" of a struct that hides it"] = func() (string, error) { return fmt.Sprintf(verb, hidden{*l}), nil }
 	}
 	for name, encode := range encodings {
 		t.Run(name, func(t *testing.T) {
@@ -171,14 +178,16 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 		})
 	}
 
-	// What the encodings do show.
-	want := fmt.Sprintf("lock %s (fence 1)", key)
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
-		for _, v := range []any{l, *l} {
-			if got := fmt.Sprintf(verb, v); got != want {
-				t.Errorf("Sprintf(%q, %T) = %q, want %q", verb, v, got, want)
-			}
+	// What the encodings do show: the exported fields, and an address
+	// where fmt meets the pointer to the token.
+	want := fmt.Sprintf("{Key:%s Fence:1 Attempts:1 hold:0x", key)
+	for _, v := range []any{l, *l} {
+		if got := fmt.Sprintf("%+v", v); !strings.Contains(got, want) {
+			t.Errorf("Sprintf(%%+v, %T) = %q, want it to hold %q", v, got, want)
 		}
+	}
+	if _, ok := any(l).(encoding.TextMarshaler); ok {
+		t.Error("*Lock is an encoding.TextMarshaler: text encoders would use it, not the fields")
 	}
 	js, _ := json.Marshal(l)
 	if want := fmt.Sprintf(`{"Key":%q,"Fence":1,"Attempts":1}`, key); string(js) != want {
@@ -187,6 +196,13 @@ func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 }
 
 func str(b []byte, err error) (string, error) { return string(b), err }
+
+// slogOf is what a log/slog handler made by newHandler writes for v.
+func slogOf[H slog.Handler](newHandler func(io.Writer, *slog.HandlerOptions) H, v any) (string, error) {
+	var buf bytes.Buffer
+	slog.New(newHandler(&buf, nil)).Info("held", "lock", v)
+	return buf.String(), nil
+}
 
 func gobOf(v any) (string, error) {
 	var buf bytes.Buffer
@@ -219,7 +235,7 @@ func TestAcquire_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 		for name, acquire := range acquirers {
 			t.Run(name+" on a "+typ, func(t *testing.T) {
 				rdb, key := setup(t)
-				ctx := ctxFor(t, 5*time.Second)
+				ctx := testenv.Context(t, 5*time.Second)
 				if err := put(ctx, rdb, key); err != nil {
 					t.Fatal(err)
 				}
@@ -267,7 +283,7 @@ func TestAcquireFenced_brokenCounterFailsAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, key := setup(t)
-			ctx := ctxFor(t, 5*time.Second)
+			ctx := testenv.Context(t, 5*time.Second)
 			counter := lock.FenceKey(key)
 			if err := tt.put(ctx, rdb, counter); err != nil {
 				t.Fatal(err)
@@ -300,7 +316,7 @@ func setTo(v string) func(ctx context.Context, rdb redis.UniversalClient, counte
 
 func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	if _, err := lock.RaiseFence(ctx, rdb, key, lock.MaxFence-1); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +337,7 @@ func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 
 func TestRaiseFence_refusesWhatAScriptCannotHoldExactly(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	counter := lock.FenceKey(key)
 	for _, n := range []int64{lock.MaxFence + 1, math.MaxInt64} {
 		got, err := lock.RaiseFence(ctx, rdb, key, n)
@@ -370,7 +386,7 @@ func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, key := setup(t)
-			ctx := ctxFor(t, 5*time.Second)
+			ctx := testenv.Context(t, 5*time.Second)
 			counter := lock.FenceKey(key)
 			if err := tt.put(ctx, rdb, counter); err != nil {
 				t.Fatal(err)
@@ -477,7 +493,7 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			rdb, prefix := setup(t)
-			ctx := ctxFor(t, 5*time.Second)
+			ctx := testenv.Context(t, 5*time.Second)
 			// Rounded down (PX 500), the PTTL reads 500 or 499, never 501.
 			// Rounded up, it reads 501 unless a tick fell between SET and PTTL (about
 			// once in a thousand), so a few tries settle it.

@@ -5,13 +5,14 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock/internal/core"
 )
 
 // ReleaseTimeout bounds a release. A release runs after the work, often
@@ -48,9 +49,9 @@ func (l *Lock) Release(ctx context.Context) error {
 
 // ReleaseLua is Release without DELEX: it always runs release.lua, which
 // every Redis with scripting has, so that a program can show the script at
-// work on a server that has DELEX too. A lock from a Fair is released by its
-// hand-off script either way: deleting the key would leave its waiters to
-// find out by asking.
+// work on a server that has DELEX too. A lock from a fair lock (package
+// lock/fair) is released by its hand-off script either way: deleting the
+// key would leave its waiters to find out by asking.
 func (l *Lock) ReleaseLua(ctx context.Context) error {
 	return l.release(ctx, false)
 }
@@ -75,14 +76,14 @@ func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	l.watchdogs.stop()
+	l.hold.watchdogs.stop()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
 	var release *redis.Cmd
-	if l.handoff != nil {
-		release = evalShaOnce(ctx, p, fairReleaseScript, l.handoff.keys, l.handoff.publish, l.token, "")
+	if l.hold.handoff != nil {
+		release = l.hold.handoff.Queue(ctx, p, *l.hold.token)
 	} else {
-		release = evalShaOnce(ctx, p, releaseScript, []string{l.Key}, l.token)
+		release = core.EvalSha(ctx, p, releaseScript, []string{l.Key}, *l.hold.token)
 	}
 	p.Exec(ctx) // each command keeps its own result
 	n, err := release.Int()
@@ -91,7 +92,7 @@ func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 		// The script cache was flushed: p's commands ran; release alone,
 		// which loads the script again.
 		return l.release(ctx, false)
-	case lost(err):
+	case core.Lost(err):
 		return l.releaseAgain(ctx, false, fmt.Errorf("lock: release %s: %w", l.Key, unknownIfLost(err)))
 	case err != nil:
 		return fmt.Errorf("lock: release %s: %w", l.Key, err)
@@ -105,9 +106,9 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	l.watchdogs.stop()
-	if l.handoff != nil {
-		return l.handoff.release(ctx, l.rdb, l.token, "")
+	l.hold.watchdogs.stop()
+	if l.hold.handoff != nil {
+		return l.hold.handoff.Release(ctx, *l.hold.token)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
 	defer cancel()
@@ -137,20 +138,20 @@ func (l *Lock) releaseAgain(ctx context.Context, delexOK bool, first error) erro
 // ErrNotHeld when Redis answered that the key was not this lock's, and a
 // lost reply as an error matching ErrUnknown.
 func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
-	if l.handoff != nil {
-		return l.handoff.release(ctx, l.rdb, l.token, "")
+	if l.hold.handoff != nil {
+		return l.hold.handoff.Release(ctx, *l.hold.token)
 	}
 	delex := false
 	if delexOK {
 		// When the probe's reply is lost, the script does: it runs on
 		// every server.
-		delex, _ = supportsDelex(ctx, l.rdb)
+		delex, _ = supportsDelex(ctx, l.hold.rdb)
 	}
 	var cmd *redis.Cmd
 	if delex {
-		cmd = sendOnce(ctx, l.rdb, "delex", l.Key, "IFEQ", l.token)
+		cmd = core.Send(ctx, l.hold.rdb, "delex", l.Key, "IFEQ", *l.hold.token)
 	} else {
-		cmd = runOnce(ctx, l.rdb, releaseScript, releaseLua, []string{l.Key}, l.token)
+		cmd = core.Run(ctx, l.hold.rdb, releaseScript, releaseLua, []string{l.Key}, *l.hold.token)
 	}
 	n, err := cmd.Int()
 	switch {
@@ -162,68 +163,10 @@ func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
 	return nil
 }
 
-// onceCmd is a command that go-redis sends at most once: NoRetry tells its
-// retry loop not to send it again after an error, because the command may
-// have run (go-redis's own RawWriteTo uses the same flag). A redirect on
-// Redis Cluster (MOVED, ASK) is still followed: the node that answered
-// with one did not run the command.
-type onceCmd struct{ *redis.Cmd }
-
-func (onceCmd) NoRetry() bool { return true }
-
-// sendOnce sends the command args through c once (see onceCmd).
-func sendOnce(ctx context.Context, c interface {
-	Process(context.Context, redis.Cmder) error
-}, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, args...)
-	c.Process(ctx, onceCmd{cmd}) // the error is cmd's
-	return cmd
-}
-
-// evalShaOnce sends EVALSHA of s through c once, as s.EvalSha would send
-// it with retries.
-func evalShaOnce(ctx context.Context, c interface {
-	Process(context.Context, redis.Cmder) error
-}, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return sendOnce(ctx, c, evalArgs("evalsha", s.Hash(), keys, args)...)
-}
-
-// runOnce is s.Run sent once: EVALSHA, and on NOSCRIPT (Redis ran
-// nothing) EVAL of src, the script's source.
-func runOnce(ctx context.Context, rdb Client, s *redis.Script, src string, keys []string, args ...any) *redis.Cmd {
-	cmd := evalShaOnce(ctx, rdb, s, keys, args...)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = sendOnce(ctx, rdb, evalArgs("eval", src, keys, args)...)
-	}
-	return cmd
-}
-
-// evalArgs are the words of EVAL or EVALSHA: the script or its hash, the
-// number of keys, the keys, the arguments.
-func evalArgs(eval, script string, keys []string, args []any) []any {
-	words := make([]any, 0, 3+len(keys)+len(args))
-	words = append(words, eval, script, len(keys))
-	for _, k := range keys {
-		words = append(words, k)
-	}
-	return append(words, args...)
-}
-
-// lost reports whether err says that no reply came (a broken connection,
-// a timeout, ctx ended), as opposed to an error Redis replied with, a
-// closed client or a connection that could not be made, which sent
-// nothing: then the command may have run.
-func lost(err error) bool {
-	var reply redis.Error
-	var op *net.OpError
-	return err != nil && !errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed) &&
-		!(errors.As(err, &op) && op.Op == "dial")
-}
-
 // unknownIfLost wraps a lost reply's error so that it matches ErrUnknown,
 // and returns any other error as it is.
 func unknownIfLost(err error) error {
-	if lost(err) {
+	if core.Lost(err) {
 		return fmt.Errorf("%w: %w", ErrUnknown, err)
 	}
 	return err
@@ -236,10 +179,10 @@ var delexSupport sync.Map // Client -> bool
 // supportsDelex reports whether the server behind rdb has DELEX. The first
 // call per client asks the server with a DELEX on a key that cannot exist
 // (it deletes nothing); later calls answer from memory. A nil rdb returns
-// ErrNilClient.
+// an error matching ErrInvalid.
 func supportsDelex(ctx context.Context, rdb Client) (bool, error) {
 	if isNil(rdb) {
-		return false, ErrNilClient
+		return false, errNilClient
 	}
 	// A wrapper that is not comparable cannot be a map key: ask every time.
 	cacheable := reflect.TypeOf(rdb).Comparable()

@@ -29,8 +29,8 @@ func (l *Lock) Watch(parent context.Context) (context.Context, context.CancelFun
 		cancel(err)
 		return ctx, func() {}
 	}
-	ctx, stop := KeepAlive(parent, l.ttl, l.Refresh)
-	l.watchdogs.add(stop)
+	ctx, stop := KeepAlive(parent, l.hold.ttl, l.Refresh)
+	l.hold.watchdogs.add(stop)
 	return ctx, stop
 }
 
@@ -71,7 +71,8 @@ func (w *watchdogs) stop() {
 //
 // refresh should return ErrNotHeld (or an error wrapping it) when the
 // lease is gone. The returned cancel stops the watchdog and waits for it.
-// A ttl under 1 ms cancels the context at once with ErrBadTTL. A nil
+// A ttl under 1 ms cancels the context at once with an error matching
+// ErrInvalid. A nil
 // refresh is a bug in the caller: KeepAlive panics at once, in the
 // caller's goroutine, rather than crash later in its own.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {

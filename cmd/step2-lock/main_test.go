@@ -14,7 +14,6 @@ import (
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
-	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
@@ -187,9 +186,9 @@ func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
 		{Name: "unknown release method", Args: []string{"-release", "del"}, Want: `-release: unknown release method "del"`},
-		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: " + lock.ErrBadTTL.Error()},
-		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
-		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: lock.ErrBadTTL.Error() + ", got 500µs"},
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: lock: TTL must be at least 1ms"},
+		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: "lock: TTL must be at least 1ms"},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: "lock: TTL must be at least 1ms, got 500µs"},
 		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
 		{Name: "no wait", Args: []string{"-wait", "0"}, Want: "-wait"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},

@@ -143,8 +143,8 @@ func TestRun_badFlags(t *testing.T) {
 	testenv.BadFlags(t, run, []testenv.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
 		{Name: "unknown phase", Args: []string{"-phase", "4"}, Want: `-phase "4"`},
-		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: " + lock.ErrBadTTL.Error()},
-		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: lock.ErrBadTTL.Error() + ", got 500µs"},
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "-ttl: lock: TTL must be at least 1ms"},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "500us"}, Want: "lock: TTL must be at least 1ms, got 500µs"},
 		{Name: "not a duration", Args: []string{"-work", "long"}, Want: "-work"},
 		{Name: "no spenders", Args: []string{"-n", "0"}, Want: "-n"},
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},

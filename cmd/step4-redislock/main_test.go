@@ -141,9 +141,9 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "negative work", Args: []string{"-work", "-1ms"}, Want: "-work"},
 		{Name: "not a duration", Args: []string{"-ttl", "soon"}, Want: "-ttl"},
 		// redislock takes a zero TTL; the program refuses one before running.
-		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: lock.ErrBadTTL.Error()},
-		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: lock.ErrBadTTL.Error()},
-		{Name: "TTL under a millisecond", Args: []string{"-ttl", "999us"}, Want: lock.ErrBadTTL.Error()},
+		{Name: "zero TTL", Args: []string{"-ttl", "0"}, Want: "lock: TTL must be at least 1ms"},
+		{Name: "negative TTL", Args: []string{"-ttl", "-1s"}, Want: "lock: TTL must be at least 1ms"},
+		{Name: "TTL under a millisecond", Args: []string{"-ttl", "999us"}, Want: "lock: TTL must be at least 1ms"},
 		{Name: "unknown flag", Args: []string{"-no-such-flag"}, Want: "-no-such-flag"},
 		{Name: "empty prefix", Args: []string{"-prefix", ""}, Want: "-prefix must not be empty: every key this program writes needs one"},
 		{Name: "too many spenders", Args: []string{"-n", "10001"}, Want: "-n must be at most 10000"},

@@ -29,6 +29,7 @@ import (
 	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
+	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
 )
 
@@ -43,7 +44,7 @@ const (
 	Wait    = "wait"    // the lease, then WAIT 1: give up unless a replica has it
 	Fenced  = "fenced"  // AcquireFenced, and PostgreSQL checks the fence
 	Version = "version" // no Redis: a version column in PostgreSQL
-	Fair    = "fair"    // lock.Fair's lease, then the plain read and write
+	Fair    = "fair"    // fair.Lock's lease, then the plain read and write
 	// Redlock: go-redsync's mutex on a majority of three independent
 	// nodes, then the plain read and write.
 	Redlock = "redlock"
@@ -125,7 +126,7 @@ func RunSpender(c SpenderConfig, stdin io.Reader, stdout, stderr io.Writer) int 
 type spender struct {
 	c       SpenderConfig
 	rdb     redis.UniversalClient
-	fair    *lock.Fair
+	fair    *fair.Lock
 	redlock *redlock.Nodes // for redlock and redlock-fenced
 	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
 	store   *wallet.Store
@@ -172,7 +173,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		}
 		defer s.rdb.Close()
 		if c.Strategy == Fair {
-			s.fair = lock.NewFair(s.rdb)
+			s.fair = fair.New(s.rdb)
 			defer s.fair.Close()
 		}
 	}

@@ -9,7 +9,7 @@
 //	lock       the hand-built lease of step 2, waiters retry after 5 to 15 ms
 //	redislock  bsm/redislock with step 4's jittered retries
 //	redsync    go-redsync's mutex on the one Redis, with the same retries
-//	fair       lock.Fair: waiters queue in Redis, a release hands off to the first
+//	fair       fair.Lock: waiters queue in Redis, a release hands off to the first
 //	fenced     a lease with a fencing token, checked by PostgreSQL (step 5)
 //	atomic     no lock: the work, then one Lua script that checks and takes
 //	version    PostgreSQL only: writes that must match the version they read

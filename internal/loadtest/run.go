@@ -21,7 +21,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
-	"example.com/walletlock/lock"
+	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
 )
@@ -89,7 +89,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		}
 		if slices.Contains(cfg.Strategies, "fair") {
 			// One for the whole run: its waiters share one subscription.
-			r.fair = lock.NewFair(env.Redis)
+			r.fair = fair.New(env.Redis)
 		}
 		if slices.Contains(cfg.Strategies, "redsync") {
 			r.redsync = redsync.New(goredis.NewPool(env.Redis))
@@ -286,7 +286,7 @@ type runner struct {
 	cfg     Config
 	rdb     redis.UniversalClient // nil when no strategy spends through Redis
 	store   *wallet.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
-	fair    *lock.Fair            // nil when the run has no fair strategy
+	fair    *fair.Lock            // nil when the run has no fair strategy
 	redsync *redsync.Redsync      // nil when the run has no redsync strategy
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
 	calls   *services.CallCounter // commands sent to Redis; nil: not counted

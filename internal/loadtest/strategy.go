@@ -68,7 +68,7 @@ var strategies = []strategy{
 	// completes a majority and the release script's request are 1; then
 	// GET (1) and SET (1) on the wallets' Redis.
 	{name: Redlock, trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedlock},
-	// The fair lock (lock.Fair): the release script makes the first
+	// The fair lock (fair.Lock): the release script makes the first
 	// waiter the holder inside Redis, and its message reaches the waiter
 	// half a round trip later. GET (1); the SET goes out with the release
 	// (Lock.ReleaseAfter), whose request ends the section: with the
@@ -192,7 +192,7 @@ func spendLock(r *runner, c call) outcome {
 	})
 }
 
-// spendFair differs from spendLock twice: the run's lock.Fair queues the
+// spendFair differs from spendLock twice: the run's fair.Lock queues the
 // waiter instead of letting it poll, and the balance write goes out with
 // the release in one round trip (Lock.ReleaseAfter), a round trip every
 // waiter of the wallet would otherwise wait for. The write lands whether

@@ -86,8 +86,8 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 }
 
 // lockKeys are the keys a wallet's locks may leave: the lock itself, the
-// fair lock's queue (named as lock.NewFair names it, next to a lock key
-// that has a hash tag; its presence keys go with Fair.Close), and the
+// fair lock's queue (named as fair.New names it, next to a lock key
+// that has a hash tag; its presence keys go with its Close), and the
 // fence counter, last.
 func lockKeys(lockKey string) []string {
 	return []string{lockKey, lockKey + ":queue", lock.FenceKey(lockKey)}

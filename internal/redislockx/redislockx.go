@@ -3,7 +3,7 @@
 // hand-built lock with the library. It adapts the library to the rules of
 // package lock: the library leaves a few things to its caller, and each
 // name in this file takes one of them on; their errors are lock's
-// sentinels (lock.ErrBadTTL, lock.ErrNotHeld...), so that callers tell
+// sentinels (lock.ErrInvalid, lock.ErrNotHeld...), so that callers tell
 // them apart the same way for both locks. And it measures what a retry
 // strategy costs (cost.go) and runs step 4's comparison (bench.go:
 // Compare).
@@ -32,9 +32,8 @@ import (
 // a ctx with a deadline, redislock v0.10.0 runs SET and then PEXPIRE with
 // 0 or less, which deletes the key, and returns a lock with a nil error
 // while nothing is held in Redis. Here such a TTL (and an empty key, and a
-// nil client) fails with lock.ErrBadTTL (or lock.ErrEmptyKey, or
-// lock.ErrNilClient)
-// before any call to Redis. redislock cuts a TTL down to whole
+// nil client) fails with an error matching lock.ErrInvalid before any
+// call to Redis. redislock cuts a TTL down to whole
 // milliseconds; here it is rounded up instead, as Acquire does (see
 // lock.CheckTTL), so the lease is never shorter than asked.
 //
@@ -118,7 +117,8 @@ func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time
 // The ttl is rounded up to whole milliseconds (see lock.CheckTTL). A nil
 // or zero l (one that no Obtain returned) is never held: its refresh
 // returns lock.ErrNotHeld without a call to Redis, and a ttl under 1 ms
-// returns lock.ErrBadTTL (redislock would send PEXPIRE 0, which deletes the lock).
+// returns an error matching lock.ErrInvalid (redislock would send PEXPIRE
+// 0, which deletes the lock).
 func Refresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
 	bad := lock.CheckTTL(ttl)
 	ttl = wholeMillis(ttl)
@@ -174,10 +174,10 @@ return 0`)
 // validate refuses what lock.Acquire refuses, before any call to Redis.
 func validate(rdb redislock.RedisClient, key string, ttl time.Duration) error {
 	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
-		return lock.ErrNilClient
+		return fmt.Errorf("%w: nil client", lock.ErrInvalid)
 	}
 	if key == "" {
-		return lock.ErrEmptyKey
+		return fmt.Errorf("%w: empty key", lock.ErrInvalid)
 	}
 	return lock.CheckTTL(ttl)
 }

@@ -1,34 +1,34 @@
--- fair_acquire.lua (after fair_queue.lua, which names the keys): one try
+-- acquire.lua (after queue.lua, which names the keys): one try
 -- of a fair lock's waiter. On arrival it joins the queue, and takes the
 -- lock at once when nobody waited and nobody held it; later tries find
 -- out whether a release made it the holder, or serve the queue when the
 -- lock is free with waiters queued (its holder expired).
--- KEYS[5]: the presence key of the caller's Fair (see fair_queue.lua)
+-- KEYS[5]: the presence key of the caller's fair.Lock (see queue.lua)
 -- ARGV[2]: the waiter's token, fresh for every acquisition
--- ARGV[3]: its queue entry, "token ttl fenced fair" (see fair_queue.lua)
+-- ARGV[3]: its queue entry, "token ttl fenced fair" (see queue.lua)
 -- ARGV[4]: "join" on arrival; "first" on arrival too, after an RPUSH of
 --          the entry that found the queue empty; "check" to ask again;
 --          "rejoin" to ask again and join the queue again if the entry is
 --          no longer in it
--- ARGV[5]: the lease of the Fair's presence in ms, to renew it now; 0
---          leaves it alone (another waiter of the Fair renews it)
+-- ARGV[5]: the lease of the fair.Lock's presence in ms, to renew it now; 0
+--          leaves it alone (another waiter of the fair.Lock renews it)
 -- ARGV[6]: how long the queue lasts in ms after it was last written or
 --          renewed, longer than the presence lease: a queue that nobody
 --          waits on any more (a waiter that gave up and could not leave)
---          expires, and never before the presence of a Fair that waits
+--          expires, and never before the presence of a fair.Lock that waits
 -- Returns {1, fence, lapsed} when the waiter holds the lock: it took it
 -- now, or a release handed it over (the message saying so may be on its
 -- way, or lost); fence is 0 unless it asked for one. Returns {0, holder,
 -- lapsed} when it waits: holder is the SHA-1 of the holder's token (""
--- when unknown), so that a Fair can tell a waiter of its own that missed
+-- when unknown), so that a fair.Lock can tell a waiter of its own that missed
 -- its hand-off. lapsed is 1 when the presence key had run out before this
--- renewal, so that entries of this Fair may have been skipped and must
+-- renewal, so that entries of this fair.Lock may have been skipped and must
 -- join again. When a key holds what it must not, it changes nothing and
--- returns a pair saying what is wrong, as acquire_fenced.lua does:
+-- returns a pair saying what is wrong, as lock/acquire_fenced.lua does:
 --   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
 --   {"counter ...", v} the fence counter is broken (only when fenced)
 -- A waiter that finds others queued runs only RPUSH and PEXPIRE (and a
--- waiter whose Fair has others queued sends those two without this
+-- waiter whose fair.Lock has others queued sends those two without this
 -- script). The first to queue behind a holder runs RPUSH, PEXPIRE and
 -- SET; without contention, RPUSH, PEXPIRE, SET and LREM (and GET and INCR
 -- on the counter when fenced).

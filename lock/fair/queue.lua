@@ -1,5 +1,5 @@
--- fair_queue.lua: what the fair lock's scripts share. Go puts it in front
--- of fair_acquire.lua and fair_release.lua, so that each runs as one
+-- queue.lua: what the fair lock's scripts share. Go puts it in front
+-- of acquire.lua and release.lua, so that each runs as one
 -- atomic script. Every key shares the lock key's hash tag, so all of them
 -- live in one Redis Cluster slot (see fairKeys in fair.go).
 -- KEYS[1]: the lock key; its value is the holder's token
@@ -7,30 +7,30 @@
 --          order the waiters arrived: they join at the tail and the head
 --          is served first. ttl is the TTL the waiter asked for, in whole
 --          milliseconds; fenced is 1 when it wants a fence, 0 otherwise;
---          fair names the Fair (the process) the waiter waits in
--- KEYS[3]: the fence counter (see acquire_fenced.lua)
--- KEYS[4]: what the hand-off channels start with: the Fair named f
+--          fair names the fair.Lock (the process) the waiter waits in
+-- KEYS[3]: the fence counter (see lock/acquire_fenced.lua)
+-- KEYS[4]: what the hand-off channels start with: the fair.Lock named f
 --          listens on KEYS[4] .. ":" .. f. It is a channel, not a key, but
 --          it is passed among the keys so that Redis Cluster checks its
 --          slot too
 -- ARGV[1]: the command that tells a waiter it was handed the lock:
 --          "PUBLISH", or "SPUBLISH" (sharded pub/sub) on Redis Cluster
 --
--- Each Fair that has waiters on this lock keeps a presence key, KEYS[2]
--- followed by ":" and the Fair's name, alive with a short TTL, and renews
--- it for all of them at once (see fair_acquire.lua). A hand-off whose
+-- Each fair.Lock that has waiters on this lock keeps a presence key, KEYS[2]
+-- followed by ":" and the fair.Lock's name, alive with a short TTL, and renews
+-- it for all of them at once (see acquire.lua). A hand-off whose
 -- message reached nobody (PUBLISH counts who received it) asks it: a
--- Fair that is present will find out by asking (its connection dropped,
+-- fair.Lock that is present will find out by asking (its connection dropped,
 -- or Redis has not yet confirmed its subscription), but one whose
 -- presence ran out belongs to a process that crashed, hangs or lost
 -- Redis, and the hand-off skips its waiter. The presence keys and
--- channels of other Fairs are used without being declared in KEYS; they
+-- channels of other fair.Locks are used without being declared in KEYS; they
 -- share the hash tag, so on Redis Cluster they live in the same slot as
 -- the declared ones.
 --
 -- Every key these scripts write expires, but the fence counter, which
 -- must only grow: the lock and the presence keys with their PX, the queue
--- with the PEXPIRE that fair_acquire.lua sends with every write to it and
+-- with the PEXPIRE that acquire.lua sends with every write to it and
 -- every renewal of a presence, so that entries of waiters that could not
 -- leave go with it once nobody waits.
 --
@@ -48,7 +48,7 @@ local function parse(entry)
 end
 
 -- counterRefusal returns nil when the fence counter can be incremented,
--- and otherwise the pair acquire_fenced.lua answers with: {"counter
+-- and otherwise the pair lock/acquire_fenced.lua answers with: {"counter
 -- type", t}, {"counter value", v} or {"counter limit", v}.
 local function counterRefusal()
 	local value = redis.pcall("GET", counter)
@@ -75,14 +75,14 @@ local function fence(fenced)
 	return 0
 end
 
--- handOff makes the first waiter whose Fair is still present the holder,
+-- handOff makes the first waiter whose fair.Lock is still present the holder,
 -- with the TTL it asked for, taking it and the entries ahead of it out of
--- the queue, and publishes "id fence" on its Fair's channel, so that its
+-- the queue, and publishes "id fence" on its fair.Lock's channel, so that its
 -- waiter knows without asking again. id is the SHA-1 of its token:
 -- whoever listens learns who got the lock, not how to release it. The
 -- lock must be free, or held by the caller who gives it up; SET replaces
 -- whatever it held. It skips an entry no waiter wrote, a waiter whose
--- message reached nobody and whose Fair's presence ran out, and a waiter
+-- message reached nobody and whose fair.Lock's presence ran out, and a waiter
 -- that wants a fence when the counter is broken, which it tells with the
 -- fence -1 to ask again and learn why. A fence drawn for a waiter it then
 -- skips is lost: fences only need to grow. The caller's own token, quiet,

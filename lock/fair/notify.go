@@ -1,4 +1,4 @@
-package lock
+package fair
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
 )
 
-// This file is how a Fair's waiters hear of a hand-off: one subscription
-// connection per Redis node, shared by every waiter of the Fair, and one
+// This file is how a Lock's waiters hear of a hand-off: one subscription
+// connection per Redis node, shared by every waiter of the Lock, and one
 // goroutine per connection that reads it and wakes the waiter a message
 // names.
 //
@@ -36,25 +38,25 @@ const (
 type waiter struct {
 	id     string        // how a hand-off message names it (see handoffID)
 	grant  chan int64    // the fence of the hand-off that named this waiter
-	nudged chan struct{} // another waiter of the Fair says: ask again
+	nudged chan struct{} // another waiter of the Lock says: ask again
 	sub    *subscription
 	// settled is sub.doubt as of this waiter's arrival or its last
-	// answered try in mode rejoin; guarded by Fair.mu. While sub.doubt
+	// answered try in mode rejoin; guarded by Lock.mu. While sub.doubt
 	// has grown past it, its entry may be missing from the queue.
 	settled int
 }
 
 // subscription is one lock's hand-off channel on a shard's connection,
-// and what the Fair's waiters on that lock share. Its fields are guarded
-// by Fair.mu.
+// and what the Lock's waiters on that lock share. Its fields are guarded
+// by Lock.mu.
 type subscription struct {
 	waiters  int
 	idle     time.Time // when waiters last dropped to 0
 	gen      *generation
-	renewed  time.Time // when a waiter last set out to renew the Fair's presence on the lock
+	renewed  time.Time // when a waiter last set out to renew the Lock's presence on the lock
 	presence string    // the presence key, which Close deletes
 	holder   string    // the handoffID of the holder the last try saw
-	// doubt counts what may have taken entries of the Fair's waiters on
+	// doubt counts what may have taken entries of the Lock's waiters on
 	// the lock out of the queue without a hand-off: a try that got no
 	// answer (Redis may have lost the queue, or the reply said the
 	// presence had lapsed), or a presence found lapsed.
@@ -78,21 +80,21 @@ func newGeneration() *generation {
 // shard is one subscription connection, and the channels on it. It lives
 // while it has channels: tend closes it when the last one goes.
 type shard struct {
-	node string // its key in Fair.shards
+	node string // its key in Lock.shards
 	ps   *redis.PubSub
 	// order is held while a subscribe or an unsubscribe is decided and
 	// written, so that Redis answers them in the order they were decided.
 	order     sync.Mutex
 	listening bool // its goroutine runs; guarded by order
 
-	chans  map[string]*subscription // guarded by Fair.mu
-	closed bool                     // guarded by Fair.mu and order
+	chans  map[string]*subscription // guarded by Lock.mu
+	closed bool                     // guarded by Lock.mu and order
 }
 
 // enter registers a waiter for token on channel and subscribes to the
-// channel if nobody of this Fair listens to it yet. presence is the
-// Fair's presence key on the channel's lock.
-func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*waiter, error) {
+// channel if nobody of this Lock listens to it yet. presence is the
+// Lock's presence key on the channel's lock.
+func (f *Lock) enter(ctx context.Context, channel, presence, token string) (*waiter, error) {
 	node, open, err := f.nodeOf(ctx, channel)
 	if err != nil {
 		return nil, err
@@ -102,7 +104,7 @@ func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*wai
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
-			return nil, ErrFairClosed
+			return nil, ErrClosed
 		}
 		sh := f.shards[node]
 		if sh == nil {
@@ -124,18 +126,18 @@ func (f *Fair) enter(ctx context.Context, channel, presence, token string) (*wai
 }
 
 // join adds w to the waiters of s. Call it with f.mu held.
-func (f *Fair) join(w *waiter, s *subscription) {
+func (f *Lock) join(w *waiter, s *subscription) {
 	s.waiters++
 	w.sub = s
 	w.settled = s.doubt
 	f.waiters[w.id] = w
 }
 
-// subscribeFirst subscribes to a channel nobody of this Fair listens to,
+// subscribeFirst subscribes to a channel nobody of this Lock listens to,
 // for w. It decides and writes under sh.order, so that the unsubscribe of
 // an idle channel cannot slip in between. It reports false, having done
 // nothing, when the shard was closed meanwhile.
-func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel, presence string, w *waiter) bool {
+func (f *Lock) subscribeFirst(ctx context.Context, sh *shard, channel, presence string, w *waiter) bool {
 	sh.order.Lock()
 	defer sh.order.Unlock()
 	f.mu.Lock()
@@ -166,7 +168,7 @@ func (f *Fair) subscribeFirst(ctx context.Context, sh *shard, channel, presence 
 // nodeOf names the Redis node that publishes channel's hand-offs ("" on
 // a single node), and returns how to open a subscription connection to it
 // (not yet connected).
-func (f *Fair) nodeOf(ctx context.Context, channel string) (string, func() *redis.PubSub, error) {
+func (f *Lock) nodeOf(ctx context.Context, channel string) (string, func() *redis.PubSub, error) {
 	switch c := f.rdb.(type) {
 	case *redis.ClusterClient:
 		// Sharded pub/sub delivers a channel's messages on the node that
@@ -191,7 +193,7 @@ func (f *Fair) nodeOf(ctx context.Context, channel string) (string, func() *redi
 
 // subscribe sends SUBSCRIBE (SSUBSCRIBE on a cluster). Its error is left
 // alone: a channel that stays unconfirmed is subscribed again by tend.
-func (f *Fair) subscribe(ctx context.Context, sh *shard, channels ...string) {
+func (f *Lock) subscribe(ctx context.Context, sh *shard, channels ...string) {
 	if f.cluster != nil {
 		sh.ps.SSubscribe(ctx, channels...)
 		return
@@ -199,7 +201,7 @@ func (f *Fair) subscribe(ctx context.Context, sh *shard, channels ...string) {
 	sh.ps.Subscribe(ctx, channels...)
 }
 
-func (f *Fair) unsubscribe(ctx context.Context, sh *shard, channels ...string) {
+func (f *Lock) unsubscribe(ctx context.Context, sh *shard, channels ...string) {
 	if f.cluster != nil {
 		sh.ps.SUnsubscribe(ctx, channels...)
 		return
@@ -208,7 +210,7 @@ func (f *Fair) unsubscribe(ctx context.Context, sh *shard, channels ...string) {
 }
 
 // exit unregisters a waiter that has stopped waiting.
-func (f *Fair) exit(w *waiter) {
+func (f *Lock) exit(w *waiter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.waiters, w.id)
@@ -222,7 +224,7 @@ func (f *Fair) exit(w *waiter) {
 // confirmation (a hand-off published before it was missed, so the waiter
 // must try again to find out); once it has, the loss of the connection (a
 // hand-off published after that is lost). Call it before the try.
-func (f *Fair) wakeOn(w *waiter) <-chan struct{} {
+func (f *Lock) wakeOn(w *waiter) <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	g := w.sub.gen
@@ -232,9 +234,9 @@ func (f *Fair) wakeOn(w *waiter) <-chan struct{} {
 	return g.confirmed
 }
 
-// renewal reports whether the Fair's presence on w's lock is due for
+// renewal reports whether the Lock's presence on w's lock is due for
 // renewal, and if so leaves it to w: the caller's next try renews it.
-func (f *Fair) renewal(w *waiter) bool {
+func (f *Lock) renewal(w *waiter) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
@@ -247,9 +249,9 @@ func (f *Fair) renewal(w *waiter) bool {
 
 // due reports, when w's timer fires, in which mode w must ask Redis
 // again: rejoin while doubt remains that its entry is in the queue (see
-// subscription.doubt), check when the Fair's presence is due for renewal
+// subscription.doubt), check when the Lock's presence is due for renewal
 // and w takes that on (renew), "" when neither.
-func (f *Fair) due(w *waiter) (mode string, renew bool) {
+func (f *Lock) due(w *waiter) (mode string, renew bool) {
 	renew = f.renewal(w)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -264,16 +266,16 @@ func (f *Fair) due(w *waiter) (mode string, renew bool) {
 
 // doubts returns the doubt count of w's lock, to settle w with once a try
 // in mode rejoin made before it is answered.
-func (f *Fair) doubts(w *waiter) int {
+func (f *Lock) doubts(w *waiter) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return w.sub.doubt
 }
 
-// doubt says that entries of w's Fair on its lock may be gone from the
+// doubt says that entries of w's Lock on its lock may be gone from the
 // queue: each of its waiters asks again in mode rejoin at its next timer,
 // and goes on doing so until one such try is answered.
-func (f *Fair) doubt(w *waiter) {
+func (f *Lock) doubt(w *waiter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.sub.doubt++
@@ -281,39 +283,39 @@ func (f *Fair) doubt(w *waiter) {
 
 // settle records that w's try in mode rejoin, made when the doubt count
 // was d, was answered: w's entry is in the queue, or w holds the lock.
-func (f *Fair) settle(w *waiter, d int) {
+func (f *Lock) settle(w *waiter, d int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.settled = d
 }
 
-// crowded reports whether at least two other waiters of the Fair wait on
+// crowded reports whether at least two other waiters of the Lock wait on
 // w's lock: then at least one of them is still queued, even if a release
 // has just handed the lock to the other and the message is on its way.
-func (f *Fair) crowded(w *waiter) bool {
+func (f *Lock) crowded(w *waiter) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return w.sub.waiters > 2
 }
 
-// renewalIn returns how long until the Fair's presence on w's lock is due
+// renewalIn returns how long until the Lock's presence on w's lock is due
 // for renewal, at least a millisecond.
-func (f *Fair) renewalIn(w *waiter) time.Duration {
+func (f *Lock) renewalIn(w *waiter) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return max(time.Until(w.sub.renewed.Add(queueRenew)), time.Millisecond)
 }
 
 // nudge passes on what w's try found out to the other waiters of its
-// Fair. A try sees who holds the lock: if that is one of ours that still
+// Lock. A try sees who holds the lock: if that is one of ours that still
 // waits, and it held the lock at the previous try too, its hand-off
 // message was lost (a message on its way takes far less than the 100 ms
 // between two renewals), and it must ask again to learn so. When the
-// Fair's presence had lapsed, hand-offs may have skipped its entries:
+// Lock's presence had lapsed, hand-offs may have skipped its entries:
 // every waiter on the lock asks again, and joins the queue again if its
 // entry is gone, at once and, should that try fail, until one is
 // answered (see doubt). A try that won the lock passes that on too.
-func (f *Fair) nudge(w *waiter, r tried) {
+func (f *Lock) nudge(w *waiter, r tried) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if o := f.waiters[r.holder]; o != nil && o != w && r.holder == w.sub.holder {
@@ -328,18 +330,18 @@ func (f *Fair) nudge(w *waiter, r tried) {
 	}
 }
 
-// refused tells the other waiters of w's Fair on its lock that a try was
+// refused tells the other waiters of w's Lock on its lock that a try was
 // refused (the key or the fence counter holds what it must not): each
 // tries at once, to learn so, instead of at its turn to renew.
-func (f *Fair) refused(w *waiter) {
+func (f *Lock) refused(w *waiter) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pokeOthers(w)
 }
 
-// pokeOthers nudges every other waiter of w's Fair on its lock. Call it
+// pokeOthers nudges every other waiter of w's Lock on its lock. Call it
 // with f.mu held.
-func (f *Fair) pokeOthers(w *waiter) {
+func (f *Lock) pokeOthers(w *waiter) {
 	for _, o := range f.waiters {
 		if o.sub == w.sub && o != w {
 			poke(o)
@@ -358,7 +360,7 @@ func poke(w *waiter) {
 // shard: it hands messages to their waiters and notes confirmations and
 // lost connections. After an error, go-redis connects and subscribes
 // again by itself at the next read.
-func (f *Fair) listen(sh *shard) {
+func (f *Lock) listen(sh *shard) {
 	defer f.wg.Done()
 	ctx := context.Background()
 	// unsubscribing counts, per channel, the UNSUBSCRIBEs Redis has yet to
@@ -424,7 +426,7 @@ func (f *Fair) listen(sh *shard) {
 }
 
 // deliver wakes the waiter a hand-off message names, if it is one of ours.
-func (f *Fair) deliver(payload string) {
+func (f *Lock) deliver(payload string) {
 	id, fence, ok := parseHandoff(payload)
 	if !ok {
 		return
@@ -446,7 +448,7 @@ func (f *Fair) deliver(payload string) {
 	}
 }
 
-func (f *Fair) confirm(sh *shard, channel string) {
+func (f *Lock) confirm(sh *shard, channel string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s := sh.chans[channel]; s != nil && !s.gen.live {
@@ -457,7 +459,7 @@ func (f *Fair) confirm(sh *shard, channel string) {
 
 // drop starts a new generation for a channel Redis unsubscribed us from;
 // tend subscribes it again.
-func (f *Fair) drop(sh *shard, channel string) {
+func (f *Lock) drop(sh *shard, channel string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s := sh.chans[channel]; s != nil {
@@ -471,7 +473,7 @@ func (f *Fair) drop(sh *shard, channel string) {
 // lose starts a new generation for every confirmed channel of a shard
 // whose connection dropped. The ones not yet confirmed keep theirs: the
 // next connection confirms them.
-func (f *Fair) lose(sh *shard) {
+func (f *Lock) lose(sh *shard) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range sh.chans {
@@ -486,7 +488,7 @@ func (f *Fair) lose(sh *shard) {
 // and subscribes again those that Redis has not confirmed for listenTick
 // (a SUBSCRIBE lost with its connection, or dropped by Redis). When no
 // channel is left it closes the shard and reports true.
-func (f *Fair) tend(sh *shard, unsubscribing map[string]int) (closed bool) {
+func (f *Lock) tend(sh *shard, unsubscribing map[string]int) (closed bool) {
 	sh.order.Lock()
 	defer sh.order.Unlock()
 	var idle, again []string
@@ -523,14 +525,14 @@ func (f *Fair) tend(sh *shard, unsubscribing map[string]int) (closed bool) {
 	return false
 }
 
-// Close stops the Fair: it closes its subscription connections, waits
+// Close stops the Lock: it closes its subscription connections, waits
 // for their goroutines to end, and deletes its presence keys (see
-// fair_queue.lua), which would otherwise run out a moment later. Acquire
+// queue.lua), which would otherwise run out a moment later. Acquire
 // calls still waiting leave their queue and return an error matching
-// ErrFairClosed, and later ones return it at once. Locks it handed out
+// ErrClosed, and later ones return it at once. The locks it handed out
 // stay held, and Release and Refresh work on them as before. Close always
 // returns nil; calling it again does nothing.
-func (f *Fair) Close() error {
+func (f *Lock) Close() error {
 	if f == nil {
 		return nil
 	}
@@ -554,7 +556,7 @@ func (f *Fair) Close() error {
 		sh.ps.Close()
 	}
 	f.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), lock.ReleaseTimeout)
 	defer cancel()
 	for _, key := range presence {
 		f.rdb.Del(ctx, key) // one at a time: on Redis Cluster each has its own slot

@@ -1,8 +1,7 @@
-package lock_test
+package fair_test
 
 import (
 	"context"
-	"crypto/sha1"
 	"errors"
 	"fmt"
 	"runtime"
@@ -17,15 +16,17 @@ import (
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
+	"example.com/walletlock/lock/fair"
 )
 
-func ExampleNewFair() {
+func ExampleNew() {
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	ctx := context.Background()
 
-	// One Fair for the whole program: its waiters share one subscription.
-	f := lock.NewFair(rdb)
+	// One fair.Lock for the whole program: its waiters share one
+	// subscription.
+	f := fair.New(rdb)
 	defer f.Close()
 
 	// Wait at most 5 s for our turn; hold the lock for at most 2 s.
@@ -39,7 +40,7 @@ func ExampleNewFair() {
 	// Release hands the lock to the next waiter, if any.
 	defer l.Release(ctx)
 
-	fmt.Println("holding", l)
+	fmt.Println("holding", l.Key)
 }
 
 // The fair lock's timings, as fair.go sets them: a Fair renews its
@@ -55,21 +56,21 @@ const (
 )
 
 // newFair returns a Fair on rdb, closed when the test ends.
-func newFair(t *testing.T, rdb lock.FairClient) *lock.Fair {
+func newFair(t *testing.T, rdb fair.Client) *fair.Lock {
 	t.Helper()
-	f := lock.NewFair(rdb)
+	f := fair.New(rdb)
 	t.Cleanup(func() { f.Close() })
 	return f
 }
 
 // queueKey is where the fair lock on key keeps its queue (see
-// fair_queue.lua).
+// queue.lua).
 func queueKey(key string) string { return tagOf(key) + ":queue" }
 
 // queued returns how many waiters the queue of key holds.
 func queued(t *testing.T, rdb redis.Cmdable, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(ctxFor(t, 5*time.Second), queueKey(key)).Result()
+	n, err := rdb.LLen(testenv.Context(t, 5*time.Second), queueKey(key)).Result()
 	if err != nil {
 		t.Fatalf("LLEN %s: %v", queueKey(key), err)
 	}
@@ -98,7 +99,7 @@ type result struct {
 
 // acquireAsync starts f.Acquire in a goroutine and returns where its
 // result will arrive.
-func acquireAsync(ctx context.Context, f *lock.Fair, key string, ttl time.Duration) <-chan result {
+func acquireAsync(ctx context.Context, f *fair.Lock, key string, ttl time.Duration) <-chan result {
 	c := make(chan result, 1)
 	go func() {
 		l, err := f.Acquire(ctx, key, ttl)
@@ -119,9 +120,9 @@ func await(t *testing.T, c <-chan result, d time.Duration, what string) result {
 	}
 }
 
-func mustFairAcquire(t *testing.T, f *lock.Fair, key string, ttl time.Duration) *lock.Lock {
+func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
-	l, err := f.Acquire(ctxFor(t, 10*time.Second), key, ttl)
+	l, err := f.Acquire(testenv.Context(t, 10*time.Second), key, ttl)
 	if err != nil {
 		t.Fatalf("Fair.Acquire(%s, %v): %v", key, ttl, err)
 	}
@@ -132,9 +133,9 @@ func mustFairAcquire(t *testing.T, f *lock.Fair, key string, ttl time.Duration) 
 // lock rounds times, hold it for hold and release it; even workers ask for
 // a fence. It fails the test on two holders at once, a fence that does not
 // grow, a failed Release, or a worker that is not done within limit.
-func contend(t *testing.T, fairs []*lock.Fair, key string, workers, rounds int, hold, limit time.Duration) {
+func contend(t *testing.T, fairs []*fair.Lock, key string, workers, rounds int, hold, limit time.Duration) {
 	t.Helper()
-	ctx := ctxFor(t, limit)
+	ctx := testenv.Context(t, limit)
 	var (
 		inside, overlaps, done atomic.Int64
 		lastFence              int64 // read and written only under the lock
@@ -197,7 +198,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	// Five Fairs stand for five processes, each with its own subscription.
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 5 {
 		fairs = append(fairs, newFair(t, rdb))
 	}
@@ -205,7 +206,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after everyone is done, want 0", n)
 	}
-	if n := rdb.Exists(ctxFor(t, 5*time.Second), key).Val(); n != 0 {
+	if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
 		t.Error("the lock is still held after everyone released it")
 	}
 }
@@ -213,11 +214,11 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 func TestFair_servesWaitersInArrivalOrder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	fairs := []*lock.Fair{newFair(t, rdb), newFair(t, rdb)}
+	fairs := []*fair.Lock{newFair(t, rdb), newFair(t, rdb)}
 	first := mustFairAcquire(t, fairs[0], key, 10*time.Second)
 
 	const waiters = 8
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -261,7 +262,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	defer cancel()
 	gone := acquireAsync(quitter, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	next := acquireAsync(ctxFor(t, 20*time.Second), f, key, 10*time.Second)
+	next := acquireAsync(testenv.Context(t, 20*time.Second), f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
 	cancel()
@@ -274,17 +275,17 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 		t.Errorf("the queue holds %d waiters once the first gave up, want 1", n)
 	}
 
-	if err := owner.Release(ctxFor(t, 5*time.Second)); err != nil {
+	if err := owner.Release(testenv.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	r = await(t, next, slack, "the next waiter")
 	if r.err != nil {
 		t.Fatalf("the next waiter: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
+	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Error("the lock does not hold the next waiter's token")
 	}
-	r.l.Release(ctxFor(t, 5*time.Second))
+	r.l.Release(testenv.Context(t, 5*time.Second))
 }
 
 func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
@@ -292,11 +293,11 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 
 	// What a process that crashed while it waited leaves behind: the
 	// first place in the queue, asking for a 60 s lease, and the presence
-	// of its Fair, which nobody will renew (see fair_queue.lua).
+	// of its Fair, which nobody will renew (see queue.lua).
 	dead := "CRASHEDWAITER 60000 0 CRASHEDFAIR"
 	if err := rdb.RPush(ctx, queueKey(key), dead).Err(); err != nil {
 		t.Fatal(err)
@@ -315,7 +316,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("the waiter behind the crashed one: %v", r.err)
 	}
-	if got := holder(t, rdb, key); got != lock.TokenOf(r.l) {
+	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Errorf("the lock holds %q, want the live waiter's token", got)
 	}
 	if n := queued(t, rdb, key); n != 0 {
@@ -332,7 +333,7 @@ func TestFair_aHolderThatDiesIsSucceededWithinItsTTL(t *testing.T) {
 	dead := mustFairAcquire(t, f, key, ttl) // and never released
 	start := time.Now()
 
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	first := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	second := acquireAsync(ctx, f, key, 10*time.Second)
@@ -365,12 +366,12 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	l, err := f.AcquireFenced(ctx, key, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Fence < 1 || l.Attempts != 1 || l.String() != fmt.Sprintf("lock %s (fence %d)", key, l.Fence) {
+	if l.Fence < 1 || l.Attempts != 1 || l.Key != key {
 		t.Errorf("got %v with %d attempts, want a fence and 1 attempt", l, l.Attempts)
 	}
 	if err := l.Refresh(ctx); err != nil {
@@ -409,7 +410,7 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	const ttl = 1500*time.Millisecond + 400*time.Microsecond
 	next := acquireAsync(ctx, f, key, ttl)
@@ -430,29 +431,33 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 }
 
 func TestFair_badInputNeverReachesRedis(t *testing.T) {
-	var nilFair *lock.Fair
+	var nilFair *fair.Lock
 	var nilClient *redis.Client
-	ctx := ctxFor(t, 5*time.Second)
+	ctx := testenv.Context(t, 5*time.Second)
 	f := newFair(t, &faultyFairClient{})
 	tests := []struct {
 		name string
-		f    *lock.Fair
+		f    *fair.Lock
 		key  string
 		ttl  time.Duration
-		want error
+		want string // the start of the error, which matches lock.ErrInvalid
 	}{
-		{"nil Fair", nilFair, "k", time.Second, lock.ErrNilClient},
-		{"nil client", newFair(t, nil), "k", time.Second, lock.ErrNilClient},
-		{"nil *redis.Client", newFair(t, nilClient), "k", time.Second, lock.ErrNilClient},
-		{"empty key", f, "", time.Second, lock.ErrEmptyKey},
-		{"zero TTL", f, "k", 0, lock.ErrBadTTL},
-		{"TTL under 1ms", f, "k", 999 * time.Microsecond, lock.ErrBadTTL},
+		{"nil Lock", nilFair, "k", time.Second, "lock: nil client"},
+		{"nil client", newFair(t, nil), "k", time.Second, "lock: nil client"},
+		{"nil *redis.Client", newFair(t, nilClient), "k", time.Second, "lock: nil client"},
+		{"empty key", f, "", time.Second, "lock: empty key"},
+		{"zero TTL", f, "k", 0, "lock: TTL must be at least 1ms, got 0s"},
+		{"TTL under 1ms", f, "k", 999 * time.Microsecond, "lock: TTL must be at least 1ms, got 999µs"},
+		// Its queue could not share its Redis Cluster slot.
+		{"a stray brace", f, "probe:lock}7", time.Second, `lock: key has a "}" but no hash tag: "probe:lock}7": `},
+		{"a stray brace", f, "a{}b", time.Second, `lock: key has a "}" but no hash tag: "a{}b": `},
+		{"a stray brace", f, "}{", time.Second, `lock: key has a "}" but no hash tag: "}{": `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, acquire := range []func(context.Context, string, time.Duration) (*lock.Lock, error){tt.f.Acquire, tt.f.AcquireFenced} {
-				if _, err := acquire(ctx, tt.key, tt.ttl); !errors.Is(err, tt.want) {
-					t.Errorf("got %v, want %v", err, tt.want)
+				if _, err := acquire(ctx, tt.key, tt.ttl); !errors.Is(err, lock.ErrInvalid) || !strings.HasPrefix(err.Error(), tt.want) {
+					t.Errorf("got %v, want lock.ErrInvalid, %q", err, tt.want)
 				}
 			}
 		})
@@ -466,7 +471,7 @@ func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, time.Minute)
+	ctx := testenv.Context(t, time.Minute)
 	if _, err := f.Acquire(ctx, "test:unreachable:lock", time.Second); err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
 	} else if ctx.Err() != nil {
@@ -477,13 +482,13 @@ func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
 }
 
 // faultyFairClient panics at any call; its Fair must never make one.
-type faultyFairClient struct{ lock.FairClient }
+type faultyFairClient struct{ fair.Client }
 
 func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +516,7 @@ func TestFair_aFencedWaiterSkippedForABrokenCounterSaysWhy(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	fenced := make(chan result, 1)
 	go func() {
@@ -545,7 +550,7 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
@@ -575,13 +580,13 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 // Not parallel: it counts the process's goroutines.
 func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	before := runtime.NumGoroutine()
 
-	f := lock.NewFair(rdb)
+	f := fair.New(rdb)
 	l, err := f.Acquire(ctx, key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -598,14 +603,14 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 
 	f.Close()
 	r2 := await(t, stranded, slack, "the waiter still waiting at Close")
-	if !errors.Is(r2.err, lock.ErrFairClosed) {
-		t.Errorf("Acquire waiting at Close: %v, want ErrFairClosed", r2.err)
+	if !errors.Is(r2.err, fair.ErrClosed) {
+		t.Errorf("Acquire waiting at Close: %v, want ErrClosed", r2.err)
 	}
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after Close, want 0", n)
 	}
-	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, lock.ErrFairClosed) {
-		t.Errorf("Acquire after Close: %v, want ErrFairClosed", err)
+	if _, err := f.Acquire(ctx, key, time.Second); !errors.Is(err, fair.ErrClosed) {
+		t.Errorf("Acquire after Close: %v, want ErrClosed", err)
 	}
 	if err := r.l.Release(ctx); err != nil {
 		t.Errorf("Release after Close of a lock it handed out: %v", err)
@@ -622,43 +627,17 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	}
 }
 
-// disrupt calls hit every period until the returned stop is called, and
-// returns how many times it was called.
-func disrupt(period time.Duration, hit func()) (stop func() int) {
-	done := make(chan struct{})
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				hit()
-				n.Add(1)
-			}
-		}
-	})
-	return func() int {
-		close(done)
-		wg.Wait()
-		return int(n.Load())
-	}
-}
-
 func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
-	fairs := []*lock.Fair{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
+	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
 
 	// One hand-off whose message is surely lost: the waiter's subscription
 	// is killed just before the release.
 	holder := mustFairAcquire(t, fairs[0], key, 10*time.Second)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	next := acquireAsync(ctx, fairs[1], key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	time.Sleep(50 * time.Millisecond) // its subscription is confirmed
@@ -675,7 +654,7 @@ func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
 	r.l.Release(ctx)
 
 	// Then kill every subscription every 30 ms while 10 workers contend.
-	stop := disrupt(30*time.Millisecond, func() {
+	stop := testenv.Disrupt(30*time.Millisecond, func() {
 		rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
 	})
 	contend(t, fairs, key, 10, 10, time.Millisecond, 30*time.Second)
@@ -686,8 +665,8 @@ func TestFair_scriptFlushMidRun(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	rdb := srv.Client(t)
-	fairs := []*lock.Fair{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
-	stop := disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
+	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
+	stop := testenv.Disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
 	contend(t, fairs, "lock:{wallet:1}", 10, 10, time.Millisecond, 30*time.Second)
 	t.Logf("SCRIPT FLUSH %d times", stop())
 }
@@ -698,7 +677,7 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	lost := mustFairAcquire(t, f, key, 20*time.Second)
 	waiter := acquireAsync(ctx, f, key, 20*time.Second)
@@ -733,7 +712,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	key := "lock:{wallet:1}"
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 3 {
 		fairs = append(fairs, newFair(t, srv.Client(t)))
 	}
@@ -749,7 +728,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 		mu                                  sync.Mutex
 		longest, lateAfterRestart           time.Duration
 	)
-	ctx := ctxFor(t, 60*time.Second)
+	ctx := testenv.Context(t, 60*time.Second)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -819,7 +798,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	srv := testenv.StartRedis(t)
 	killer := srv.Client(t)
 	key := "lock:{wallet:1}"
-	var fairs []*lock.Fair
+	var fairs []*fair.Lock
 	for range 3 {
 		fairs = append(fairs, newFair(t, srv.Client(t)))
 	}
@@ -829,8 +808,8 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 		notHeld, unknown, otherRelease      atomic.Int64
 		failedAcquires                      atomic.Int64
 	)
-	ctx := ctxFor(t, 90*time.Second)
-	stop := disrupt(20*time.Millisecond, func() {
+	ctx := testenv.Context(t, 90*time.Second)
+	stop := testenv.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
 	})
 	var wg sync.WaitGroup
@@ -880,7 +859,7 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	}
 }
 
-// scriptsFail is a FairClient whose scripts all fail while fail is set,
+// scriptsFail is a fair.Client whose scripts all fail while fail is set,
 // as if every reply were lost, however they are sent.
 type scriptsFail struct {
 	redis.UniversalClient
@@ -911,11 +890,11 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	prefix := strings.TrimSuffix(key, "lock:{wallet:1}")
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
 
 	var fail atomic.Bool
-	leaving := []*lock.Fair{lock.NewFair(scriptsFail{rdb, &fail}), lock.NewFair(scriptsFail{rdb, &fail})}
+	leaving := []*fair.Lock{fair.New(scriptsFail{rdb, &fail}), fair.New(scriptsFail{rdb, &fail})}
 	var waiters []<-chan result
 	for i := range 29 {
 		waiters = append(waiters, acquireAsync(ctx, leaving[i%2], key, 10*time.Second))
@@ -938,8 +917,8 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 		}
 	}
 	for i, w := range waiters {
-		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, lock.ErrFairClosed) {
-			t.Fatalf("waiter %d: %v, want ErrFairClosed", i, r.err)
+		if r := await(t, w, slack, fmt.Sprintf("waiter %d", i)); !errors.Is(r.err, fair.ErrClosed) {
+			t.Fatalf("waiter %d: %v, want ErrClosed", i, r.err)
 		}
 	}
 	if err := holder.Release(ctx); err != nil {
@@ -969,7 +948,7 @@ func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	subscribers := func() int {
 		list, err := rdb.ClientList(ctx).Result()
@@ -1033,7 +1012,7 @@ func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
 	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
 	first := mustFairAcquire(t, deaf, key, 10*time.Second)
 
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
 		waiters = append(waiters, acquireAsync(ctx, deaf, key, 10*time.Second))
@@ -1066,7 +1045,7 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 	defer cancel()
 	gone := acquireAsync(quitter, deaf, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := testenv.Context(t, 20*time.Second)
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
@@ -1097,7 +1076,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	node := srv.Client(t)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
@@ -1113,7 +1092,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 	}
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { cluster.Close() })
-	fairs := []*lock.Fair{newFair(t, cluster), newFair(t, cluster)}
+	fairs := []*fair.Lock{newFair(t, cluster), newFair(t, cluster)}
 
 	for _, key := range []string{"lock:7", "app:lock:{wallet:42}"} {
 		owner, err := fairs[0].AcquireFenced(ctx, key, 10*time.Second)
@@ -1158,7 +1137,7 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		// The release told the waiter by SPUBLISH, naming it by the SHA-1
 		// of its token (never the token), with its fence.
 		msg, err := listener.ReceiveTimeout(ctx, slack)
-		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%x %d", sha1.Sum([]byte(lock.TokenOf(r.l))), r.l.Fence) {
+		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%s %d", r.l.ID(), r.l.Fence) {
 			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
 		}
 		r.l.Release(ctx)
@@ -1181,7 +1160,7 @@ func TestFair_worksOnARing(t *testing.T) {
 	})
 	t.Cleanup(func() { ring.Close() })
 	f := newFair(t, ring)
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := testenv.Context(t, 30*time.Second)
 
 	// Keys until both shards have one.
 	var keys []string
@@ -1215,5 +1194,114 @@ func TestFair_worksOnARing(t *testing.T) {
 			t.Fatalf("the waiter on %s: %v", key, r.err)
 		}
 		r.l.Release(ctx)
+	}
+}
+
+// ReleaseAfter sends the holder's last write and the hand-off in one
+// round trip, the write first: the waiter handed the lock reads it.
+func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := testenv.Context(t, 20*time.Second)
+	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
+	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
+	f := newFair(t, rdb)
+	owner := mustFairAcquire(t, f, key, 10*time.Second)
+	next := acquireAsync(ctx, f, key, 10*time.Second)
+	waitQueued(t, rdb, key, 1)
+	p := rdb.Pipeline()
+	p.Set(ctx, balance, "80", 0)
+	if err := owner.ReleaseAfter(ctx, p); err != nil {
+		t.Fatalf("ReleaseAfter: %v", err)
+	}
+	r := await(t, next, slack, "the waiter")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := rdb.Get(ctx, balance).Val(); got != "80" {
+		t.Errorf("the next holder reads %q, want the write before the release, 80", got)
+	}
+	r.l.Release(ctx)
+}
+
+// On a Redis Cluster (here one node of the test's own that serves every
+// slot), the fenced and the fair lock work for every key they accept:
+// each key they write is in the lock key's slot, as CLUSTER KEYSLOT says.
+// A script whose keys span two slots would fail with CROSSSLOT. (It
+// checks package lock's fenced keys too, on the same node.)
+func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
+	t.Parallel()
+	srv := testenv.StartRedis(t, "--cluster-enabled", "yes")
+	node := srv.Client(t)
+	ctx := testenv.Context(t, time.Minute)
+	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for !strings.Contains(node.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+		if ctx.Err() != nil {
+			t.Fatal("the one-node cluster never said cluster_state:ok")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Not a vacuous check: this node refuses a script over two slots.
+	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("a script over two slots: %v, want CROSSSLOT", err)
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFair(t, rdb)
+
+	keys := []string{"lock:7", "app:lock:{wallet:42}", "{x}", "a}{b}", "lock:{7", "{", "{wallet:42}:lock"}
+	seen := map[string]bool{} // keys of the keys before: fence counters stay
+	for _, key := range keys {
+		slot := node.ClusterKeySlot(ctx, key).Val()
+		inSlot := func(what string) {
+			t.Helper()
+			all, err := node.Keys(ctx, "*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range all {
+				if seen[k] {
+					continue
+				}
+				if s := node.ClusterKeySlot(ctx, k).Val(); s != slot {
+					t.Errorf("%s on %q wrote %q in slot %d, the lock key is in slot %d", what, key, k, s, slot)
+				}
+			}
+		}
+		l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		inSlot("AcquireFenced")
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release(%q): %v", key, err)
+		}
+		if _, err := lock.RaiseFence(ctx, rdb, key, 5); err != nil {
+			t.Errorf("RaiseFence(%q): %v", key, err)
+		}
+		// A waiter queues behind the holder, so that the queue and the
+		// presence key exist while we look.
+		held, err := f.AcquireFenced(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Errorf("Fair.AcquireFenced(%q): %v", key, err)
+			continue
+		}
+		waiter := acquireAsync(ctx, f, key, 10*time.Second)
+		waitQueued(t, node, key, 1)
+		inSlot("Fair.AcquireFenced")
+		if err := held.Release(ctx); err != nil {
+			t.Errorf("Fair Release(%q): %v", key, err)
+		}
+		for _, k := range node.Keys(ctx, "*").Val() {
+			seen[k] = true
+		}
+		r := await(t, waiter, 10*time.Second, "the waiter")
+		if r.err != nil {
+			t.Errorf("the waiter on %q: %v", key, r.err)
+		} else if err := r.l.Release(ctx); err != nil {
+			t.Errorf("the waiter's Release(%q): %v", key, err)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package lock_test
+package fair_test
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
+	"example.com/walletlock/lock/fair"
 )
 
 // The benchmarks below put one hot key under contention: every contender
 // takes the lock, holds it for section (the work of a spend) and releases
 // it, again and again. Run them with, for example,
 //
-//	go test ./lock -run '^$' -bench 'Fair_' -benchtime 2000x
+//	go test ./lock/fair -run '^$' -bench 'Fair_' -benchtime 2000x
 //
 // They report, besides ns/op:
 //   - handoffs/s: how many times the lock changed hands per second; the
@@ -39,7 +40,7 @@ func BenchmarkFair_handoff(b *testing.B) {
 	for _, n := range contenders {
 		b.Run(fmt.Sprintf("contenders=%d", n), func(b *testing.B) {
 			hotKey(b, n, func(rdb redis.UniversalClient) acquireFunc {
-				f := lock.NewFair(rdb)
+				f := fair.New(rdb)
 				b.Cleanup(func() { f.Close() })
 				return f.Acquire
 			})

@@ -1,4 +1,4 @@
--- fair_release.lua (after fair_queue.lua, which names the keys): give a
+-- release.lua (after queue.lua, which names the keys): give a
 -- fair lock back, or leave its queue. When the caller holds the lock, it
 -- passes straight to the first waiter (see handOff); with nobody waiting,
 -- the lock is deleted. The token check keeps a late holder from giving

@@ -8,5 +8,5 @@ import "context"
 // (a lost reply is not remembered: Release then uses the script, which
 // every server has). A program that says how its locks are released (step
 // 2) asks here, so that it reports what Release decided. A nil rdb returns
-// ErrNilClient.
+// an error matching ErrInvalid.
 func HasDelex(ctx context.Context, rdb Client) (bool, error) { return supportsDelex(ctx, rdb) }

@@ -1,10 +1,10 @@
 package lock_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
@@ -13,7 +13,7 @@ import (
 // Release sends DELEX exactly when HasDelex said yes.
 func TestHasDelex_isTheAnswerReleaseUses(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := ctxFor(t, 10*time.Second)
+	ctx := testenv.Context(t, 10*time.Second)
 	spy := &delexSpy{UniversalClient: rdb}
 	has, err := lock.HasDelex(ctx, spy)
 	if err != nil {
@@ -35,11 +35,5 @@ func TestHasDelex_isTheAnswerReleaseUses(t *testing.T) {
 	}
 	if n := spy.delex.Load(); n != want {
 		t.Errorf("%d DELEX commands after HasDelex = %v and one Release, want %d", n, has, want)
-	}
-}
-
-func TestHasDelex_nilClient(t *testing.T) {
-	if _, err := lock.HasDelex(t.Context(), nil); !errors.Is(err, lock.ErrNilClient) {
-		t.Errorf("HasDelex(nil) = %v, want ErrNilClient", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 

@@ -49,8 +49,8 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 			_, err := lock.RaiseFence(ctx, client(rdb, untyped), "k", 1)
 			return err
 		}},
-		{"SupportsDelex", func(rdb *redis.Client, untyped bool) error {
-			_, err := lock.SupportsDelex(ctx, client(rdb, untyped))
+		{"HasDelex", func(rdb *redis.Client, untyped bool) error {
+			_, err := lock.HasDelex(ctx, client(rdb, untyped))
 			return err
 		}},
 	}

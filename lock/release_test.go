@@ -62,9 +62,9 @@ func (s *delexSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs)
 func TestRelease_picksDelexWhereTheServerHasIt(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := testenv.Context(t, 10*time.Second)
-	has, err := lock.SupportsDelex(ctx, rdb)
+	has, err := lock.HasDelex(ctx, rdb)
 	if err != nil {
-		t.Fatalf("SupportsDelex: %v", err)
+		t.Fatalf("HasDelex: %v", err)
 	}
 	t.Logf("server has DELEX: %v", has)
 

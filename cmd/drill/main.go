@@ -83,8 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
 	}
-	nems, err1 := pick("-nemesis", *nemeses, drill.Nemeses)
-	strats, err2 := pick("-strategy", *strategies, drill.Strategies)
+	nems, err1 := harness.Pick("-nemesis", *nemeses, drill.Nemeses)
+	strats, err2 := harness.Pick("-strategy", *strategies, drill.Strategies)
 	if c.First == 0 {
 		c.First = drill.FirstID(c.Prefix)
 	}
@@ -186,33 +186,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "%s: these processes did not die: %s\n", prog, strings.Join(left, ", "))
 	}
-	if ctx.Err() != nil {
-		r.table()
+	// The verdict goes through the harness's report, as every step's does:
+	// 130 after Ctrl-C, 1 for a failure or a cell the lesson does not
+	// give, 0 otherwise. The rows were the JSON, one a run, so Finish
+	// prints no object of its own.
+	rep := harness.NewReport(prog)
+	r.table()
+	switch {
+	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, harness.Why(ctx))
-		return harness.ExitInterrupted
+		rep.Interrupt()
+	case runErr != nil:
+		rep.Fail(stderr, runErr)
+	default:
+		r.judge(rep, stderr)
 	}
-	if runErr != nil {
-		r.table()
-		return fail(runErr)
-	}
-	return r.verdict(stderr)
-}
-
-// pick parses a comma-separated list of names out of all ("all" is every one).
-func pick(flag, list string, all []string) ([]string, error) {
-	if list == "all" {
-		return all, nil
-	}
-	var out []string
-	for _, name := range strings.Split(list, ",") {
-		found := false
-		for _, a := range all {
-			found = found || a == name
-		}
-		if !found {
-			return nil, fmt.Errorf("%s: no %q, choose from %s", flag, name, strings.Join(all, ","))
-		}
-		out = append(out, name)
-	}
-	return out, nil
+	return rep.Finish(stdout, stderr, false)
 }

@@ -3,8 +3,8 @@
 package main
 
 // The printing side of the drill: a line per run, the table nemesis x
-// strategy, or one JSON object per run; and the verdict against the
-// lesson table.
+// strategy, or one JSON object per run; and each cell against the
+// lesson table, for the harness report that ends the drill.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/drill"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
@@ -132,17 +133,13 @@ func (r *report) table() {
 	tw.Flush()
 }
 
-// verdict prints the table and returns 0 when every cell gives what the
-// lesson table says, 1 otherwise.
-func (r *report) verdict(stderr io.Writer) int {
-	r.table()
-	code := 0
+// judge holds every cell to the lesson table: each whose seeds do not
+// give what it says is a failure of the report, which makes Finish exit 1.
+func (r *report) judge(rep *harness.Report, stderr io.Writer) {
 	for _, c := range r.cells() {
 		if !c.match() {
-			fmt.Fprintf(stderr, "%s: %s under %s: %d of %d seeds BROKEN, the lesson says %s (%s)\n",
-				prog, c.strategy, c.nemesis, c.broken, c.seeds, c.want.Want, c.want.What)
-			code = 1
+			rep.Fail(stderr, fmt.Errorf("%s under %s: %d of %d seeds BROKEN, the lesson says %s (%s)",
+				c.strategy, c.nemesis, c.broken, c.seeds, c.want.Want, c.want.What))
 		}
 	}
-	return code
 }

@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/wallet"
 )
 
@@ -40,7 +39,7 @@ const step = "step1-race"
 func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	h := harness.New(step, wallet.DefaultPrefix+"step1:", stdout, stderr).WithProcs(procs.Copies{})
+	h := harness.New(step, wallet.DefaultPrefix+"step1:", stdout, stderr).WithProcs()
 	n := h.Flags.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
 	amount := h.Flags.Int64("amount", 10, "amount each spender takes")
 	initial := h.Flags.Int64("initial", 100, "starting balance")

@@ -13,7 +13,6 @@ import (
 
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
 )
@@ -22,7 +21,7 @@ import (
 // under go test that binary is this test binary, which must then be a
 // spender and nothing else.
 func TestMain(m *testing.M) {
-	if procs.Child() {
+	if harness.Child() {
 		harness.Main(run)
 	}
 	os.Exit(m.Run())

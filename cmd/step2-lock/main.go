@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
@@ -47,7 +46,7 @@ const (
 func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	h := harness.New(step, wallet.DefaultPrefix+"step2:", stdout, stderr).WithProcs(procs.Copies{})
+	h := harness.New(step, wallet.DefaultPrefix+"step2:", stdout, stderr).WithProcs()
 	release := h.Flags.String("release", "auto", "how Release deletes the key: lua, delex (Redis 8.4+) or auto")
 	n := h.Flags.Int("n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
 	ttl := h.Flags.Duration("ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")

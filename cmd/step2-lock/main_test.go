@@ -12,9 +12,9 @@ import (
 
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/procs"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
@@ -22,7 +22,7 @@ import (
 // under go test that binary is this test binary, which must then be a
 // spender and nothing else.
 func TestMain(m *testing.M) {
-	if procs.Child() {
+	if harness.Child() {
 		harness.Main(run)
 	}
 	os.Exit(m.Run())
@@ -45,7 +45,7 @@ func TestRun_okEveryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasDelex, err := services.HasDelex(t.Context(), rdb)
+	hasDelex, err := lock.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRun_json(t *testing.T) {
 func TestRun_releaseDelex(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
-	hasDelex, err := services.HasDelex(t.Context(), rdb)
+	hasDelex, err := lock.HasDelex(t.Context(), rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

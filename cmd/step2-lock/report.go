@@ -15,13 +15,24 @@ import (
 )
 
 // releaseMethod asks the server its version and how Release will delete
-// the lock key there: lua or delex (services.ReleaseMethod).
+// the lock key there, from the answer Release itself goes by
+// (lock.HasDelex, asked once per client): "delex" where the server has
+// DELEX and -release is not lua, "lua" otherwise. -release delex on a
+// server without DELEX is an error that names the fix.
 func releaseMethod(ctx context.Context, r *harness.Run, release string) (version, method string, err error) {
 	if version, err = services.RedisVersion(ctx, r.Redis); err != nil {
 		return "", "", err
 	}
-	method, err = services.ReleaseMethod(ctx, r.Redis, release, version)
-	return version, method, err
+	delex, err := lock.HasDelex(ctx, r.Redis)
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("ask whether Redis has DELEX: %w", err)
+	case release == "delex" && !delex:
+		return "", "", fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", version)
+	case delex && release != "lua":
+		return version, "delex", nil
+	}
+	return version, "lua", nil
 }
 
 // checks are step 2's own flag checks, after the harness's.

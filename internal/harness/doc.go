@@ -7,10 +7,24 @@
 // prefix (TakeLease, Session), the bounded clean-up and the line naming
 // what it left (Session.Close, RedisDel, PostgresDelete), the check line
 // and the report with its exit code (Report), and the loops around a
-// lesson: Program.Spenders for a crowd of spenders (steps 1 and 2), and
-// one phase loop for phases run in turn: Program.Phases on Redis keys
-// (step 3), Program.Rows on a wallet row in PostgreSQL guarded by a Redis
-// lock (step 5, rows.go).
+// lesson: Program.Spenders for a crowd of spenders (steps 1 and 2), as
+// goroutines or, with -procs, as copies of the program started through
+// internal/launch (procs.go; a copy is told by Child), and one phase loop
+// for phases run in turn: Program.Phases on Redis keys (step 3),
+// Program.Rows on a wallet row in PostgreSQL guarded by a Redis lock
+// (step 5, rows.go).
+//
+// The run lease here (lease.go) is a lease in Redis taken with the repo's
+// own lock: a TTL, a watchdog that refreshes it, and a context cancelled
+// when it is lost. The drill keeps a second one, in PostgreSQL
+// (internal/drill, TakePrefix), on purpose: the drill needs no Redis but
+// the servers it starts, kills and restarts empty (a lease there would not
+// survive its own faults), and its rows live in PostgreSQL. Its lease is
+// an advisory lock on one session, which the server drops when the drill
+// dies: no TTL to wait out, no watchdog, and TakeOver can ask whether a
+// dead drill's lease is free in the same database as the rows it then
+// deletes. The two share "take, or be refused as busy; release", and
+// nothing else, so an interface over both would have one caller per side.
 //
 // Used by cmd/step1-race .. cmd/step6-loadtest, cmd/drill, cmd/workshop,
 // and through them internal/loadtest, internal/workshop and internal/charts.

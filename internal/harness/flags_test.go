@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,32 @@ func TestRedisDel(t *testing.T) {
 	if want := `for n in $(redis-cli -c -h 127.0.0.1 -p 7001 cluster nodes | awk '/master/ {sub(/@.*/, "", $2); print $2}'); do ` +
 		`redis-cli -c -h "${n%:*}" -p "${n##*:}" --scan --pattern 'walletlock:*' | xargs -n 1 redis-cli -c -h "${n%:*}" -p "${n##*:}" del; done`; got != want {
 		t.Errorf("RedisDelPrefix on a cluster = %q, want %q", got, want)
+	}
+}
+
+func TestPick(t *testing.T) {
+	all := []string{"lock", "fenced", "version"}
+	tests := []struct {
+		value string
+		want  []string
+		err   string // a part of the error; "" for none
+	}{
+		{"all", all, ""},
+		{"fenced", []string{"fenced"}, ""},
+		{"version,lock", []string{"version", "lock"}, ""},
+		{"lock, lock", []string{"lock"}, ""},
+		{"lock,hope", nil, `unknown -strategy "hope" (want all or some of lock, fenced, version)`},
+		{"", nil, `unknown -strategy ""`},
+		{"lock,", nil, `unknown -strategy ""`},
+		{"ALL", nil, `"ALL"`},
+	}
+	for _, tt := range tests {
+		got, err := Pick("-strategy", tt.value, all)
+		if tt.err == "" && (err != nil || !slices.Equal(got, tt.want)) {
+			t.Errorf("Pick(%q) = %v, %v; want %v", tt.value, got, err, tt.want)
+		}
+		if tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("Pick(%q) = %v, %v; want an error with %s", tt.value, got, err, tt.err)
+		}
 	}
 }

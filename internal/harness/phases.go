@@ -28,19 +28,26 @@ type Phase struct {
 	Run  func(ctx context.Context, r *Run) (Outcome, error)
 }
 
-// Pick returns the names chosen by a list flag's value: one name, several
-// separated by commas, or "all" for every one of all, in all's order. An
-// unknown name is refused with the flag's name and what it accepts:
+// Pick returns the names chosen by a list flag's value (-phase, -strategy,
+// -nemesis): one name, several separated by commas (spaces around a name
+// are dropped, a name given twice counts once), or "all" for every one of
+// all, in all's order. An unknown name is refused with the flag's name and
+// what it accepts, for Refuse to print (exit 2):
 //
-//	unknown -phase "7" (want 1, 2, 3 or all)
+//	unknown -phase "7" (want all or some of 1, 2, 3)
+//
+// It is the one parser of such lists: the -phase of steps 3 and 5, the
+// -strategy of step 4, step 6 (loadtest.ParseStrategies) and the drill,
+// and the drill's -nemesis.
 func Pick(flag, value string, all []string) ([]string, error) {
 	if value == "all" {
 		return all, nil
 	}
 	var out []string
-	for _, name := range strings.Split(value, ",") {
+	for name := range strings.SplitSeq(value, ",") {
+		name = strings.TrimSpace(name)
 		if !slices.Contains(all, name) {
-			return nil, fmt.Errorf("unknown %s %q (want %s or all)", flag, value, strings.Join(all[:len(all)-1], ", ")+", "+all[len(all)-1])
+			return nil, fmt.Errorf("unknown %s %q (want all or some of %s)", flag, name, strings.Join(all, ", "))
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)

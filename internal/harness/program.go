@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,18 +29,7 @@ type Program struct {
 	walletID      *int64 // -wallet-id, for a row program (WithWallet)
 	json          *bool
 	procs         *int
-	copies        Copies
 	args          []string
-}
-
-// Copies runs a program's spenders in copies of the program, for -procs:
-// procs.Copies, which imports this package and so is handed in.
-type Copies interface {
-	Max() int
-	Check(procs, n int) error
-	Child() bool
-	Run(ctx context.Context, n, procs int, args []string, stderr io.Writer, also *Errors, spend func(context.Context) (bool, error)) wallet.Tally
-	Serve(ctx context.Context, n int, args []string, stdout, stderr io.Writer, also *Errors, spend func(context.Context) (bool, error)) int
 }
 
 // New starts a program's flags: -prefix, whose default is prefix, and
@@ -53,10 +43,9 @@ func New(step, prefix string, stdout, stderr io.Writer) *Program {
 }
 
 // WithProcs adds -procs: run the spenders in that many processes, copies
-// of the program, which c starts (procs.Copies{}).
-func (p *Program) WithProcs(c Copies) *Program {
-	p.procs = p.Flags.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", c.Max()))
-	p.copies = c
+// of the program (procs.go).
+func (p *Program) WithProcs() *Program {
+	p.procs = p.Flags.Int("procs", 1, fmt.Sprintf("run the spenders in this many processes, copies of this program (at most %d and -n); 1: goroutines of this one", MaxProcs))
 	return p
 }
 
@@ -85,7 +74,7 @@ func (p *Program) Parse(args []string, n func() int, checks func() []error) (cod
 		errs = append(errs, checks()...)
 	}
 	if p.procs != nil {
-		errs = append(errs, p.copies.Check(*p.procs, n()))
+		errs = append(errs, CheckProcs(*p.procs, n()))
 	}
 	if code, stop := Refuse(p.Flags, p.Stderr, errs...); stop {
 		return code, false
@@ -139,7 +128,7 @@ var errServed = errors.New("harness: a -procs copy has served its spends")
 // clean-up deadline; an error then says what was not measured.
 func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, others []string, spend func(ctx context.Context) (bool, error)) (wallet.Tally, wallet.Verdict, error) {
 	if r.child {
-		r.served = r.p.copies.Serve(ctx, r.N, r.p.args, r.p.Stdout, r.p.Stderr, &r.Also, spend)
+		r.served = r.spenders(spend).serve(ctx, os.Stdin, r.p.Stdout, r.p.Stderr, os.Getenv(procsEnv))
 		return wallet.Tally{}, wallet.Verdict{}, errServed
 	}
 	if len(others) > 0 {
@@ -166,10 +155,13 @@ func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, oth
 
 // crowd runs the N spenders: goroutines of this process, or -procs copies.
 func (r *Run) crowd(ctx context.Context, spend func(context.Context) (bool, error)) wallet.Tally {
-	if r.p.copies == nil || r.p.Procs() <= 1 {
-		return wallet.Hammer(r.N, func(int) (bool, error) { return spend(ctx) })
-	}
-	return r.p.copies.Run(ctx, r.N, r.p.Procs(), r.p.args, r.p.Stderr, &r.Also, spend)
+	return r.spenders(spend).run(ctx)
+}
+
+// spenders is the run's N spenders, each calling spend, in -procs processes.
+func (r *Run) spenders(spend func(context.Context) (bool, error)) spenders {
+	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also,
+		Spend: func(ctx context.Context, _ int) (bool, error) { return spend(ctx) }}
 }
 
 var (
@@ -211,7 +203,7 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 		return p.Fail(err)
 	}
 	defer rdb.Close()
-	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), N: n, p: p, child: p.copies != nil && p.copies.Child()}
+	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), N: n, p: p, child: p.procs != nil && Child()}
 	if r.child { // one of the -procs copies: it spends, the parent does the rest
 		if _, err := lesson(ctx, r); err != errServed {
 			return p.Fail(err)

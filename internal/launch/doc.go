@@ -11,7 +11,7 @@
 // loopback ports only.
 //
 // Who uses it: cmd/drill (through internal/drill) for its servers and
-// spender processes, internal/procs for the -procs copies of steps 1 and
+// spender processes, internal/harness for the -procs copies of steps 1 and
 // 2, and the tests through internal/testenv (StartRedis, StartCluster,
 // StartPostgres), which tie a launched server to t.Cleanup.
 package launch

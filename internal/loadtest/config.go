@@ -118,20 +118,11 @@ func FirstIDFor(prefix string) int64 {
 }
 
 // ParseStrategies reads a -strategy flag: "all", one name, or names separated
-// by commas.
+// by commas (harness.Pick). Its error matches ErrBadConfig.
 func ParseStrategies(s string) ([]string, error) {
-	if s == "all" {
-		return Strategies(), nil
-	}
-	var names []string
-	for name := range strings.SplitSeq(s, ",") {
-		name = strings.TrimSpace(name)
-		if _, ok := strategyByName(name); !ok {
-			return nil, fmt.Errorf("%w: unknown strategy %q (want all or some of %s)", ErrBadConfig, name, strings.Join(Strategies(), ", "))
-		}
-		if !slices.Contains(names, name) {
-			names = append(names, name)
-		}
+	names, err := harness.Pick("-strategy", s, Strategies())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	return names, nil
 }

@@ -3,7 +3,7 @@
 // read), connects within ConnectTimeout, and turns a refusal into one line
 // that says what is wrong and how to fix it, never showing a password. It
 // also reads the servers' versions and Redis's command counters for the
-// reports, and asks whether Redis has DELEX (ReleaseMethod).
+// reports.
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and
@@ -11,5 +11,7 @@
 // several slots, SCAN and INFO on every master).
 //
 // It is plumbing, kept out of package wallet, which is only the domain: the
-// balance, the spend and the check.
+// balance, the spend and the check. Every program uses it, most through
+// internal/harness (which connects for steps 1 to 3), step 6 through
+// internal/loadtest, and the drill directly for PostgreSQL.
 package services

@@ -10,7 +10,7 @@ import (
 )
 
 // InterruptProcs is Interrupt for a run whose spenders are processes of
-// its own (-procs, see internal/procs). Besides what Interrupt requires, it
+// its own (-procs, see internal/harness/procs.go). Besides what Interrupt requires, it
 // requires that the program signals no one else: a process the test
 // started in its own process group, as a shell would start a neighbour of
 // the program, still runs after the Ctrl-C; and that none of the

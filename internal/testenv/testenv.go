@@ -4,6 +4,11 @@
 // Without a reachable service a test skips with a message saying how to
 // start one; when the CI variable is set it fails instead, so that a CI run
 // can never pass by skipping.
+//
+// It also holds what the programs' tests check the same way in each
+// (Interrupt, SecondRunRefused, JSONKeepsKeys, ...), and starts servers of
+// a test's own through internal/launch. Used only by tests: of every
+// cmd/ program, lock, wallet and the internal packages.
 package testenv
 
 import (

@@ -1,6 +1,6 @@
 //go:build unix
 
-package procs
+package harness
 
 import (
 	"context"
@@ -18,22 +18,22 @@ import (
 
 var errNoCopies error // this system has process groups
 
-// child is one copy of the program that Run started.
+// child is one copy of the program that run started.
 type child struct {
 	name  string // "spender process 2 of 4"
 	share int    // how many spenders it runs
 	proc  *launch.Program
-	out   chan report // what it writes on stdout; closed at its end
+	out   chan copyTally // what it writes on stdout; closed at its end
 }
 
-// runCopies is Run for Procs above 1.
-func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
+// runCopies is run for Procs above 1.
+func (sp spenders) runCopies(ctx context.Context) wallet.Tally {
 	exe, err := os.Executable()
 	if err != nil {
 		return failed(sp.N, fmt.Errorf("procs: find this program's binary: %w", err))
 	}
 	// launch starts each copy in a process group of its own, so that a
-	// Ctrl-C at the terminal reaches it only through Run, and kills it
+	// Ctrl-C at the terminal reaches it only through run, and kills it
 	// when this process dies (on Linux, even by SIGKILL). KillAll at the
 	// end stops any copy still there, and nothing else.
 	var ps launch.Group
@@ -74,13 +74,13 @@ func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
 	}
 
 	// From now on, when ctx ends each copy gets one interrupt, as from
-	// Ctrl-C, and KillAfter to send its tally.
+	// Ctrl-C, and killAfter to send its tally.
 	giveUp := make(chan struct{})
 	defer context.AfterFunc(ctx, func() {
 		for _, c := range copies {
 			c.proc.Signal(syscall.SIGINT)
 		}
-		time.AfterFunc(KillAfter, func() { close(giveUp) })
+		time.AfterFunc(killAfter, func() { close(giveUp) })
 	})()
 
 	var t wallet.Tally
@@ -102,7 +102,7 @@ func (sp Spenders) runCopies(ctx context.Context) wallet.Tally {
 
 // tally waits for the copy's tally until giveUp is closed, then kills it;
 // a tally written before its end still counts.
-func (c *child) tally(giveUp <-chan struct{}) (report, error) {
+func (c *child) tally(giveUp <-chan struct{}) (copyTally, error) {
 	select {
 	case r, ok := <-c.out:
 		if !ok {
@@ -119,14 +119,14 @@ func (c *child) tally(giveUp <-chan struct{}) (report, error) {
 		}
 	case <-time.After(time.Second):
 	}
-	return report{}, fmt.Errorf("procs: %s sent no tally within %v of the interrupt and was killed", c.name, KillAfter)
+	return copyTally{}, fmt.Errorf("procs: %s sent no tally within %v of the interrupt and was killed", c.name, killAfter)
 }
 
 // start starts one copy, with share spenders, and reads its stdout.
 func start(ps *launch.Group, name string, share int, exe string, args []string, stderr io.Writer) (*child, error) {
-	c := &child{name: name, share: share, out: make(chan report, 2)}
+	c := &child{name: name, share: share, out: make(chan copyTally, 2)}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", Env, share))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", procsEnv, share))
 	cmd.Stderr = stderr
 	var err error
 	if c.proc, err = ps.StartProgram(name, cmd); err != nil {
@@ -137,7 +137,7 @@ func start(ps *launch.Group, name string, share int, exe string, args []string, 
 		defer close(c.out)
 		dec := json.NewDecoder(c.proc.Stdout)
 		for {
-			var rep report
+			var rep copyTally
 			if dec.Decode(&rep) != nil {
 				return
 			}

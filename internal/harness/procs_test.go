@@ -1,4 +1,4 @@
-package procs
+package harness
 
 import (
 	"bytes"
@@ -19,18 +19,18 @@ func TestCheck(t *testing.T) {
 	}{
 		{1, 1, true},
 		{4, 50, true},
-		{Max, Max, true},
+		{MaxProcs, MaxProcs, true},
 		{0, 50, false},
 		{-1, 50, false},
-		{Max + 1, 10_000, false},
+		{MaxProcs + 1, 10_000, false},
 		{5, 4, false},
 	} {
-		err := Check(tt.procs, tt.n)
+		err := CheckProcs(tt.procs, tt.n)
 		if (err == nil) != tt.ok {
-			t.Errorf("Check(%d, %d) = %v, want ok %v", tt.procs, tt.n, err, tt.ok)
+			t.Errorf("CheckProcs(%d, %d) = %v, want ok %v", tt.procs, tt.n, err, tt.ok)
 		}
 		if err != nil && !strings.HasPrefix(err.Error(), "-procs ") {
-			t.Errorf("Check(%d, %d) = %q, want it to name -procs first", tt.procs, tt.n, err)
+			t.Errorf("CheckProcs(%d, %d) = %q, want it to name -procs first", tt.procs, tt.n, err)
 		}
 	}
 }
@@ -52,7 +52,7 @@ func spendEvenly(spent *atomic.Int32) func(context.Context, int) (bool, error) {
 func TestServe_readyThenTally(t *testing.T) {
 	var spent atomic.Int32
 	var also Errors
-	sp := Spenders{Spend: spendEvenly(&spent), Also: &also}
+	sp := spenders{Spend: spendEvenly(&spent), Also: &also}
 	also.Add(errors.New("lock: not held"))
 	var stdout, stderr bytes.Buffer
 	if code := sp.serve(t.Context(), strings.NewReader("go\n"), &stdout, &stderr, "6"); code != 0 {
@@ -62,7 +62,7 @@ func TestServe_readyThenTally(t *testing.T) {
 	if len(lines) != 2 || lines[0] != `{"ready":true}` {
 		t.Fatalf("stdout = %q, want the ready line and the tally", stdout.String())
 	}
-	var r report
+	var r copyTally
 	if err := json.Unmarshal([]byte(lines[1]), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestServe_readyThenTally(t *testing.T) {
 func TestServe_noStartLine(t *testing.T) {
 	var spent atomic.Int32
 	var stdout, stderr bytes.Buffer
-	if code := (Spenders{Spend: spendEvenly(&spent)}).serve(t.Context(), strings.NewReader(""), &stdout, &stderr, "6"); code != 1 {
+	if code := (spenders{Spend: spendEvenly(&spent)}).serve(t.Context(), strings.NewReader(""), &stdout, &stderr, "6"); code != 1 {
 		t.Errorf("serve = %d, want 1", code)
 	}
 	if spent.Load() != 0 {
@@ -89,10 +89,10 @@ func TestServe_noStartLine(t *testing.T) {
 func TestServe_badShare(t *testing.T) {
 	var spent atomic.Int32
 	var stdout, stderr bytes.Buffer
-	if code := (Spenders{Spend: spendEvenly(&spent)}).serve(t.Context(), strings.NewReader("go\n"), &stdout, &stderr, "lots"); code != 2 {
+	if code := (spenders{Spend: spendEvenly(&spent)}).serve(t.Context(), strings.NewReader("go\n"), &stdout, &stderr, "lots"); code != 2 {
 		t.Errorf("serve = %d, want 2", code)
 	}
-	if spent.Load() != 0 || stdout.Len() > 0 || !strings.Contains(stderr.String(), Env) {
-		t.Errorf("spent %d, stdout %q, stderr %q; want nothing spent or written, and a line naming %s", spent.Load(), stdout.String(), stderr.String(), Env)
+	if spent.Load() != 0 || stdout.Len() > 0 || !strings.Contains(stderr.String(), procsEnv) {
+		t.Errorf("spent %d, stdout %q, stderr %q; want nothing spent or written, and a line naming %s", spent.Load(), stdout.String(), stderr.String(), procsEnv)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package procs
+package harness
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// Without process groups Run could not interrupt its copies alone: Check
+// Without process groups run could not interrupt its copies alone: CheckProcs
 // refuses -procs above 1.
 var errNoCopies = errors.New("-procs above 1 needs a Unix system (process groups); use -procs 1")
 
-func (sp Spenders) runCopies(context.Context) wallet.Tally { return failed(sp.N, errNoCopies) }
+func (sp spenders) runCopies(context.Context) wallet.Tally { return failed(sp.N, errNoCopies) }

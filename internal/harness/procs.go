@@ -1,15 +1,18 @@
-// Package procs runs a program's spenders as operating-system processes
+package harness
+
+// This file runs a program's spenders as operating-system processes
 // instead of goroutines of one process, for the -procs flag of steps 1
 // and 2: the spenders then share nothing but the servers, as the servers
 // of a real application would.
 //
-// A program describes its spenders once (Spenders) and calls Run where it
-// would call wallet.Hammer. With Procs 1 that is all Run does. With more,
-// Run starts the program's own binary (os.Executable) Procs times, with the
-// same flags and the environment variable Env set to the number of
-// spenders that copy runs. A copy must notice (Child) and call Serve
-// instead of doing a run of its own: the parent alone takes the run lease,
-// resets the balance and judges the tally.
+// A program adds -procs with Program.WithProcs; Run.Hammer then runs the
+// spenders (spenders.run). With -procs 1 they are goroutines of this
+// process. With more, the program's own binary (os.Executable) is started
+// that many times, with the same flags and the environment variable
+// procsEnv set to the number of spenders that copy runs. A copy notices
+// (Child), and Program.Spenders has it serve instead of doing a run of its
+// own: the parent alone takes the run lease, resets the balance and judges
+// the tally.
 //
 // Between the two, on the copy's stdin and stdout:
 //
@@ -21,12 +24,11 @@
 // must send a copy to the program's run function:
 //
 //	func TestMain(m *testing.M) {
-//		if procs.Child() {
+//		if harness.Child() {
 //			harness.Main(run)
 //		}
 //		os.Exit(m.Run())
 //	}
-package procs
 
 import (
 	"bufio"
@@ -39,33 +41,32 @@ import (
 	"strconv"
 	"time"
 
-	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/wallet"
 )
 
-// Env marks a process as one of Run's copies; it holds how many spenders
-// the copy runs.
-const Env = "WALLETLOCK_SPENDERS"
+// procsEnv marks a process as one of the -procs copies; it holds how many
+// spenders the copy runs.
+const procsEnv = "WALLETLOCK_SPENDERS"
 
-// Max bounds Procs: many times a laptop's cores, and few enough that they
+// MaxProcs bounds -procs: many times a laptop's cores, and few enough that they
 // all start within a second or so.
-const Max = 64
+const MaxProcs = 64
 
-// KillAfter is how long a copy has, after the interrupt that Run forwards
+// killAfter is how long a copy has, after the interrupt that run forwards
 // when its ctx ends, to send its tally before it is killed. It is well
-// inside harness.CleanupTimeout, so that the program still has time to read
+// inside CleanupTimeout, so that the program still has time to read
 // back the balance and delete its keys.
-const KillAfter = time.Second
+const killAfter = time.Second
 
-// readyTimeout bounds how long Run waits for its copies to connect; each
+// readyTimeout bounds how long run waits for its copies to connect; each
 // gives up on its own after services.ConnectTimeout.
 const readyTimeout = 30 * time.Second
 
-// Check refuses a -procs flag outside 1..Max or above n, the spenders to
+// CheckProcs refuses a -procs flag outside 1..MaxProcs or above n, the spenders to
 // share out; on a system without process groups, anything above 1.
-func Check(procs, n int) error {
-	if procs < 1 || procs > Max || procs > n {
-		return fmt.Errorf("-procs must be between 1 and %d and at most -n (%d), got %d", Max, n, procs)
+func CheckProcs(procs, n int) error {
+	if procs < 1 || procs > MaxProcs || procs > n {
+		return fmt.Errorf("-procs must be between 1 and %d and at most -n (%d), got %d", MaxProcs, n, procs)
 	}
 	if procs > 1 && errNoCopies != nil {
 		return errNoCopies
@@ -73,8 +74,8 @@ func Check(procs, n int) error {
 	return nil
 }
 
-// Spenders says how a program runs its spenders.
-type Spenders struct {
+// spenders says how a program runs its spenders.
+type spenders struct {
 	N      int       // how many spenders
 	Procs  int       // in how many processes: 1 (or less) runs them as goroutines of this one
 	Args   []string  // the program's flags, given to every copy
@@ -88,16 +89,16 @@ type Spenders struct {
 	Also *Errors
 }
 
-// Run runs the spenders and returns their tally, as wallet.Hammer does.
+// run runs the spenders and returns their tally, as wallet.Hammer does.
 //
 // With Procs above 1, a copy that fails before the start counts every
 // spend as failed (no copy starts then); a copy that ends without its
 // tally counts each of its spends as an unknown outcome, since it may have
-// written. When ctx ends, Run forwards an interrupt to each copy, as
+// written. When ctx ends, run forwards an interrupt to each copy, as
 // Ctrl-C would, takes the tallies that come within KillAfter and kills the
 // rest. It signals no process but its copies, each in a process group of
 // its own.
-func (sp Spenders) Run(ctx context.Context) wallet.Tally {
+func (sp spenders) run(ctx context.Context) wallet.Tally {
 	if sp.Procs <= 1 {
 		return wallet.Hammer(sp.N, func(i int) (bool, error) { return sp.Spend(ctx, i) })
 	}
@@ -107,25 +108,22 @@ func (sp Spenders) Run(ctx context.Context) wallet.Tally {
 	return sp.runCopies(ctx)
 }
 
-// Child reports whether this process is one of Run's copies.
+// Child reports whether this process is one of the -procs copies of a
+// program; its TestMain then hands it to the program's run (see above).
 func Child() bool {
-	_, ok := os.LookupEnv(Env)
+	_, ok := os.LookupEnv(procsEnv)
 	return ok
 }
 
-// Serve is what a copy does instead of the program's own run: it says it
+// serve is what a copy does instead of the program's own run: it says it
 // is ready, waits for the start line on stdin, runs its share of the
 // spenders as goroutines and writes their tally to stdout. It returns the
-// exit code. ctx is the program's: its end (the interrupt that Run
+// exit code. ctx is the program's: its end (the interrupt that run
 // forwards) ends the spends.
-func (sp Spenders) Serve(ctx context.Context, stdout, stderr io.Writer) int {
-	return sp.serve(ctx, os.Stdin, stdout, stderr, os.Getenv(Env))
-}
-
-func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, share string) int {
+func (sp spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, share string) int {
 	n, err := strconv.Atoi(share)
-	if err != nil || n < 1 || n > harness.MaxN {
-		fmt.Fprintf(stderr, "procs: %s=%q is not a number of spenders; this process is meant to be started by a program's -procs\n", Env, share)
+	if err != nil || n < 1 || n > MaxN {
+		fmt.Fprintf(stderr, "procs: %s=%q is not a number of spenders; this process is meant to be started by a program's -procs\n", procsEnv, share)
 		return 2
 	}
 	enc := json.NewEncoder(stdout)
@@ -145,10 +143,10 @@ func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io
 			return 1
 		}
 	case <-ctx.Done():
-		return harness.ExitInterrupted
+		return ExitInterrupted
 	}
 	t := wallet.Hammer(n, func(i int) (bool, error) { return sp.Spend(ctx, i) })
-	r := report{Accepted: t.Accepted, Refused: t.Refused, Unknown: t.Unknown, Errors: messages(t.Errors)}
+	r := copyTally{Accepted: t.Accepted, Refused: t.Refused, Unknown: t.Unknown, Errors: messages(t.Errors)}
 	if sp.Also != nil {
 		r.Also = messages(sp.Also.List())
 	}
@@ -158,10 +156,10 @@ func (sp Spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io
 	return 0
 }
 
-// report is one line a copy writes on stdout: first {"ready":true}, then
+// copyTally is one line a copy writes on stdout: first {"ready":true}, then
 // its tally. Errors are the messages of every spend's error, unknown
 // outcomes included, as in wallet.Tally.
-type report struct {
+type copyTally struct {
 	Ready    bool     `json:"ready,omitempty"`
 	Accepted int      `json:"accepted"`
 	Refused  int      `json:"refused"`
@@ -171,7 +169,7 @@ type report struct {
 }
 
 // add counts a copy's tally into t, and its other errors into also.
-func (r report) add(t *wallet.Tally, also *Errors) {
+func (r copyTally) add(t *wallet.Tally, also *Errors) {
 	t.Accepted += r.Accepted
 	t.Refused += r.Refused
 	t.Unknown += r.Unknown
@@ -199,6 +197,3 @@ func messages(errs []error) []string {
 	}
 	return out
 }
-
-// Errors collects errors from concurrent goroutines (harness.Errors).
-type Errors = harness.Errors

@@ -77,6 +77,11 @@ func PostgresDeleteRange(owner string, first int64, n int) string {
 	return psql(fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = %s AND id BETWEEN %d AND %d", sqlString(owner), first, first+int64(n)-1))
 }
 
+// PostgresDeleteOwner is PostgresDelete for every wallet owner owns.
+func PostgresDeleteOwner(owner string) string {
+	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner))
+}
+
 // PostgresDeletePrefix returns the command that deletes the wallet rows of
 // every owner under prefix, such as the runs a workshop started under its
 // tag. The prefix is matched as it is: LIKE's wildcards in it ("_" may be

@@ -52,6 +52,7 @@ func TestPostgresDelete_quotesForShellAndSQL(t *testing.T) {
 		name, cmd, want string
 	}{
 		{"by ids", PostgresDelete(hostile, 7), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id IN (7)"},
+		{"by an owner", PostgresDeleteOwner(hostile), "DELETE FROM walletlock_wallets WHERE owner = " + sql},
 		{"by a range", PostgresDeleteRange(hostile, 7, 3), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id BETWEEN 7 AND 9"},
 		{"by a prefix", PostgresDeletePrefix(hostile), "DELETE FROM walletlock_wallets WHERE owner LIKE " +
 			strings.NewReplacer("_", "!_", "%", "!%", "!", "!!").Replace(strings.TrimSuffix(sql, "'")) + "%' ESCAPE '!'"},

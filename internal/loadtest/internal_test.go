@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/testenv"
 )
@@ -253,7 +254,7 @@ func TestLeftovers_oneLineWithTheCommands(t *testing.T) {
 	l := leftovers(&Env{Redis: rdb, Postgres: pool}, "it's:a*prefix:", true, true, errors.New("context deadline\nexceeded"))
 	want := `left Redis keys and PostgreSQL rows behind (context deadline exceeded); delete them with: ` +
 		`redis-cli -h 127.0.0.1 -p 7001 -n 2 --askpass --scan --pattern 'it'\''s:a\*prefix:*' | xargs redis-cli -h 127.0.0.1 -p 7001 -n 2 --askpass del ; ` +
-		`psql -h db.example -p 5433 -U walletlock -d walletlock -c "DELETE FROM walletlock_wallets WHERE owner = 'it''s:a*prefix:'"`
+		harness.PostgresDeleteOwner("it's:a*prefix:")
 	if got := l.String(); got != want || strings.Contains(got, "s3cret") {
 		t.Errorf("leftovers:\n got %s\nwant %s", got, want)
 	}

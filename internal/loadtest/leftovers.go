@@ -40,27 +40,7 @@ func leftovers(env *Env, prefix string, inRedis, inPostgres bool, cause error) *
 		l.Redis = harness.RedisDelPrefix(services.OptionsOf(env.Redis), prefix)
 	}
 	if inPostgres && env.Postgres != nil {
-		c := env.Postgres.Config().ConnConfig
-		sql := fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = '%s'", strings.ReplaceAll(prefix, "'", "''"))
-		l.Postgres = fmt.Sprintf("psql -h %s -p %d -U %s -d %s -c %s",
-			shellQuote(c.Host), c.Port, shellQuote(c.User), shellQuote(c.Database), shellQuote(sql))
+		l.Postgres = harness.PostgresDeleteOwner(prefix)
 	}
 	return l
-}
-
-// shellQuote quotes s for a POSIX shell: as it is when it is plain, in
-// double quotes when only single quotes need protecting (SQL's own), in
-// single quotes otherwise.
-func shellQuote(s string) string {
-	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@%+=,", r))
-	}) < 0
-	switch {
-	case plain:
-		return s
-	case !strings.ContainsAny(s, "\"$`\\!"):
-		return `"` + s + `"`
-	default:
-		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-	}
 }

@@ -251,6 +251,18 @@ func runOn(t *testing.T, m *machine, env []string, path string, args ...string) 
 		k, v, _ := strings.Cut(kv, "=")
 		os.Setenv(k, v)
 	}
+	// From a folder of 0700s, closed to the user postgres, as a clone
+	// inside `mktemp -d` is: what runs as that user must not start here.
+	closed, err := os.MkdirTemp("", "walletlock-cwd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(closed)
+	wd, _ := os.Getwd()
+	if err := os.Chdir(closed); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var out bytes.Buffer
@@ -610,5 +622,126 @@ func TestServices_redlockRefusesBadAddresses(t *testing.T) {
 		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("redlock-up with %s = %d, stderr %q; want 1 and one line saying %q", tt.addrs, code, stderr, tt.want)
 		}
+	}
+}
+
+// The Makefile rebuilds the program when a file of one of SERVICES_PKGS
+// changes: the list must name every package of this module it imports.
+func TestMakefile_listsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SERVICES_PKGS = (.*)$`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("the Makefile has no SERVICES_PKGS line")
+	}
+	listed := map[string]bool{}
+	for _, dir := range strings.Fields(string(m[1])) {
+		listed["example.com/walletlock/"+dir] = true
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "example.com/walletlock/") && !listed[pkg] {
+			t.Errorf("cmd/services imports %s, which SERVICES_PKGS in the Makefile does not list", strings.TrimPrefix(pkg, "example.com/walletlock/"))
+		}
+	}
+}
+
+// clusterPorts returns a first port whose six ports and their bus ports
+// are free.
+func clusterPorts(t *testing.T) int {
+	t.Helper()
+	for first := 21001; first < 30000; first += 97 {
+		free := true
+		for p := first; p < first+6 && free; p++ {
+			free = !answers(p) && !answers(p+10000)
+		}
+		if free {
+			return first
+		}
+	}
+	t.Skip("no six free ports with free bus ports")
+	return 0
+}
+
+func TestServices_clusterChecksPortsFirst(t *testing.T) {
+	first := clusterPorts(t)
+	for _, tt := range []struct {
+		name string
+		busy int // a port something else listens on
+		want string
+	}{
+		{"a node's port is taken", first + 2, fmt.Sprintf("port %d (or its bus port %d) is taken by something this program did not start", first+2, first+10002)},
+		{"a node's bus port is taken", first + 10004, fmt.Sprintf("port %d (or its bus port %d) is taken by something this program did not start", first+4, first+10004)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(tt.busy))
+			if err != nil {
+				t.Skip(err)
+			}
+			defer l.Close()
+			root := t.TempDir()
+			stderr, code := runServices(t, root, []string{"CLUSTER_PORT=" + strconv.Itoa(first)}, "", "cluster-up")
+			checkQuiet(t, stderr)
+			if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "CLUSTER_PORT=8001 make cluster-up") {
+				t.Errorf("cluster-up = %d, stderr %q; want 1 and one line saying %q", code, stderr, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".services", fmt.Sprintf("cluster-%d.started", first))); err == nil {
+				t.Error("cluster-up started something although a port was taken")
+			}
+		})
+	}
+	for _, bad := range []string{"80", "60000", "seven"} {
+		stderr, code := runServices(t, t.TempDir(), []string{"CLUSTER_PORT=" + bad}, "", "cluster-up")
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "CLUSTER_PORT must be a port from 1024 to 55530") {
+			t.Errorf("cluster-up with CLUSTER_PORT=%s = %d, stderr %q", bad, code, stderr)
+		}
+	}
+}
+
+// On Windows, with no Docker and nothing answering, up says in one line
+// what to install.
+func TestServices_windowsSaysWhatToInstall(t *testing.T) {
+	empty := t.TempDir() // a PATH with no docker on it
+	env := []string{fmt.Sprintf("REDIS_ADDR=127.0.0.1:%d", testPort(t)),
+		fmt.Sprintf("DATABASE_URL=postgres://walletlock:walletlock@127.0.0.1:%d/walletlock", testPort(t))}
+	stderr, code := runOn(t, &machine{root: t.TempDir(), goos: "windows"}, env, empty, "up")
+	checkQuiet(t, stderr)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "Docker Desktop") || !strings.Contains(stderr, "Memurai") {
+		t.Errorf("up on Windows = %d, stderr %q; want 1 and one line naming Docker Desktop and Memurai", code, stderr)
+	}
+}
+
+// A Redis that up starts with a password gets it on stdin: it is on no
+// command line, and the server then lets us in with it.
+func TestServices_noPasswordOnTheCommandLine(t *testing.T) {
+	bins := binaries(t, "redis-server", "initdb", "postgres", "psql")
+	pgPort := startPostgres(t, bins)
+	root := repoCopy(t)
+	port := testPort(t)
+	env := []string{fmt.Sprintf("REDIS_URL=redis://:%s@127.0.0.1:%d", redisSecret, port),
+		fmt.Sprintf("DATABASE_URL=postgres://roleonly:%s@127.0.0.1:%d/postgres?sslmode=disable", pgSecret, pgPort)}
+	stderr, code := runServices(t, root, env, "", "up")
+	checkQuiet(t, stderr)
+	if code != 0 || !strings.Contains(stderr, "lets us in") {
+		t.Fatalf("up = %d:\n%s", code, stderr)
+	}
+	pid, err := os.ReadFile(filepath.Join(root, ".services", "redis", "redis.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if strings.Contains(string(cmdline), redisSecret) {
+		t.Errorf("the password is on redis-server's command line: %q", cmdline)
+	}
+	if stderr, code := runServices(t, root, env, "", "status"); code != 0 || !strings.Contains(stderr, "started here: redis-server") {
+		t.Errorf("status = %d:\n%s", code, stderr)
 	}
 }

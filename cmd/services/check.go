@@ -21,11 +21,11 @@ import (
 // config is the configured Redis and PostgreSQL, as internal/services
 // reads them.
 type config struct {
-	redis                 *redis.Options
-	redisHost, redisPort  string
-	redisCluster          []string // the seeds, when REDIS_ADDR or REDIS_URL names a cluster
-	pg                    *pgx.ConnConfig
-	pgHost, pgPort, pgURL string
+	redis                *redis.Options
+	redisHost, redisPort string
+	redisCluster         []string // the seeds, when REDIS_ADDR or REDIS_URL names a cluster
+	pg                   *pgx.ConnConfig
+	pgHost, pgPort       string
 }
 
 func readConfig() (*config, error) {

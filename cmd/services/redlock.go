@@ -50,7 +50,7 @@ func (m *machine) redlockUp(ctx context.Context) error {
 			continue
 		}
 		if !isLocal(host) {
-			return fmt.Errorf("Redlock node %s does not answer and is not on this machine: start it there, or change REDLOCK_ADDRS", addr)
+			return fmt.Errorf("the Redlock node %s does not answer, and that is not this machine: start it there, or change REDLOCK_ADDRS", addr)
 		}
 		need = append(need, addr)
 	}

@@ -745,3 +745,37 @@ func TestServices_noPasswordOnTheCommandLine(t *testing.T) {
 		t.Errorf("status = %d:\n%s", code, stderr)
 	}
 }
+
+// cluster-up starts six nodes and joins them, cluster-up again finds them
+// running, and cluster-down stops exactly those.
+func TestServices_clusterUpAndDown(t *testing.T) {
+	binaries(t, "redis-server", "redis-cli")
+	first := clusterPorts(t)
+	root := t.TempDir()
+	env := []string{"CLUSTER_PORT=" + strconv.Itoa(first)}
+	t.Cleanup(func() { runServices(t, root, env, "", "cluster-down") })
+
+	stderr, code := runServices(t, root, env, "", "cluster-up")
+	checkQuiet(t, stderr)
+	if code != 0 || !strings.Contains(stderr, "cluster_state:ok on every node") || !strings.Contains(stderr, fmt.Sprintf("export REDIS_ADDR=127.0.0.1:%d,", first)) {
+		t.Fatalf("cluster-up = %d:\n%s", code, stderr)
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-up"); code != 0 || !strings.Contains(stderr, "(already running)") {
+		t.Errorf("a second cluster-up = %d:\n%s", code, stderr)
+	}
+	stderr, code = runServices(t, root, env, "", "cluster-status")
+	if code != 0 || strings.Count(stderr, "master, cluster_state:ok") != 3 || strings.Count(stderr, "slave, cluster_state:ok") != 3 {
+		t.Errorf("cluster-status = %d:\n%s", code, stderr)
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-down"); code != 0 || !strings.Contains(stderr, "stopped 6 redis-server processes") {
+		t.Errorf("cluster-down = %d:\n%s", code, stderr)
+	}
+	for p := first; p < first+6; p++ {
+		if answers(p) {
+			t.Errorf("after cluster-down, something still answers on port %d", p)
+		}
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-status"); code != 1 || !strings.Contains(stderr, "nothing answers") {
+		t.Errorf("cluster-status after down = %d:\n%s", code, stderr)
+	}
+}

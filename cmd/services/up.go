@@ -291,7 +291,7 @@ func (m *machine) install(ctx context.Context, why, apt, brew string) error {
 
 func (m *machine) redisUp(ctx context.Context, c *config) error {
 	if !isLocal(c.redisHost) {
-		return fmt.Errorf("Redis at %s does not answer and is not on this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
+		return fmt.Errorf("no Redis answers at %s, and that is not this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
 	}
 	if _, err := launch.RedisBinary(); err != nil {
 		return errors.New("redis-server not found: apt-get install redis-server (or brew install redis), or start Docker")
@@ -336,7 +336,7 @@ func (m *machine) pgDir() (string, error) {
 
 func (m *machine) pgUp(ctx context.Context, c *config) error {
 	if !isLocal(c.pgHost) {
-		return fmt.Errorf("PostgreSQL at %s does not answer and is not on this machine: start it there, or point DATABASE_URL at a running one", c.pgAt())
+		return fmt.Errorf("no PostgreSQL answers at %s, and that is not this machine: start it there, or point DATABASE_URL at a running one", c.pgAt())
 	}
 	dir, err := m.pgDir()
 	if err != nil {

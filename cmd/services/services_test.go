@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/launch"
 )
 
 // The passwords of the servers these tests start. None may ever appear in
@@ -73,12 +75,11 @@ func isExecutable(p string) bool {
 
 func testPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func answers(port int) bool {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -64,6 +65,10 @@ func (r *report) add(res drill.Result) {
 	}
 	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
 		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
+	if res.WindowMS != nil {
+		fmt.Fprintf(r.w, "    two primaries granted locks at once for %v, %d double grants between their holders; lost at the heal: %s\n",
+			time.Duration(*res.WindowMS)*time.Millisecond, res.WindowDoubleGrants, res.Lost)
+	}
 }
 
 // skip says, in the text report, that a nemesis does not apply to a

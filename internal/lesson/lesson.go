@@ -110,7 +110,7 @@ func NewResult(step, phase, check string, ok bool) Result {
 
 // DrillCell is what one strategy must give under one nemesis.
 type DrillCell struct {
-	Nemesis  string // none, pause, crash, restart, failover or cluster-failover
+	Nemesis  string // none, pause, crash, restart, failover, cluster-failover, partition or partition-min-replicas
 	Strategy string // lock, wait, fenced, version, fair, redlock or redlock-fenced
 	Want     string // OK or BROKEN
 	// Share is the least share of seeds that must give Want: 1 means
@@ -161,6 +161,18 @@ var Drills = []DrillCell{
 	{"cluster-failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},
 	{"cluster-failover", "version", OK, 1, "no Redis in the path"},
 	{"cluster-failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
+	{"partition", "lock", Broken, 1, "the cut-off primary keeps granting the lock while the majority's new primary grants it too: two holders, lost updates"},
+	{"partition", "wait", OK, 1, "the cut-off primary has no replica to acknowledge WAIT: its holders give up before they write"},
+	{"partition", "fenced", OK, 1, "both primaries hand out fences, PostgreSQL takes each row's highest: the stale holder's write finds no row"},
+	{"partition", "version", OK, 1, "no Redis in the path"},
+	{"partition", "fair", Broken, 1, "two primaries, two queues: granted twice, as with lock"},
+	{"partition", "redlock", OK, 1, "split 1 | 2, the isolated spender reaches one node of three and is granted nothing: one holder at a time"},
+	{"partition", "redlock-fenced", OK, 1, "the same, and a fence besides"},
+	{"partition-min-replicas", "lock", Broken, 1, "the cut-off primary refuses writes once its replicas are a lag behind, but the new primary was granting before that: the window shrinks, it does not close"},
+	{"partition-min-replicas", "wait", OK, 1, "as without min-replicas-to-write: WAIT finds no replica on the cut-off side"},
+	{"partition-min-replicas", "fenced", OK, 1, "the fence refuses what the window still lets through"},
+	{"partition-min-replicas", "version", OK, 1, "no Redis in the path"},
+	{"partition-min-replicas", "fair", Broken, 1, "granted twice in the shorter window, as with lock"},
 }
 
 // DrillStep is the step name of the drill's cells in Lookup and Result.

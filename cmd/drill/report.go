@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -66,8 +67,9 @@ func (r *report) add(res drill.Result) {
 	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
 		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
 	if res.WindowMS != nil {
-		fmt.Fprintf(r.w, "    two primaries granted locks at once for %v, %d double grants between their holders; lost at the heal: %s\n",
-			time.Duration(*res.WindowMS)*time.Millisecond, res.WindowDoubleGrants, res.Lost)
+		ms := func(p *int64) time.Duration { return time.Duration(*p) * time.Millisecond }
+		fmt.Fprintf(r.w, "    the old primary granted locks for %v after the cut; two primaries granted at once for %v, %d double grants between their holders; lost at the heal: %s\n",
+			ms(res.OldPrimaryMS), ms(res.WindowMS), res.WindowDoubleGrants, res.Lost)
 	}
 }
 
@@ -134,6 +136,44 @@ func (r *report) table() {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s, %s\n", c.nemesis, c.strategy, c.seeds, c.broken,
 			c.off, c.dg, c.unknown, c.faults, c.want.Want, verdict)
+	}
+	tw.Flush()
+	r.windows()
+}
+
+// windows adds, for the partition nemeses, each seed's measure of the
+// partition (see drill.Window): how long the old primary granted locks
+// after the cut, how long two primaries granted at once, and the double
+// grants between their holders.
+func (r *report) windows() {
+	type seeds struct{ old, both, dg []string }
+	var order [][2]string
+	by := map[[2]string]*seeds{}
+	for _, res := range r.rows {
+		if res.WindowMS == nil {
+			continue
+		}
+		k := [2]string{res.Nemesis, res.Strategy}
+		if by[k] == nil {
+			by[k] = &seeds{}
+			order = append(order, k)
+		}
+		ms := func(p *int64) string {
+			return (time.Duration(*p) * time.Millisecond).Round(10 * time.Millisecond).String()
+		}
+		by[k].old = append(by[k].old, ms(res.OldPrimaryMS))
+		by[k].both = append(by[k].both, ms(res.WindowMS))
+		by[k].dg = append(by[k].dg, fmt.Sprint(res.WindowDoubleGrants))
+	}
+	if len(order) == 0 {
+		return
+	}
+	fmt.Fprintln(r.w)
+	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "nemesis\tstrategy\told primary granted for\ttwo primaries at once\tdouble grants across them\t(each seed)")
+	for _, k := range order {
+		s := by[k]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", k[0], k[1], strings.Join(s.old, " "), strings.Join(s.both, " "), strings.Join(s.dg, " "))
 	}
 	tw.Flush()
 }

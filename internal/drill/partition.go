@@ -48,7 +48,7 @@ const MinReplicasMaxLag = 1
 // The partition's bounds (see Config.Partition).
 const (
 	DefaultPartition = 5 * time.Second
-	MinPartition     = 3 * time.Second
+	MinPartition     = 4 * time.Second // the majority's Sentinels take about 3 s to promote
 	MaxPartition     = 20 * time.Second
 )
 
@@ -279,6 +279,9 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		})
 		return first != 0
 	})
+	if r.c.Strategy == Version {
+		return "version takes no lock"
+	}
 	if first == 0 {
 		return "the majority was granted no lock in the partition"
 	}
@@ -378,6 +381,7 @@ func (r *runner) rejoined(ctx context.Context, promoted int) bool {
 // what the old primary accepted in the partition and lost at the heal.
 type Window struct {
 	Both         time.Duration // from the new primary's first grant to the old one's last
+	OldFor       time.Duration // from the cut to the old primary's last grant
 	DoubleGrants int           // pairs of an old and a new primary's holders on one wallet that overlapped
 	OldGrants    int           // locks the old primary granted from the cut on
 	NewGrants    int           // locks the new primary granted in the partition
@@ -408,11 +412,15 @@ func (r *runner) window() Window {
 		}
 	}
 	w := Window{OldGrants: len(olds), NewGrants: len(news)}
+	var lastOld int64
+	for _, s := range olds {
+		lastOld = max(lastOld, s.start)
+	}
+	if lastOld != 0 {
+		w.OldFor = time.Duration(lastOld - p.cut)
+	}
 	if len(olds) > 0 && len(news) > 0 {
-		lastOld, firstNew := olds[0].start, news[0].start
-		for _, s := range olds {
-			lastOld = max(lastOld, s.start)
-		}
+		firstNew := news[0].start
 		for _, s := range news {
 			firstNew = min(firstNew, s.start)
 		}
@@ -434,6 +442,9 @@ func (r *runner) window() Window {
 func (r *runner) lost(olds []section, p *partition) string {
 	if p.old == "" {
 		return fmt.Sprintf("nothing to lose: Redlock's nodes replicate nothing; the isolated spender was granted %d locks", len(olds))
+	}
+	if len(olds) == 0 {
+		return "the old primary granted no lock from the cut on; " + p.probe
 	}
 	wallets := map[int64]int{}
 	var fences []int64

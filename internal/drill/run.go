@@ -78,6 +78,7 @@ type Result struct {
 	WindowMS           *int64 `json:"window_ms,omitempty"`            // how long two primaries granted locks at once
 	WindowDoubleGrants int    `json:"window_double_grants,omitempty"` // of DoubleGrants, an old primary's holder with a new one's
 	OldPrimaryGrants   int    `json:"old_primary_grants,omitempty"`   // locks the old primary granted from the cut on
+	OldPrimaryMS       *int64 `json:"old_primary_ms,omitempty"`       // from the cut to the old primary's last grant
 	Lost               string `json:"lost,omitempty"`                 // what the healed primary lost
 }
 
@@ -179,10 +180,11 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 		return res, err
 	}
 	r.judge(&res, bal)
-	if r.part != nil {
+	if r.part != nil && r.c.Strategy != Version { // version takes no lock
 		w := r.window()
-		ms := w.Both.Milliseconds()
-		res.WindowMS, res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = &ms, w.DoubleGrants, w.OldGrants, w.Lost
+		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
+		res.WindowMS, res.OldPrimaryMS = &both, &old
+		res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = w.DoubleGrants, w.OldGrants, w.Lost
 	}
 	return res, nil
 }

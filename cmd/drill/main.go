@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets they all spend from, 1 to %d", drill.MaxWallets))
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease TTL, 100ms to 10s")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
-	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long the partition nemeses cut host 0 off, %v to %v", drill.MinPartition, drill.MaxPartition))
+	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v", drill.MinPartition, drill.MaxPartition))
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer os.RemoveAll(c.Dir)
 	procs := &launch.Group{}
 	r := newReport(stdout, *asJSON)
-	r.header(ctx, pool, c)
+	r.header(ctx, pool, c, nems)
 
 	var runErr error
 	for _, n := range nems {

@@ -113,7 +113,7 @@ func TestDrill_partitionLeftOutWithoutIP(t *testing.T) {
 	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "left out -nemesis partition") || !strings.Contains(got, "iproute2") {
 		t.Errorf("stderr = %q, want one line that says the partition was left out and how to run it", got)
 	}
-	if !strings.Contains(stdout.String(), "none      lock") {
+	if !strings.Contains(stdout.String(), "none     lock    seed 1") {
 		t.Errorf("the other nemesis did not run:\n%s", stdout.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,7 +34,7 @@ type report struct {
 
 func newReport(w io.Writer, asJSON bool) *report { return &report{w: w, asJSON: asJSON} }
 
-func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config) {
+func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config, nemeses []string) {
 	if r.asJSON {
 		return
 	}
@@ -42,8 +43,12 @@ func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config)
 		rv = "?"
 	}
 	pv, _ := services.PostgresVersion(ctx, pool)
-	fmt.Fprintf(r.w, "drill: redis-server %s of its own on loopback ports, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
-		rv, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
+	where := "on loopback ports"
+	if slices.ContainsFunc(nemeses, drill.IsPartition) {
+		where += " (the partition's: in three network namespaces of its own)"
+	}
+	fmt.Fprintf(r.w, "drill: redis-server %s of its own %s, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
+		rv, where, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
 }
 
 // row is a JSON row: the keys of drill.Result plus the lesson's verdict.

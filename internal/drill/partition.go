@@ -45,11 +45,16 @@ const (
 // whole seconds as Redis counts it.
 const MinReplicasMaxLag = 1
 
-// The partition's bounds (see Config.Partition).
+// The partition's bounds (see Config.Partition): how long it lasts once
+// the majority's Sentinels have promoted a replica, which takes them about
+// 3 s (promoteBound at most). Redlock's partition lasts as long as a
+// typical one with Sentinel: redlockCut more.
 const (
-	DefaultPartition = 5 * time.Second
-	MinPartition     = 4 * time.Second // the majority's Sentinels take about 3 s to promote
+	DefaultPartition = 3 * time.Second
+	MinPartition     = time.Second
 	MaxPartition     = 20 * time.Second
+	promoteBound     = 15 * time.Second
+	redlockCut       = 3 * time.Second
 )
 
 // sentinelDownAfter is how long the majority's Sentinels wait for the
@@ -206,13 +211,16 @@ func (r *runner) partition(ctx context.Context) (int, string, error) {
 		return 0, "", err
 	}
 	p.cut = time.Now().UnixNano()
-	end := time.Unix(0, p.cut).Add(r.c.Partition)
+	end := time.Unix(0, p.cut).Add(redlockCut + r.c.Partition)
 	promoted := -1
 	if sentinel {
-		poll(ctx, time.Until(end), func() bool { promoted = r.promotedHost(ctx); return promoted > 0 })
-		if promoted > 0 {
-			p.promoted, p.new = time.Now().UnixNano(), r.hostRedis[promoted].Addr
+		poll(ctx, promoteBound, func() bool { promoted = r.promotedHost(ctx); return promoted > 0 })
+		if promoted < 0 {
+			r.net.Heal(0)
+			return 1, "", fmt.Errorf("drill: the majority's sentinels promoted no replica within %v of the cut", promoteBound)
 		}
+		p.promoted, p.new = time.Now().UnixNano(), r.hostRedis[promoted].Addr
+		end = time.Unix(0, p.promoted).Add(r.c.Partition)
 	}
 	struck := r.strike(ctx, p, end)
 	sleep(ctx, time.Until(end))
@@ -229,9 +237,6 @@ func (r *runner) partition(ctx context.Context) (int, string, error) {
 	held := time.Duration(p.healed - p.cut).Round(time.Millisecond)
 	if !sentinel {
 		return 1, fmt.Sprintf("cut host 0 (Redlock node 1, spender 0) off from hosts 1 and 2 for %v; %s", held, struck), nil
-	}
-	if promoted < 0 {
-		return 1, "", fmt.Errorf("drill: the majority's sentinels promoted no replica within the %v partition: try a longer -partition", r.c.Partition)
 	}
 	start := time.Now()
 	if err := poll(ctx, rejoinBound, func() bool { return r.rejoined(ctx, promoted) }); err != nil {

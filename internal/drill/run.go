@@ -56,7 +56,7 @@ type Config struct {
 	Store   *wallet.Store // an Owned store: Run resets the wallets
 	Dir     string        // for the sentinels' files
 
-	Partition time.Duration // how long the partition nemeses cut host 0 off
+	Partition time.Duration // how long a partition lasts once a replica is promoted (see DefaultPartition)
 	Say       func(string)  // prints a line on stderr; may be nil
 }
 

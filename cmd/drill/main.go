@@ -17,6 +17,12 @@
 // The redlock strategies take their lock on three redis-server nodes of the
 // drill's own instead (go-redsync's Redlock); their restart kills one node
 // and restarts another empty under a holder, and the failovers do not apply.
+// The partition puts a primary, two replicas, three Sentinels and the
+// spenders on three hosts, network namespaces of the drill's own, and cuts
+// the primary's host off from the other two while every process runs on:
+// two primaries grant the lock at once until the heal (partition), or for
+// about a lag (partition-min-replicas). It needs root and iproute2's ip;
+// elsewhere it is left out, in one line, and the drill exits 3.
 //
 // Expect, on every run, the verdicts of lesson.Drills:
 //
@@ -28,12 +34,15 @@
 //	go run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds 3   # make drills
 //	go run ./cmd/drill -seeds 20                                               # everything
 //	go run ./cmd/drill -nemesis cluster-failover -strategy lock,fenced         # on a Redis Cluster
+//	go run ./cmd/drill -nemesis partition -strategy lock,fenced -seeds 3       # as root: a network partition
 //	go run ./cmd/drill -json                                                   # one JSON row per run
 //
 // It exits 0 when every cell gives the verdict the lesson table says, 1
-// when not or when something fails, 2 on bad flags, and 130 after Ctrl-C
+// when not or when something fails, 2 on bad flags, 3 when every cell it
+// ran gave the lesson's verdict but it left the partition out, and 130 after Ctrl-C
 // (or SIGTERM, SIGHUP, a closed stdout such as `| head -2`), once it has
-// killed every process it started and deleted its rows. Its wallet ids
+// killed every process it started, removed its network namespaces and
+// links, and deleted its rows. Its wallet ids
 // follow from -prefix; the rows of a drill killed before its clean-up it
 // takes over, and says so.
 package main

@@ -15,6 +15,7 @@ import (
 
 	"example.com/walletlock/internal/drill"
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/internal/testenv"
 )
 
 // needsNetns skips where the drill cannot make network namespaces (not
@@ -145,4 +146,11 @@ func TestDrill_partitionCleansUpOnSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDrill_partitionBadFlags(t *testing.T) {
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "a partition too short", Args: []string{"-partition", "10ms"}, Want: "-partition"},
+		{Name: "a partition too long", Args: []string{"-partition", "1h"}, Want: "-partition"},
+	})
 }

@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ var ErrNoNetns = errors.New("drill: the partition nemesis needs root and iproute
 // CanPartition reports whether this machine lets the drill make network
 // namespaces: Linux, root, and ip on PATH. The error says why not and how.
 func CanPartition() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("%w: network namespaces are Linux's, and this is %s (run it on Linux as root)", ErrNoNetns, runtime.GOOS)
+	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		return fmt.Errorf("%w: ip is not on PATH (install iproute2: apt-get install iproute2)", ErrNoNetns)
 	}
@@ -222,8 +226,9 @@ func (n *Net) Remove() error {
 		n.fwd.Close()
 	}
 	var errs []error
+	list, _ := ipCmd("netns", "list").Output()
 	for _, ns := range n.hosts {
-		if ipCmd("netns", "pids", ns).Run() == nil || fileExists("/run/netns/"+ns) {
+		if bytes.Contains(list, []byte(ns)) {
 			if err := ip("netns", "del", ns); err != nil {
 				errs = append(errs, err)
 			}
@@ -238,8 +243,6 @@ func (n *Net) Remove() error {
 	}
 	return errors.Join(errs...)
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Cut takes host i's LAN link down: it can reach no other host, while its
 // uplink stays up.

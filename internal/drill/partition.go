@@ -66,7 +66,9 @@ const sentinelDownAfter = time.Second
 // their last sight of it as a down master before they do.
 const rejoinBound = 30 * time.Second
 
-func isPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
+// IsPartition reports whether a nemesis is one of the partition nemeses,
+// which need network namespaces (see CanPartition).
+func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
 
 // hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
 // Ctl on the uplink for the drill's own calls.
@@ -217,6 +219,9 @@ func (r *runner) partition(ctx context.Context) (int, string, error) {
 		poll(ctx, promoteBound, func() bool { promoted = r.promotedHost(ctx); return promoted > 0 })
 		if promoted < 0 {
 			r.net.Heal(0)
+			if ctx.Err() != nil {
+				return 1, "", ctx.Err()
+			}
 			return 1, "", fmt.Errorf("drill: the majority's sentinels promoted no replica within %v of the cut", promoteBound)
 		}
 		p.promoted, p.new = time.Now().UnixNano(), r.hostRedis[promoted].Addr
@@ -489,7 +494,3 @@ func serverOf(ctx context.Context, rdb redis.UniversalClient) string {
 	}
 	return info.LAddr
 }
-
-// IsPartition reports whether a nemesis is one of the partition nemeses,
-// which need network namespaces (see CanPartition).
-func IsPartition(nemesis string) bool { return isPartition(nemesis) }

@@ -199,7 +199,7 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (r *runner) startServers(ctx context.Context) error {
-	if isPartition(r.c.Nemesis) {
+	if IsPartition(r.c.Nemesis) {
 		return r.startPartition(ctx)
 	}
 	if isRedlock(r.c.Strategy) {

@@ -143,19 +143,11 @@ func (r *runner) startPartition(ctx context.Context) error {
 		}
 		r.hostSentinels = append(r.hostSentinels, s)
 	}
-	for _, s := range r.hostSentinels {
-		sc := NewClient(s.Ctl)
-		err := poll(ctx, 20*time.Second, func() bool {
-			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
-			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
-			return len(peers) == Hosts-1 && len(reps) == Hosts-1
-		})
-		sc.Close()
-		if err != nil {
-			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
-		}
+	ctl := make([]string, len(r.hostSentinels))
+	for i, s := range r.hostSentinels {
+		ctl[i] = s.Ctl
 	}
-	return nil
+	return awaitSentinels(ctx, ctl, Hosts-1)
 }
 
 // startInHost starts redis-server with args in host i, listening on port

@@ -240,16 +240,26 @@ func (r *runner) startServers(ctx context.Context) error {
 	}
 	// Each sentinel must know the replica and the other two before the
 	// primary dies, or there is no quorum to promote anyone.
-	for _, s := range r.sentinels {
-		sc := NewClient(s.Addr)
+	addrs := make([]string, len(r.sentinels))
+	for i, s := range r.sentinels {
+		addrs[i] = s.Addr
+	}
+	return awaitSentinels(ctx, addrs, 1)
+}
+
+// awaitSentinels waits until each sentinel at addrs knows the others and
+// the given number of replicas.
+func awaitSentinels(ctx context.Context, addrs []string, replicas int) error {
+	for _, a := range addrs {
+		sc := NewClient(a)
 		err := poll(ctx, 20*time.Second, func() bool {
 			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
 			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
-			return len(peers) == 2 && len(reps) == 1
+			return len(peers) == len(addrs)-1 && len(reps) == replicas
 		})
 		sc.Close()
 		if err != nil {
-			return fmt.Errorf("drill: the sentinels did not find each other and the replica: %w", err)
+			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func TestDrill_partitionMatchesLesson(t *testing.T) {
 	prefix, first := needs(t)
 	before := network(t)
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"-nemesis", "partition", "-strategy", "lock,fenced", "-json",
+	code := run(t.Context(), []string{"-nemesis", "partition", "-strategy", "lock,fenced", "-partition", "1s", "-json",
 		"-prefix", prefix, "-first-id", first}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("drill = %d, want 0; stderr:\n%s\nstdout:\n%s", code, stderr.String(), stdout.String())

@@ -88,7 +88,7 @@ func (n *Net) Namespace(i int) string { return fmt.Sprintf("walletlock-%s-h%d", 
 func (n *Net) LAN(i int) string { return fmt.Sprintf("198.18.%d.%d", n.k, i+1) }
 
 // Uplink is host i's address on the uplink, where the drill calls its
-// servers during a partition.
+// servers: the partition leaves it up, so host 0's too.
 func (n *Net) Uplink(i int) string { return fmt.Sprintf("198.19.%d.%d", n.k, i+1) }
 
 func (n *Net) lanBridge() string    { return n.tag + "l" }

@@ -443,7 +443,7 @@ func newFakeMachine(t *testing.T, realRedis string, sudo string, aptGet bool, se
 	if err := os.Mkdir(m.bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"bash", "sh", "env", "ln", "printf"} {
+	for _, tool := range []string{"bash", "sh", "env", "ln", "printf", "ip"} {
 		if p, err := exec.LookPath(tool); err == nil {
 			if err := os.Symlink(p, filepath.Join(m.bin, tool)); err != nil {
 				t.Fatal(err)

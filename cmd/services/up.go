@@ -208,6 +208,11 @@ func (m *machine) installMissing(ctx context.Context, c *config, needRedis, need
 		return false, false, nil
 	}
 	why := fmt.Sprintf("nothing answers at %s and %s is not installed", strings.Join(where, " "), strings.Join(apt, " "))
+	// The drill's partition nemesis needs ip(8) (iproute2); a bare machine
+	// gets it with the servers.
+	if _, err := exec.LookPath("ip"); err != nil && m.goos == "linux" {
+		apt = append(apt, "iproute2")
+	}
 	return redis, pg, m.install(ctx, why, strings.Join(apt, " "), strings.Join(brew, " "))
 }
 

@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := h.Parse(args, nil, func() (errs []error) { chosen, errs = c.check(h.WalletID(), phases); return errs }); !ok {
 		return code
 	}
-	return h.Rows(ctx, c.row(chosen), func(r *harness.Report) { r.Set("config", c.report(h)) }, chosen)
+	return h.Rows(ctx, c.row(chosen), map[string]any{"config": c.report(h)}, chosen)
 }
 
 // Phase 1. A plain lease, and SQL that writes whatever it is given: A's

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,4 +31,16 @@ func Outcomes(t wallet.Tally, n int, v wallet.Verdict) string {
 		parts = append(parts, fmt.Sprintf("%d of %d spends had an unknown outcome (sent, no reply) and %s", t.Unknown, n, landed))
 	}
 	return fmt.Sprintf("%s; first error: %v", strings.Join(parts, "; "), t.Errors[0])
+}
+
+// Counted is one spend as a tally counts it: accepted when it went
+// through, unknown when its write got no reply (wallet.ErrUnknownOutcome).
+func Counted(ok bool, err error) (accepted, unknown int) {
+	switch {
+	case ok:
+		return 1, 0
+	case errors.Is(err, wallet.ErrUnknownOutcome):
+		return 0, 1
+	}
+	return 0, 0
 }

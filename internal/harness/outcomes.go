@@ -44,3 +44,15 @@ func Counted(ok bool, err error) (accepted, unknown int) {
 	}
 	return 0, 0
 }
+
+// Failed returns an error naming how many of a tally's n spends failed,
+// with the first failure, or nil when every spend went through, was
+// refused for funds or had an unknown outcome (wallet.ErrUnknownOutcome).
+func Failed(t wallet.Tally, n int) error {
+	for _, err := range t.Errors {
+		if !errors.Is(err, wallet.ErrUnknownOutcome) {
+			return fmt.Errorf("%d of %d spends failed, first: %w", len(t.Errors)-t.Unknown, n, err)
+		}
+	}
+	return nil
+}

@@ -24,8 +24,9 @@ import (
 
 // Phase is one phase of a lesson, named as in lesson.Phases.
 type Phase struct {
-	Name string
-	Run  func(ctx context.Context, r *Run) (Outcome, error)
+	Name    string
+	Run     func(ctx context.Context, r *Run) (Outcome, error)
+	NoRedis bool // a row program's phase that needs no Redis (step 5's phase 4)
 }
 
 // Pick returns the names chosen by a list flag's value (-phase, -strategy,

@@ -1,71 +1,57 @@
--- acquire.lua (after queue.lua, which names the keys): one try
--- of a fair lock's waiter. On arrival it joins the queue, and takes the
--- lock at once when nobody waited and nobody held it; later tries find
--- out whether a release made it the holder, or serve the queue when the
--- lock is free with waiters queued (its holder expired).
--- KEYS[5]: the presence key of the caller's fair.Lock (see queue.lua)
--- ARGV[2]: the waiter's token, fresh for every acquisition
--- ARGV[3]: its queue entry, "token ttl fenced fair" (see queue.lua)
--- ARGV[4]: "join" on arrival; "first" on arrival too, after an RPUSH of
---          the entry that found the queue empty; "check" to ask again;
---          "rejoin" to ask again and join the queue again if the entry is
---          no longer in it
--- ARGV[5]: the lease of the fair.Lock's presence in ms, to renew it now; 0
---          leaves it alone (another waiter of the fair.Lock renews it)
--- ARGV[6]: how long the queue lasts in ms after it was last written or
---          renewed, longer than the presence lease: a queue that nobody
---          waits on any more (a waiter that gave up and could not leave)
---          expires, and never before the presence of a fair.Lock that waits
--- Returns {1, fence, lapsed} when the waiter holds the lock: it took it
--- now, or a release handed it over (the message saying so may be on its
--- way, or lost); fence is 0 unless it asked for one. Returns {0, holder,
--- lapsed} when it waits: holder is the SHA-1 of the holder's token (""
--- when unknown), so that a fair.Lock can tell a waiter of its own that missed
--- its hand-off. lapsed is 1 when the presence key had run out before this
--- renewal, so that entries of this fair.Lock may have been skipped and must
--- join again. When a key holds what it must not, it changes nothing and
--- returns a pair saying what is wrong, as lock/acquire_fenced.lua does:
---   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
---   {"counter ...", v} the fence counter is broken (only when fenced)
--- A waiter that finds others queued runs only RPUSH and PEXPIRE (and a
--- waiter whose fair.Lock has others queued sends those two without this
--- script). The first to queue behind a holder runs RPUSH, PEXPIRE and
--- SET; without contention, RPUSH, PEXPIRE, SET and LREM (and GET and INCR
--- on the counter when fenced).
-local token, entry, mode, lease = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local kept = ARGV[6]
+-- acquire.lua (after queue.lua, which names the keys): one try of a
+-- waiter, or one tick of a fair.Lock's reader. Every call renews the
+-- fair.Lock's presence and the queue's expiry.
+-- ARGV[3]: the fair.Lock's name
+-- ARGV[4]: the waiter's token ("" for a tick)
+-- ARGV[5]: its queue entry (see queue.lua; "" for a tick)
+-- ARGV[6]: the mode: "join" (arrival: queue up, or take the lock when
+--          nobody waits), "rejoin" (ask again: take the lock if a hand-off
+--          made us the holder, renewing its TTL; queue up again if our
+--          entry is gone) or "tick" (serve the queue if the lock is free)
+-- Returns {1, fence} when the caller holds the lock; {0, holder, last,
+-- lapsed} otherwise: holder is the SHA-1 of the holder's token ("" for
+-- none), last the stream's last ID (hand-offs to the caller come after
+-- it), lapsed 1 when the fair.Lock's presence had run out; or, for a
+-- broken counter, what lock/acquire_fenced.lua answers.
+local fair, token, entry, mode = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local _, ttl, fenced = parse(entry)
 
--- push queues the entry at the tail; every write to the queue renews
--- its expiry. Returns the queue's length.
-local function push()
-	local n = redis.call("RPUSH", queue, entry)
-	redis.call("PEXPIRE", queue, kept)
-	return n
+local was = redis.call("ZSCORE", presence, fair)
+local lapsed = (not was or tonumber(was) < now) and 1 or 0
+redis.call("ZREMRANGEBYSCORE", presence, "-inf", now - 1)
+redis.call("ZADD", presence, now + lease, fair)
+redis.call("PEXPIRE", presence, kept)
+redis.call("PEXPIRE", queue, kept) -- while anyone waits, so does the queue
+local tail = redis.call("XREVRANGE", stream, "+", "-", "COUNT", 1)
+local last = tail[1] and tail[1][1] or "0-0"
+
+local function waiting(holder)
+	if holder then
+		holder = redis.sha1hex(holder)
+	end
+	return {0, holder or "", last, lapsed}
 end
 
-local lapsed = 0
-if lease > 0 then
-	if not redis.call("SET", KEYS[5], "1", "PX", lease, "GET") then
-		lapsed = 1
-		if mode == "check" then
-			mode = "rejoin"
-		end
+if mode == "tick" then
+	local holder = redis.pcall("GET", lock)
+	if type(holder) == "table" then
+		return {"lock type", redis.call("TYPE", lock)["ok"]}
 	end
-	redis.call("PEXPIRE", queue, kept)
+	if not holder and handOff(false) then
+		holder = redis.call("GET", lock)
+	end
+	return waiting(holder)
 end
+
 if fenced == "1" then
 	local refusal = counterRefusal()
 	if refusal then
-		if mode ~= "join" then
-			redis.call("LREM", queue, 0, entry)
-		end
+		redis.call("LREM", queue, 0, entry)
 		return refusal
 	end
 end
-
-if mode == "join" and push() > 1 then
-	return {0, "", lapsed} -- others wait ahead of us: wait our turn
+if mode == "join" and push(entry) > 1 then
+	return waiting(false) -- others wait ahead of us: wait our turn
 end
 
 -- SET NX GET takes the lock if it is free and says who holds it if not.
@@ -75,38 +61,36 @@ if type(holder) == "table" and holder.err then
 	return {"lock type", redis.call("TYPE", lock)["ok"]}
 end
 if holder == token then
-	-- A release made us the holder. The fence it drew is the counter's
-	-- value: nobody else can have drawn one since, while we hold the lock.
+	-- A hand-off made us the holder: the lease starts again now, and the
+	-- fence it drew is the counter's value (nobody can have drawn one since).
+	redis.call("PEXPIRE", lock, ttl)
 	local n = 0
 	if fenced == "1" then
 		n = tonumber(redis.call("GET", counter)) or 0
 	end
-	return {1, n, lapsed}
+	return {1, n}
 end
 if holder then
 	if mode == "rejoin" and not redis.call("LPOS", queue, entry) then
-		push()
+		push(entry)
 	end
-	return {0, redis.sha1hex(holder), lapsed}
+	return waiting(holder)
 end
-
--- The lock was free, and SET took it for us.
-if mode == "join" or mode == "first" then
-	-- We joined an empty queue: nobody waits ahead of us.
+if mode == "join" then
+	-- We joined an empty queue, and SET took the free lock.
 	redis.call("LREM", queue, 1, entry)
-	return {1, fence(fenced), lapsed}
+	return {1, fence(fenced)}
 end
--- Free while waiters queue: its holder expired, or gave it back without a
--- hand-off. Serve the queue in order, with us in it; the first may be us.
+-- Free while waiters queue: its holder expired, or released without a
+-- hand-off. Serve the queue in order, with us in it.
 if not redis.call("LPOS", queue, entry) then
-	push()
+	push(entry)
 end
 local to, n = handOff(token)
 if to == token then
-	return {1, n, lapsed}
+	return {1, n}
 end
-if not to then -- never: our own entry passes
+if not to then
 	redis.call("DEL", lock)
-	return {0, "", lapsed}
 end
-return {0, redis.sha1hex(to), lapsed}
+return waiting(to)

@@ -90,11 +90,13 @@ func New(rdb Client) *Lock {
 // Acquire takes the lock on key for ttl, waiting its turn behind the
 // waiters that came first, until it holds the lock or ctx ends. Without
 // contention it costs one script call; otherwise that call queues it, and
-// it waits for a release to hand it the lock. Either way the lease it
-// returns has its full ttl from when Acquire returns: a waiter handed the
-// lock renews it to ttl before it returns, with SET ... IFEQ where the
-// server has it (see lock.HasDelex) and with the try script elsewhere,
-// one more round trip. Attempts counts those calls.
+// it waits for a release to hand it the lock. A lease handed over began
+// in the release's script; Acquire returns it as it is when it can prove
+// that at most a tenth of ttl has gone since (the hand-off was read soon
+// after it was written, see read), and otherwise renews it to ttl first,
+// with SET ... IFEQ where the server has it (see renewed) or with the try
+// script, one more round trip. So the lease has at least nine tenths of
+// ttl left when Acquire returns. Attempts counts the calls made.
 //
 // It returns what lock.Acquire returns: an error matching
 // lock.ErrInvalid before talking to Redis (and for a nil Lock);
@@ -177,15 +179,18 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			again, lastErr = true, err
 		}
 		mode = "rejoin"
-		if fence, ok, err := f.wait(ctx, w, again); err != nil {
+		h, ok, err := f.wait(ctx, w, again)
+		switch {
+		case errors.Is(err, ErrClosed):
 			leave()
-			if errors.Is(err, ErrClosed) {
-				return nil, closed(key)
-			}
+			return nil, closed(key)
+		case err != nil:
+			leave()
 			return nil, gaveUp(key, err, lastErr)
-		} else if ok && q.renewed(ctx, f.rdb, token, ttl) {
-			attempts++
-			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb}).(*lock.Lock), nil
+		case ok && time.Since(h.since) <= ttl/10:
+			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, h.fence, handoff{q, f.rdb}).(*lock.Lock), nil
+		case ok && q.renewed(ctx, f.rdb, token, ttl):
+			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts+1, h.fence, handoff{q, f.rdb}).(*lock.Lock), nil
 		}
 	}
 }
@@ -193,7 +198,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 // wait blocks until w is handed the lock (ok, with its fence), is poked
 // to ask again, or, when again is set, a tick has passed. It returns
 // ctx.Err() when ctx ends, ErrClosed when the Lock closes.
-func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (fence int64, ok bool, err error) {
+func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (h grant, ok bool, err error) {
 	var after <-chan time.Time
 	if again {
 		t := time.NewTimer(tick)
@@ -201,16 +206,16 @@ func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (fence int64, ok
 		after = t.C
 	}
 	select {
-	case fence := <-w.grant:
-		return fence, fence >= 0, nil // -1: skipped for a broken counter; the next try says why
+	case h := <-w.grant:
+		return h, h.fence >= 0, nil // -1: the next try says why
 	case <-w.poke:
 	case <-after:
 	case <-ctx.Done():
-		return 0, false, ctx.Err()
+		return h, false, ctx.Err()
 	case <-f.done:
-		return 0, false, ErrClosed
+		return h, false, ErrClosed
 	}
-	return 0, false, nil
+	return h, false, nil
 }
 
 // gaveUp is the error of a wait that ctx ended. last is the Redis error of
@@ -268,10 +273,12 @@ type tried struct {
 	holder string // otherwise: the handoffID of the holder, "" for none
 	last   string // the stream's last ID when it ran
 	lapsed bool   // our Lock's presence had run out: hand-offs may have skipped us
+	sent   time.Time
 }
 
 // try runs acquire.lua once, in mode ("join", "rejoin" or "tick").
 func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode string) (tried, error) {
+	sent := time.Now()
 	reply, err := core.Run(ctx, rdb, acquireScript, queueLua+acquireLua, q.keys,
 		kept.Milliseconds(), presence.Milliseconds(), fair, token, entry, mode).Slice()
 	if err != nil {
@@ -286,7 +293,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 		holder, ok1 := reply[1].(string)
 		last, ok2 := reply[2].(string)
 		if ok1 && ok2 {
-			return tried{holder: holder, last: last, lapsed: reply[3] == int64(1)}, nil
+			return tried{holder: holder, last: last, lapsed: reply[3] == int64(1), sent: sent}, nil
 		}
 	case len(reply) == 2:
 		if _, ok := reply[0].(string); ok {

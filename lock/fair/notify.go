@@ -21,9 +21,14 @@ import (
 // expired.
 
 // waiter is one Acquire call that is waiting.
+type grant struct {
+	fence int64     // -1: skipped for a broken counter
+	since time.Time // the lease began after this
+}
+
 type waiter struct {
 	id    string        // how a hand-off names it (see handoffID)
-	grant chan int64    // the fence of the hand-off that named it
+	grant chan grant    // the hand-off that named it
 	poke  chan struct{} // ask Redis again
 }
 
@@ -32,9 +37,9 @@ type waiter struct {
 type group struct {
 	q       *fairKeys
 	waiters map[*waiter]bool
-	from    string // the ID the reader started reading after; "" until it runs
+	from    string             // the ID the reader started reading after; "" until it runs
 	stop    context.CancelFunc // ends the reader's read at once (Close)
-	present bool   // a try or tick was answered: a lapse after that is news
+	present bool               // a try or tick was answered: a lapse after that is news
 }
 
 // enter registers a waiter for token on q's key; nil after Close.
@@ -49,7 +54,7 @@ func (f *Lock) enter(q *fairKeys, token string) (*waiter, *group) {
 		g = &group{q: q, waiters: map[*waiter]bool{}}
 		f.keys[q.keys[0]] = g
 	}
-	w := &waiter{id: handoffID(token), grant: make(chan int64, 1), poke: make(chan struct{}, 1)}
+	w := &waiter{id: handoffID(token), grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
 	g.waiters[w] = true
 	f.waiters[w.id] = w
 	return w, g
@@ -87,7 +92,7 @@ func (f *Lock) answered(ctx context.Context, w *waiter, g *group, r tried) bool 
 		rctx, g.stop = context.WithCancel(context.Background())
 		f.readers[g] = true
 		f.wg.Add(1)
-		go f.read(rctx, g, r.last)
+		go f.read(rctx, g, r.last, r.sent)
 	case before(r.last, g.from):
 		return true
 	}
@@ -129,11 +134,14 @@ func poke(w *waiter) {
 	}
 }
 
-// read is a group's reader: it reads the key's hand-offs after cursor
-// until the group has no waiters or the Lock closes, and ticks every tick.
-// After an error it pauses, then reads on from where it was: the stream
-// still holds what was added meanwhile.
-func (f *Lock) read(ctx context.Context, g *group, cursor string) {
+// read is a group's reader: it reads the key's hand-offs after cursor,
+// which were all written after since, until the group has no waiters or
+// the Lock closes, and ticks every tick. After an error it pauses, then
+// reads on from where it was: the stream still holds what was added
+// meanwhile. An entry that an XREAD returns was written after the XREAD
+// before it was sent, which is when the lease it hands over began at the
+// earliest.
+func (f *Lock) read(ctx context.Context, g *group, cursor string, since time.Time) {
 	defer f.wg.Done()
 	defer func() {
 		f.mu.Lock()
@@ -150,6 +158,7 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string) {
 			return
 		}
 		if wait := time.Until(next); wait > 0 {
+			sent := time.Now()
 			streams, err := f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{g.q.stream(), cursor}, Block: max(wait, time.Millisecond)}).Result()
 			switch {
 			case ctx.Err() != nil:
@@ -167,9 +176,10 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string) {
 			for _, s := range streams {
 				for _, m := range s.Messages {
 					cursor = m.ID
-					f.deliver(m.Values["h"])
+					f.deliver(m.Values["h"], since)
 				}
 			}
+			since = sent
 		}
 		if time.Now().After(next) {
 			next = time.Now().Add(tick)
@@ -179,7 +189,7 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string) {
 }
 
 // deliver wakes the waiter a hand-off names, if it is one of this Lock's.
-func (f *Lock) deliver(h any) {
+func (f *Lock) deliver(h any, since time.Time) {
 	s, _ := h.(string)
 	parts := strings.Fields(s)
 	if len(parts) != 3 || parts[2] != f.name {
@@ -191,7 +201,7 @@ func (f *Lock) deliver(h any) {
 	f.mu.Unlock()
 	if w != nil && err == nil {
 		select {
-		case w.grant <- fence:
+		case w.grant <- grant{fence, since}:
 		default: // one hand-off per token
 		}
 	}

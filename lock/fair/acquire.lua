@@ -1,11 +1,11 @@
 -- acquire.lua (after queue.lua, which names the keys): one try of a
 -- waiter, or one tick of a fair.Lock's reader. Every call renews the
 -- fair.Lock's presence and the queue's expiry.
--- ARGV[3]: the fair.Lock's name
 -- ARGV[4]: the waiter's token ("" for a tick)
 -- ARGV[5]: its queue entry (see queue.lua; "" for a tick)
 -- ARGV[6]: the mode: "join" (arrival: queue up, or take the lock when
---          nobody waits), "rejoin" (ask again: take the lock if a hand-off
+--          nobody waits), "first" (join, after an RPUSH found the queue
+--          empty), "rejoin" (ask again: take the lock if a hand-off
 --          made us the holder, renewing its TTL; queue up again if our
 --          entry is gone) or "tick" (serve the queue if the lock is free)
 -- Returns {1, fence} when the caller holds the lock; {0, holder, last,
@@ -13,15 +13,15 @@
 -- none), last the stream's last ID (hand-offs to the caller come after
 -- it), lapsed 1 when the fair.Lock's presence had run out; or, for a
 -- broken counter, what lock/acquire_fenced.lua answers.
-local fair, token, entry, mode = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local token, entry, mode = ARGV[4], ARGV[5], ARGV[6]
 local _, ttl, fenced = parse(entry)
 
-local was = redis.call("ZSCORE", presence, fair)
-local lapsed = (not was or tonumber(was) < now) and 1 or 0
-redis.call("ZREMRANGEBYSCORE", presence, "-inf", now - 1)
-redis.call("ZADD", presence, now + lease, fair)
+-- Presences that ran out go; ZADD then says whether ours had (1: added).
+redis.call("ZREMRANGEBYSCORE", presence, "-inf", clock() - 1)
+local lapsed = redis.call("ZADD", presence, now + lease, mine)
 redis.call("PEXPIRE", presence, kept)
-redis.call("PEXPIRE", queue, kept) -- while anyone waits, so does the queue
+redis.call("PEXPIRE", queue, kept) -- while anyone waits, so do the queue
+redis.call("PEXPIRE", stream, kept) -- and the stream
 local tail = redis.call("XREVRANGE", stream, "+", "-", "COUNT", 1)
 local last = tail[1] and tail[1][1] or "0-0"
 
@@ -76,7 +76,7 @@ if holder then
 	end
 	return waiting(holder)
 end
-if mode == "join" then
+if mode == "join" or mode == "first" then
 	-- We joined an empty queue, and SET took the free lock.
 	redis.call("LREM", queue, 1, entry)
 	return {1, fence(fenced)}

@@ -147,16 +147,24 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 		return nil, closed(key)
 	}
 	defer f.exit(w, g)
-	leave := func() { q.release(ctx, f.rdb, token, entry) }
+	leave := func() { q.release(ctx, f.rdb, f.name, token, entry) }
+	granted := func(attempts int, fence int64) *lock.Lock {
+		return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb, f.name}).(*lock.Lock)
+	}
 
 	mode, arrived := "join", false
 	var lastErr error
 	for attempts := 1; ; attempts++ {
-		r, err := q.try(ctx, f.rdb, f.name, token, entry, mode)
+		var r tried
+		if mode == "join" && f.reading(g) {
+			r, err = q.join(ctx, f.rdb, f.name, token, entry)
+		} else {
+			r, err = q.try(ctx, f.rdb, f.name, token, entry, mode)
+		}
 		again := false // ask again after a tick, not only when woken
 		switch {
 		case err == nil && r.won:
-			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, r.fence, handoff{q, f.rdb}).(*lock.Lock), nil
+			return granted(attempts, r.fence), nil
 		case err == nil:
 			arrived, lastErr = true, nil
 			if f.answered(ctx, w, g, r) {
@@ -188,9 +196,9 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			leave()
 			return nil, gaveUp(key, err, lastErr)
 		case ok && time.Since(h.since) <= ttl/10:
-			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, h.fence, handoff{q, f.rdb}).(*lock.Lock), nil
+			return granted(attempts, h.fence), nil
 		case ok && q.renewed(ctx, f.rdb, token, ttl):
-			return core.Lend.NewLock(f.rdb, key, token, ttl, attempts+1, h.fence, handoff{q, f.rdb}).(*lock.Lock), nil
+			return granted(attempts+1, h.fence), nil
 		}
 	}
 }
@@ -303,6 +311,21 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 	return tried{}, fmt.Errorf("unexpected reply %v from acquire.lua", reply)
 }
 
+// join queues a waiter with a plain RPUSH, the cheapest way to arrive
+// behind others, when its Lock's reader on the key runs already: that
+// reader reads any hand-off to it and renews the presence. Only when the
+// RPUSH found the queue empty does it run acquire.lua ("first"), to take
+// the lock if it is free and give the new queue its expiry. The two are
+// not one atomic step, and need not be: while an entry is queued, a
+// release hands the lock to it rather than freeing it.
+func (q *fairKeys) join(ctx context.Context, rdb Client, fair, token, entry string) (tried, error) {
+	n, err := core.Send(ctx, rdb, "rpush", q.keys[1], entry).Int64() // sent twice, it would queue us twice
+	if err != nil || n > 1 {
+		return tried{}, err
+	}
+	return q.try(ctx, rdb, fair, token, entry, "first")
+}
+
 // renewed resets the TTL of a lock token was just handed with SET ...
 // IFEQ, where the server has it (Redis 8.4 and later, found by
 // lock.HasDelex), so that its lease is whole when Acquire returns. It
@@ -319,16 +342,17 @@ func (q *fairKeys) renewed(ctx context.Context, rdb Client, token string, ttl ti
 // handoff is how a lock that a Lock handed out is released (see
 // core.Handoff): by release.lua, which passes it to the next waiter.
 type handoff struct {
-	q   *fairKeys
-	rdb Client
+	q    *fairKeys
+	rdb  Client
+	fair string // the Lock's name
 }
 
 func (h handoff) Release(ctx context.Context, token string) error {
-	return h.q.release(ctx, h.rdb, token, "")
+	return h.q.release(ctx, h.rdb, h.fair, token, "")
 }
 
 func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *redis.Cmd {
-	return core.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), token, "")
+	return core.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), h.fair, token, "")
 }
 
 // release runs release.lua: with an entry, to leave the queue; without,
@@ -341,12 +365,12 @@ func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *re
 // go-redis: a second run does no harm (a token that gave the lock away
 // never holds it again), but answers 0 when the first released the lock,
 // which only release knows may have happened.
-func (q *fairKeys) release(ctx context.Context, rdb Client, token, entry string) error {
+func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
 	defer cancel()
 	var unanswered error // why an earlier run may have run unanswered
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, tick) {
-		n, err := core.Run(ctx, rdb, releaseScript, queueLua+releaseLua, q.keys, kept.Milliseconds(), presence.Milliseconds(), token, entry).Int()
+		n, err := core.Run(ctx, rdb, releaseScript, queueLua+releaseLua, q.keys, kept.Milliseconds(), presence.Milliseconds(), fair, token, entry).Int()
 		if err == nil || !transient(err) {
 			return q.outcome(n, err, unanswered)
 		}

@@ -40,6 +40,7 @@ type group struct {
 	from    string             // the ID the reader started reading after; "" until it runs
 	stop    context.CancelFunc // ends the reader's read at once (Close)
 	present bool               // a try or tick was answered: a lapse after that is news
+	idle    time.Time          // when its last waiter left
 }
 
 // enter registers a waiter for token on q's key; nil after Close.
@@ -60,17 +61,31 @@ func (f *Lock) enter(q *fairKeys, token string) (*waiter, *group) {
 	return w, g
 }
 
-// exit unregisters a waiter; its group goes with the last one, and the
-// reader with it.
+// exit unregisters a waiter. A group without a reader goes with its last
+// waiter; one with a reader lingers (see read).
 func (f *Lock) exit(w *waiter, g *group) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.waiters, w.id)
 	delete(g.waiters, w)
-	if len(g.waiters) == 0 && f.keys[g.q.keys[0]] == g {
-		delete(f.keys, g.q.keys[0])
+	if len(g.waiters) == 0 {
+		g.idle = time.Now()
+		if g.from == "" && f.keys[g.q.keys[0]] == g {
+			delete(f.keys, g.q.keys[0])
+		}
 	}
 }
+
+// reading reports whether g's reader runs.
+func (f *Lock) reading(g *group) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return g.from != ""
+}
+
+// linger is how long a reader goes on with no waiter on its key, so that
+// a busy key does not start a reader for every wait.
+const linger = time.Second
 
 // answered takes in what an answered try of w found: it starts the
 // group's reader after r.last if none runs, and nudges every waiter of
@@ -93,7 +108,7 @@ func (f *Lock) answered(ctx context.Context, w *waiter, g *group, r tried) bool 
 		f.readers[g] = true
 		f.wg.Add(1)
 		go f.read(rctx, g, r.last, r.sent)
-	case before(r.last, g.from):
+	case r.last != "" && before(r.last, g.from):
 		return true
 	}
 	return false
@@ -135,8 +150,8 @@ func poke(w *waiter) {
 }
 
 // read is a group's reader: it reads the key's hand-offs after cursor,
-// which were all written after since, until the group has no waiters or
-// the Lock closes, and ticks every tick. After an error it pauses, then
+// which were all written after since, until the group has had no waiter
+// for linger or the Lock closes, and ticks every tick. After an error it pauses, then
 // reads on from where it was: the stream still holds what was added
 // meanwhile. An entry that an XREAD returns was written after the XREAD
 // before it was sent, which is when the lease it hands over began at the
@@ -152,7 +167,10 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string, since time.Tim
 	next, pause := time.Now().Add(tick), time.Duration(0)
 	for {
 		f.mu.Lock()
-		left := f.keys[g.q.keys[0]] != g
+		left := len(g.waiters) == 0 && time.Since(g.idle) > linger
+		if left {
+			delete(f.keys, g.q.keys[0])
+		}
 		f.mu.Unlock()
 		if left || ctx.Err() != nil {
 			return
@@ -214,6 +232,12 @@ func (f *Lock) deliver(h any, since time.Time) {
 // and without the stream): the waiter is poked to ask. A lapsed presence,
 // or a key that holds something other than a lock, pokes every waiter.
 func (f *Lock) tick(ctx context.Context, g *group) {
+	f.mu.Lock()
+	idle := len(g.waiters) == 0
+	f.mu.Unlock()
+	if idle {
+		return // nobody to keep present
+	}
 	r, err := g.q.try(ctx, f.rdb, f.name, "", "", "tick")
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -14,13 +14,21 @@
 --          SHA-1 of the new holder's token, so the token never goes out
 -- ARGV[1]: how long the queue, presence and stream last after a write (ms)
 -- ARGV[2]: how long a presence lasts unless renewed (ms)
+-- ARGV[3]: the caller's fair.Lock's name
 --
 -- Every key written expires but the fence counter, which must only grow.
 local lock, queue, counter, presence, stream = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local kept, lease = ARGV[1], tonumber(ARGV[2])
+local kept, lease, mine = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- clock is the server's time in ms, asked once per script.
+local now
+local function clock()
+	if not now then
+		local t = redis.call("TIME")
+		now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	end
+	return now
+end
 
 -- parse splits a queue entry; nil for an entry no waiter wrote.
 local function parse(entry)
@@ -63,7 +71,8 @@ end
 -- present, makes it the holder with its own TTL and appends "id fence fair"
 -- to the stream, which its fair.Lock reads. It skips entries no waiter
 -- wrote and waiters of a fair.Lock whose presence ran out (a process that
--- crashed, hangs or lost Redis); a waiter that wants a fence when the
+-- crashed, hangs or lost Redis; the caller's own fair.Lock is present);
+-- a waiter that wants a fence when the
 -- counter is broken is told so with fence -1 and skipped. The caller's own
 -- token, quiet, is made holder without a message. Returns the new holder's
 -- token and fence, or false when nobody is left; the lock is then as it was.
@@ -78,15 +87,18 @@ local function handOff(quiet)
 			redis.call("SET", lock, token, "PX", ttl)
 			return token, fence(fenced)
 		end
-		local seen = token and redis.call("ZSCORE", presence, fair)
-		if seen and tonumber(seen) >= now then
+		local seen = token and (fair == mine or redis.call("ZSCORE", presence, fair))
+		if seen == true or seen and tonumber(seen) >= clock() then
 			local n = -1
 			if fenced ~= "1" or not counterRefusal() then
 				redis.call("SET", lock, token, "PX", ttl)
 				n = fence(fenced)
 			end
-			redis.call("XADD", stream, "MAXLEN", "~", 256, "*", "h", redis.sha1hex(token) .. " " .. n .. " " .. fair)
-			redis.call("PEXPIRE", stream, kept)
+			local h = redis.sha1hex(token) .. " " .. n .. " " .. fair
+			if not redis.call("XADD", stream, "NOMKSTREAM", "MAXLEN", "~", 256, "*", "h", h) then
+				redis.call("XADD", stream, "*", "h", h)
+				redis.call("PEXPIRE", stream, kept) -- the tries and ticks renew it
+			end
 			if n >= 0 then
 				return token, n
 			end

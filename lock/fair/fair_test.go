@@ -972,7 +972,7 @@ func TestFair_anIdleReaderStops(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLIENT LIST: %v", err)
 		}
-		return strings.Count(list, " cmd=xread ")
+		return strings.Count(list, " flags=b ") // blocked, in XREAD
 	}
 	waitReaders := func(want int) {
 		t.Helper()

@@ -1,27 +1,21 @@
--- queue.lua: what the fair lock's scripts share. Go puts it in front of
--- acquire.lua and release.lua, so that each runs as one atomic script.
--- Every key shares the lock key's hash tag (see fairKeys in fair.go), and
--- every key a script touches is one of these five.
--- KEYS[1]: the lock key; its value is the holder's token
--- KEYS[2]: the queue: a list of entries "token ttl fenced fair" in arrival
---          order (join at the tail, the head is served first). ttl is in
---          whole milliseconds, fenced is 1 for a fence, fair names the
---          fair.Lock (the process) the waiter waits in
+-- queue.lua: what the fair lock's scripts share; Go puts it in front of
+-- acquire.lua and release.lua. All keys share the lock key's hash tag, and
+-- these five are every key the scripts touch:
+-- KEYS[1]: the lock; its value is the holder's token
+-- KEYS[2]: the queue, entries "token ttl fenced fair" in arrival order:
+--          ttl in ms, fenced 1 for a fence, fair the fair.Lock's name
 -- KEYS[3]: the fence counter (see lock/acquire_fenced.lua)
--- KEYS[4]: presence: a sorted set of fair.Lock names, each scored with the
---          server time in ms until which that fair.Lock counts as alive
--- KEYS[5]: the hand-offs: a stream of entries {h = "id fence fair"}, id the
---          SHA-1 of the new holder's token, so the token never goes out
--- ARGV[1]: how long the queue, presence and stream last after a write (ms)
--- ARGV[2]: how long a presence lasts unless renewed (ms)
--- ARGV[3]: the caller's fair.Lock's name
---
--- Every key written expires but the fence counter, which must only grow.
+-- KEYS[4]: presence: fair.Lock names scored with the server time (ms)
+--          until which each counts as alive
+-- KEYS[5]: the hand-off stream, entries {h = "id fence fair"}; id is the
+--          SHA-1 of the new holder's token, which never goes out
+-- ARGV[1]: how long queue, presence and stream last after a write (ms)
+-- ARGV[2]: how long a presence lasts (ms); ARGV[3]: the caller's fair.Lock
+-- Every key written expires but the counter, which must only grow.
 local lock, queue, counter, presence, stream = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local kept, lease, mine = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
--- clock is the server's time in ms, asked once per script.
-local now
+local now -- the server's time in ms, asked once
 local function clock()
 	if not now then
 		local t = redis.call("TIME")
@@ -30,52 +24,40 @@ local function clock()
 	return now
 end
 
--- parse splits a queue entry; nil for an entry no waiter wrote.
-local function parse(entry)
+local function parse(entry) -- nil for an entry no waiter wrote
 	return string.match(entry, "^(%S+) (%d+) ([01]) (%S+)$")
 end
 
--- push queues entry at the tail and returns the queue's length.
 local function push(entry)
 	local n = redis.call("RPUSH", queue, entry)
 	redis.call("PEXPIRE", queue, kept)
 	return n
 end
 
--- counterRefusal is nil when the counter can be incremented, else what
--- lock/acquire_fenced.lua answers: {"counter type"|"counter value"|"counter limit", detail}.
+-- counterRefusal: nil when the counter can be incremented, else what
+-- lock/acquire_fenced.lua answers.
 local function counterRefusal()
 	local value = redis.pcall("GET", counter)
 	if type(value) == "table" and value.err then
 		return {"counter type", redis.call("TYPE", counter)["ok"]}
+	elseif value and not string.match(value, "^%d+$") then
+		return {"counter value", value}
+	elseif value and (#value > 16 or tonumber(value) >= 2^53) then
+		return {"counter limit", value}
 	end
-	if value then
-		if not string.match(value, "^%d+$") then
-			return {"counter value", value}
-		end
-		if #value > 16 or tonumber(value) >= 2^53 then
-			return {"counter limit", value}
-		end
-	end
-	return nil
 end
 
 local function fence(fenced)
-	if fenced == "1" then
-		return redis.call("INCR", counter)
-	end
-	return 0
+	return fenced == "1" and redis.call("INCR", counter) or 0
 end
 
--- handOff pops the queue until it finds a waiter whose fair.Lock is
--- present, makes it the holder with its own TTL and appends "id fence fair"
--- to the stream, which its fair.Lock reads. It skips entries no waiter
--- wrote and waiters of a fair.Lock whose presence ran out (a process that
--- crashed, hangs or lost Redis; the caller's own fair.Lock is present);
--- a waiter that wants a fence when the
--- counter is broken is told so with fence -1 and skipped. The caller's own
--- token, quiet, is made holder without a message. Returns the new holder's
--- token and fence, or false when nobody is left; the lock is then as it was.
+-- handOff pops the queue to the first waiter whose fair.Lock is present
+-- (the caller's is), makes it the holder with its own TTL and appends its
+-- hand-off to the stream. It skips entries no waiter wrote, waiters of an
+-- absent fair.Lock (a process that crashed, hangs or lost Redis), and
+-- fenced waiters while the counter is broken (told so with fence -1). The
+-- token quiet is made holder without a hand-off. Returns the new holder's
+-- token and fence, or false with the lock as it was.
 local function handOff(quiet)
 	while true do
 		local head = redis.call("LPOP", queue)
@@ -97,7 +79,7 @@ local function handOff(quiet)
 			local h = redis.sha1hex(token) .. " " .. n .. " " .. fair
 			if not redis.call("XADD", stream, "NOMKSTREAM", "MAXLEN", "~", 256, "*", "h", h) then
 				redis.call("XADD", stream, "*", "h", h)
-				redis.call("PEXPIRE", stream, kept) -- the tries and ticks renew it
+				redis.call("PEXPIRE", stream, kept) -- tries and ticks renew it
 			end
 			if n >= 0 then
 				return token, n

@@ -71,7 +71,8 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 		// written some of its keys.
 		w.touched = max(w.touched, int(id-w.first)+1)
 		lockKey := wallet.LockKey(w.prefix, id)
-		p.Del(ctx, lockKeys(lockKey)[:2]...) // not the fence counter
+		keys := lockKeys(lockKey)
+		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
 		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
 	}, func(i int, _ redis.Cmder) error {
 		if (i+1)%batch == 0 || i+1 == w.n {

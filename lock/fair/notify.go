@@ -168,7 +168,10 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string, since time.Tim
 			streams, err := f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{g.q.keys[4], cursor}, Block: max(wait, time.Millisecond)}).Result()
 			if err != nil && err != redis.Nil {
 				pause = min(max(2*pause, 10*time.Millisecond), tick)
-				sleep(ctx, pause)
+				select {
+				case <-ctx.Done():
+				case <-time.After(pause):
+				}
 				continue
 			}
 			pause = 0
@@ -186,15 +189,6 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string, since time.Tim
 				f.tick(ctx, g)
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -230,8 +230,11 @@ func (f *Lock) tick(ctx context.Context, g *group) {
 
 // Close stops the Lock's readers and takes its presence off their keys,
 // so that hand-offs skip its waiters at once; those still waiting return
-// an error matching ErrClosed. Locks it handed out stay held. It returns
-// nil; a second Close does nothing.
+// an error matching ErrClosed. Locks it handed out stay held. It waits
+// for the readers for at most a second: one blocked in an XREAD that a
+// frozen Redis does not answer ends by itself when the read times out,
+// and then Close leaves the presence to expire. It returns nil; a second
+// Close does nothing.
 func (f *Lock) Close() error {
 	if f == nil {
 		return nil
@@ -249,7 +252,13 @@ func (f *Lock) Close() error {
 		keys = append(keys, g.q)
 	}
 	f.mu.Unlock()
-	f.wg.Wait()
+	stopped := make(chan struct{})
+	go func() { f.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, q := range keys {

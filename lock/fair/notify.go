@@ -36,6 +36,7 @@ type group struct {
 	q       *fairKeys
 	waiters map[*waiter]bool
 	from    string             // the ID its reader started after; "" until it runs
+	started time.Time          // when it started
 	stop    context.CancelFunc // ends the reader's XREAD at once
 	present bool               // a try was answered: a lapse after that is news
 	idle    time.Time          // when its last waiter left
@@ -83,8 +84,11 @@ func (f *Lock) reading(g *group) bool {
 // answered takes in an answered try of w: it starts g's reader after
 // r.last if none runs, and pokes every waiter of g when the Lock's
 // presence had lapsed (hand-offs may have skipped them). It reports true
-// when w must ask again: a try of another waiter started the reader
-// after a later ID, past where a hand-off to w may lie.
+// when w must ask again: its try was sent before the reader started, and
+// another's try started it after a later ID, past where a hand-off to w
+// may lie. (A later try needs no check: a hand-off after it comes after
+// the reader's start. Nor must it have one: after a Redis restart the
+// stream is empty, its last ID 0-0, and every try would ask again.)
 func (f *Lock) answered(w *waiter, g *group, r tried) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -96,10 +100,10 @@ func (f *Lock) answered(w *waiter, g *group, r tried) bool {
 	case g.from == "" && !f.closed && r.last != "":
 		var ctx context.Context
 		ctx, g.stop = context.WithCancel(context.Background())
-		g.from, f.readers[g] = r.last, true
+		g.from, g.started, f.readers[g] = r.last, time.Now(), true
 		f.wg.Add(1)
 		go f.read(ctx, g, r.last, r.sent)
-	case r.last != "" && id(r.last).before(id(g.from)):
+	case r.last != "" && r.sent.Before(g.started) && id(r.last).before(id(g.from)):
 		return true
 	}
 	return false

@@ -110,6 +110,34 @@ func measureWork(ctx context.Context, work time.Duration) (*RTT, error) {
 	return &rtt, nil
 }
 
+// probeWork times the work beside a phase's workers until ctx ends, the
+// way measureWork does, and returns what reads the median in ms (0 when
+// the work is not timed or nothing was): a timer fires later on a busy
+// machine, and a phase's own load is what its spends' work ran under.
+func probeWork(ctx context.Context, work time.Duration) func() float64 {
+	if work <= 0 || work > 20*time.Millisecond {
+		return func() float64 { return 0 }
+	}
+	h := newHistogram()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			start := time.Now()
+			if wallet.Work(ctx, work) == nil {
+				record(h, time.Since(start))
+			}
+		}
+	}()
+	return func() float64 {
+		<-done
+		if h.TotalCount() == 0 {
+			return 0
+		}
+		return ms(h.ValueAtQuantile(50))
+	}
+}
+
 func redisPing(rdb redis.UniversalClient) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {

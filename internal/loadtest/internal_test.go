@@ -374,3 +374,15 @@ func TestSparse_aWorkerForTenWalletsOrFewer(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeWork_timesTheWorkUntilThePhaseEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
+	defer cancel()
+	median := probeWork(ctx, 2*time.Millisecond)()
+	if median < 2 {
+		t.Errorf("the work's median under load = %v ms, want at least the 2 ms it sleeps", median)
+	}
+	if got := probeWork(ctx, 0)(); got != 0 {
+		t.Errorf("no work: %v ms, want 0 (not timed)", got)
+	}
+}

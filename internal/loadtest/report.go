@@ -139,6 +139,15 @@ type Row struct {
 	// always: "pool" (PoolLimit is set), "spread" (the workers are
 	// spread too thin for a queue to form, see Sparse), "": they apply.
 	CeilingNotApplicable string `json:"ceiling_not_applicable"`
+	// WorkUnderLoad is how long the work took during this row's own
+	// spends, in ms: the median of a probe that does the same wallet.Work
+	// beside the workers for the whole phase, under the load they make
+	// (ceiling_per_second charges the work as timed alone, before the
+	// run). CeilingUnderLoad and EfficiencyUnderLoad are the ceiling and
+	// the efficiency with it. 0: not timed (no work, or over 20 ms).
+	WorkUnderLoad       float64 `json:"work_under_load_ms,omitempty"`
+	CeilingUnderLoad    float64 `json:"ceiling_under_load_per_second,omitempty"`
+	EfficiencyUnderLoad float64 `json:"efficiency_under_load,omitempty"`
 	// VsNone is accepted_per_second over none's at the same worker count
 	// in this run: what coordinating cost on this machine. 0: unknown (none
 	// not run, or it measured nothing).

@@ -511,6 +511,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	defer time.AfterFunc(cfg.Duration, stop).Stop()
 	var issued atomic.Int64
 	var wg sync.WaitGroup
+	probe := probeWork(run, cfg.Work)
 	start := time.Now()
 	for w := range workers {
 		wg.Go(func() {
@@ -536,6 +537,8 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stop()
+	row.WorkUnderLoad = probe()
 	// The workers' stacks (8 KiB and more each: 80 MiB at 10,000) are
 	// freed by the next collection, and until it runs the heap may grow
 	// by as much again, because Go sets the next collection's goal from
@@ -637,6 +640,11 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 	parallel := Parallel(r.cfg.Wallets, row.Workers, r.cfg.Hot)
 	row.Ceiling = Ceiling(parallel, work, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
 	row.Efficiency = Efficiency(row.PerSecond, row.Ceiling)
+	if row.WorkUnderLoad > 0 && !s.workOutside {
+		loaded := time.Duration(row.WorkUnderLoad * float64(time.Millisecond))
+		row.CeilingUnderLoad = Ceiling(parallel, loaded, row.RoundTrips, rep.RedisRTT.duration(), rep.PostgresRTT.duration())
+		row.EfficiencyUnderLoad = Efficiency(row.PerSecond, row.CeilingUnderLoad)
+	}
 	switch {
 	case row.Ceiling <= 0: // no ceiling at all (atomic): nothing to set aside
 	case row.PoolLimit != "":

@@ -71,7 +71,8 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 		// written some of its keys.
 		w.touched = max(w.touched, int(id-w.first)+1)
 		lockKey := wallet.LockKey(w.prefix, id)
-		p.Del(ctx, lockKeys(lockKey)[:2]...) // not the fence counter
+		keys := lockKeys(lockKey)
+		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
 		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
 	}, func(i int, _ redis.Cmder) error {
 		if (i+1)%batch == 0 || i+1 == w.n {
@@ -86,11 +87,11 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 }
 
 // lockKeys are the keys a wallet's locks may leave: the lock itself, the
-// fair lock's queue (named as fair.New names it, next to a lock key
-// that has a hash tag; its presence keys go with its Close), and the
-// fence counter, last.
+// fair lock's queue, presence and hand-off stream (named as package fair
+// names them, next to a lock key that has a hash tag; all expire within
+// a second anyway), and the fence counter, last.
 func lockKeys(lockKey string) []string {
-	return []string{lockKey, lockKey + ":queue", lock.FenceKey(lockKey)}
+	return []string{lockKey, lockKey + ":queue", lockKey + ":present", lockKey + ":handoff", lock.FenceKey(lockKey)}
 }
 
 // balancesRedis reads every wallet's balance from Redis.

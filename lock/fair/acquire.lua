@@ -1,112 +1,77 @@
--- acquire.lua (after queue.lua, which names the keys): one try
--- of a fair lock's waiter. On arrival it joins the queue, and takes the
--- lock at once when nobody waited and nobody held it; later tries find
--- out whether a release made it the holder, or serve the queue when the
--- lock is free with waiters queued (its holder expired).
--- KEYS[5]: the presence key of the caller's fair.Lock (see queue.lua)
--- ARGV[2]: the waiter's token, fresh for every acquisition
--- ARGV[3]: its queue entry, "token ttl fenced fair" (see queue.lua)
--- ARGV[4]: "join" on arrival; "first" on arrival too, after an RPUSH of
---          the entry that found the queue empty; "check" to ask again;
---          "rejoin" to ask again and join the queue again if the entry is
---          no longer in it
--- ARGV[5]: the lease of the fair.Lock's presence in ms, to renew it now; 0
---          leaves it alone (another waiter of the fair.Lock renews it)
--- ARGV[6]: how long the queue lasts in ms after it was last written or
---          renewed, longer than the presence lease: a queue that nobody
---          waits on any more (a waiter that gave up and could not leave)
---          expires, and never before the presence of a fair.Lock that waits
--- Returns {1, fence, lapsed} when the waiter holds the lock: it took it
--- now, or a release handed it over (the message saying so may be on its
--- way, or lost); fence is 0 unless it asked for one. Returns {0, holder,
--- lapsed} when it waits: holder is the SHA-1 of the holder's token (""
--- when unknown), so that a fair.Lock can tell a waiter of its own that missed
--- its hand-off. lapsed is 1 when the presence key had run out before this
--- renewal, so that entries of this fair.Lock may have been skipped and must
--- join again. When a key holds what it must not, it changes nothing and
--- returns a pair saying what is wrong, as lock/acquire_fenced.lua does:
---   {"lock type", t}   the lock key holds a t (hash, list...), not a lock
---   {"counter ...", v} the fence counter is broken (only when fenced)
--- A waiter that finds others queued runs only RPUSH and PEXPIRE (and a
--- waiter whose fair.Lock has others queued sends those two without this
--- script). The first to queue behind a holder runs RPUSH, PEXPIRE and
--- SET; without contention, RPUSH, PEXPIRE, SET and LREM (and GET and INCR
--- on the counter when fenced).
-local token, entry, mode, lease = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local kept = ARGV[6]
+-- acquire.lua (after queue.lua): a waiter's try, or a reader's tick. Each
+-- renews the caller's presence and the expiry of queue and stream.
+-- ARGV[4]: the waiter's token, ARGV[5] its entry ("" for a tick)
+-- ARGV[6]: "join" (queue up, or take the lock if nobody waits), "first"
+--          (join after an RPUSH found the queue empty), "rejoin" (take the
+--          lock if handed it, renewing its TTL; queue again if the entry is
+--          gone) or "tick" (serve the queue if the lock is free)
+-- Returns {1, fence} to a holder; else {0, holder's SHA-1 or "", the
+-- stream's last ID (hand-offs to the caller come later), 1 if the
+-- presence had lapsed}; or a refusal as lock/acquire_fenced.lua's.
+local token, entry, mode = ARGV[4], ARGV[5], ARGV[6]
 local _, ttl, fenced = parse(entry)
 
--- push queues the entry at the tail; every write to the queue renews
--- its expiry. Returns the queue's length.
-local function push()
-	local n = redis.call("RPUSH", queue, entry)
-	redis.call("PEXPIRE", queue, kept)
-	return n
+redis.call("ZREMRANGEBYSCORE", presence, "-inf", clock() - 1)
+local lapsed = redis.call("ZADD", presence, now + lease, mine) -- 1: it was gone
+redis.call("PEXPIRE", presence, kept)
+redis.call("PEXPIRE", queue, kept)
+redis.call("PEXPIRE", stream, kept)
+local tail = redis.call("XREVRANGE", stream, "+", "-", "COUNT", 1)
+local function waiting(holder)
+	return {0, holder and redis.sha1hex(holder) or "", tail[1] and tail[1][1] or "0-0", lapsed}
 end
 
-local lapsed = 0
-if lease > 0 then
-	if not redis.call("SET", KEYS[5], "1", "PX", lease, "GET") then
-		lapsed = 1
-		if mode == "check" then
-			mode = "rejoin"
-		end
+local holder
+if mode == "tick" then
+	holder = redis.pcall("GET", lock)
+	if not holder then
+		holder = handOff(false)
 	end
-	redis.call("PEXPIRE", queue, kept)
-end
-if fenced == "1" then
-	local refusal = counterRefusal()
-	if refusal then
-		if mode ~= "join" then
+else
+	if fenced == "1" then
+		local refusal = counterRefusal()
+		if refusal then
 			redis.call("LREM", queue, 0, entry)
+			return refusal
 		end
-		return refusal
 	end
+	if mode == "join" and push(entry) > 1 then
+		return waiting(false) -- others wait ahead of us
+	end
+	-- SET NX GET takes a free lock, and says who holds it if not.
+	holder = redis.pcall("SET", lock, token, "NX", "PX", ttl, "GET")
 end
-
-if mode == "join" and push() > 1 then
-	return {0, "", lapsed} -- others wait ahead of us: wait our turn
-end
-
--- SET NX GET takes the lock if it is free and says who holds it if not.
-local holder = redis.pcall("SET", lock, token, "NX", "PX", ttl, "GET")
 if type(holder) == "table" and holder.err then
 	redis.call("LREM", queue, 0, entry)
 	return {"lock type", redis.call("TYPE", lock)["ok"]}
 end
+if mode == "tick" then
+	return waiting(holder)
+end
 if holder == token then
-	-- A release made us the holder. The fence it drew is the counter's
-	-- value: nobody else can have drawn one since, while we hold the lock.
-	local n = 0
-	if fenced == "1" then
-		n = tonumber(redis.call("GET", counter)) or 0
-	end
-	return {1, n, lapsed}
+	-- Handed over: the lease starts again, with the fence the hand-off
+	-- drew (nobody can have drawn one since).
+	redis.call("PEXPIRE", lock, ttl)
+	return {1, fenced == "1" and tonumber(redis.call("GET", counter)) or 0}
 end
 if holder then
 	if mode == "rejoin" and not redis.call("LPOS", queue, entry) then
-		push()
+		push(entry)
 	end
-	return {0, redis.sha1hex(holder), lapsed}
+	return waiting(holder)
 end
-
--- The lock was free, and SET took it for us.
-if mode == "join" or mode == "first" then
-	-- We joined an empty queue: nobody waits ahead of us.
-	redis.call("LREM", queue, 1, entry)
-	return {1, fence(fenced), lapsed}
+if mode ~= "rejoin" then
+	redis.call("LREM", queue, 1, entry) -- we joined an empty queue
+	return {1, fence(fenced)}
 end
--- Free while waiters queue: its holder expired, or gave it back without a
--- hand-off. Serve the queue in order, with us in it; the first may be us.
+-- Free while waiters queue (a holder expired): serve them, us among them.
 if not redis.call("LPOS", queue, entry) then
-	push()
+	push(entry)
 end
 local to, n = handOff(token)
 if to == token then
-	return {1, n, lapsed}
-end
-if not to then -- never: our own entry passes
+	return {1, n}
+elseif not to then
 	redis.call("DEL", lock)
-	return {0, "", lapsed}
 end
-return {0, redis.sha1hex(to), lapsed}
+return waiting(to)

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,131 +18,95 @@ import (
 	"example.com/walletlock/lock/internal/core"
 )
 
-// This file is the waiting: waiters queue in Redis and a release hands
-// the lock to the first of them. notify.go is how a waiter hears that it
-// was handed the lock.
-
 var (
 	//go:embed queue.lua
-	fairQueueLua string
-
+	queueLua string
 	//go:embed acquire.lua
-	fairAcquireLua    string
-	fairAcquireScript = redis.NewScript(fairQueueLua + fairAcquireLua)
-
+	acquireLua    string
+	acquireScript = redis.NewScript(queueLua + acquireLua)
 	//go:embed release.lua
-	fairReleaseLua    string
-	fairReleaseScript = redis.NewScript(fairQueueLua + fairReleaseLua)
+	releaseLua    string
+	releaseScript = redis.NewScript(queueLua + releaseLua)
 )
 
 // ErrClosed is matched by the error of Acquire and AcquireFenced called
 // after Close, or still waiting when Close ran.
 var ErrClosed = errors.New("fair: lock closed")
 
-// queueLease is how long a Lock's presence on a lock lasts unless it is
-// renewed, which one of its waiters on that lock does every queueRenew,
-// for all of them. Waiters of a Lock that crashed, hangs or lost Redis
-// are skipped by hand-offs once it has run out; a live Lock would have to
-// miss two renewals in a row to lose it.
 const (
-	queueLease = 300 * time.Millisecond
-	queueRenew = queueLease / 3
+	tick     = 100 * time.Millisecond // how often a reader ticks (see Lock.tick)
+	presence = 3 * tick               // a Lock not heard of for this long is skipped by hand-offs
+	kept     = 2 * presence           // the queue, presence and stream expire this long after a write
 )
 
-// queueExpiry is how long a lock's queue lasts after it was last written
-// or renewed (each renewal of a presence renews the queue too): longer
-// than queueLease, so that it never runs out while a Lock that waits on
-// the lock is present, and short enough that the entry of a waiter that
-// gave up and could not leave is gone soon after nobody waits any more.
-const queueExpiry = 2 * queueLease
-
-// Client is what a fair lock needs from go-redis: what lock.Client has,
-// plus Pipeline (to queue up behind others without a script), DEL (for
-// Close) and connections to subscribe on. *redis.Client (single node or
-// Sentinel failover), *redis.ClusterClient, *redis.Ring and
-// redis.UniversalClient satisfy it.
+// Client is what a fair lock needs from go-redis: lock.Client plus XREAD.
+// *redis.Client (single node or Sentinel), *redis.ClusterClient,
+// *redis.Ring and redis.UniversalClient satisfy it.
 type Client interface {
 	lock.Client
-	Pipeline() redis.Pipeliner
-	Del(ctx context.Context, keys ...string) *redis.IntCmd
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-	SSubscribe(ctx context.Context, channels ...string) *redis.PubSub
+	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
 }
 
 // Lock is a fair lock: it hands out the same leases as lock.Acquire, but
 // its waiters take turns (see the package doc). One Lock serves every key
-// and goroutine of a process: it keeps one subscription connection per
-// Redis node (one on a single node), shared by all of its waiters, and a
-// goroutine that reads it. A connection closes once nobody has waited on
-// it for a few seconds; Close stops them all.
-//
-// Each Lock has a random name of its own, which its waiters' queue
-// entries carry and its presence on each lock key is named by (see
-// queue.lua). In the comments here, "a Lock" (capitalised) is one of
-// these; "the lock" is the lease on a key.
+// and goroutine of a process. While its goroutines wait on a key it runs
+// one reader there, which holds one pooled connection in a blocking read;
+// Close stops them. Its random name marks its waiters' queue entries and
+// its presence.
 type Lock struct {
-	rdb     Client
-	name    string               // names its waiters' entries and its presence in each queue
-	cluster *redis.ClusterClient // set when rdb is one: sharded pub/sub
+	rdb  Client
+	name string
+	done chan struct{} // closed by Close
 
 	mu      sync.Mutex
 	closed  bool
-	done    chan struct{}      // closed by Close
 	waiters map[string]*waiter // by handoffID
-	shards  map[string]*shard  // by node address, "" for a single node
-	wg      sync.WaitGroup     // the shards' goroutines
+	keys    map[string]*group  // by lock key
+	readers map[*group]bool    // the groups whose reader runs
+	wg      sync.WaitGroup     // the readers
 }
 
 // New returns a fair lock on rdb. It starts nothing until a waiter needs
-// to wait; call Close when done with it. A nil rdb gives a Lock whose
-// Acquire returns an error matching lock.ErrInvalid.
+// to wait. A nil rdb gives a Lock whose Acquire returns an error matching
+// lock.ErrInvalid.
 func New(rdb Client) *Lock {
-	f := &Lock{
-		rdb:     rdb,
-		name:    rand.Text(),
-		done:    make(chan struct{}),
-		waiters: make(map[string]*waiter),
-		shards:  make(map[string]*shard),
-	}
-	if c, ok := rdb.(*redis.ClusterClient); ok && c != nil {
-		f.cluster = c
-	}
-	return f
+	return &Lock{rdb: rdb, name: rand.Text(), done: make(chan struct{}),
+		waiters: map[string]*waiter{}, keys: map[string]*group{}, readers: map[*group]bool{}}
 }
 
 // Acquire takes the lock on key for ttl, waiting its turn behind the
 // waiters that came first, until it holds the lock or ctx ends. Without
-// contention it costs one script call (and, for a key this Lock has not
-// waited on in the last seconds, a SUBSCRIBE it does not wait for);
-// otherwise it joins the queue, with a plain RPUSH when others of this
-// Lock wait already, and waits for a release to hand it the lock.
-// The lock's Attempts counts the tries it made, not the hand-off. A ttl
-// with a fraction of a millisecond is rounded up, as lock.Acquire does.
+// contention it costs one script call; otherwise it queues (with a plain
+// RPUSH when its Lock reads the key already) and waits to be handed the
+// lock. A lease handed over began in the release's script: Acquire
+// returns it as it is when at most a tenth of ttl can have passed since
+// (see read), and otherwise renews it to ttl first, with SET ... IFEQ
+// where the server has it or the try script, one more round trip. So the
+// lease has at least nine tenths of ttl left when Acquire returns.
+// Attempts counts the calls made.
 //
-// It returns what lock.Acquire returns: an error matching
-// lock.ErrInvalid before talking to Redis (and for a nil Lock); an error
-// matching lock.ErrWrongType when the key holds something other than a
-// lock (at once, or, when it only queued up behind others, at its next
-// try); an error wrapping ctx.Err() and naming the key when ctx ends
-// first (it leaves the queue then, and passes the lock on if it was just
-// handed over); and a Redis error at once when its first tries get no
-// answer (see arrivalTries). Once queued, it outlasts a dropped
-// connection or a Redis restart: each waiter whose try got no answer
-// asks again every 100 ms, in a mode that puts it back at the end of the
-// queue if Redis lost its entry, until one is answered or ctx ends.
-// After Close it returns an error matching ErrClosed.
+// It returns what lock.Acquire returns: lock.ErrInvalid before talking to
+// Redis; lock.ErrWrongType when the key holds something else; an error
+// wrapping ctx.Err() when ctx ends first (it leaves the queue then, and
+// passes the lock on if it was just handed over); a Redis error at once
+// when its first tries get no answer (see arrivalTries). Once queued it
+// outlasts a dropped connection or a Redis restart: it asks again every
+// tick, queueing again if Redis lost its entry. After Close: ErrClosed.
 func (f *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
 	return f.acquire(ctx, key, ttl, false)
 }
 
 // AcquireFenced is Acquire plus a fencing token, as lock.AcquireFenced:
-// taking the lock, on a try or by a hand-off, and incrementing the fence
-// counter at lock.FenceKey(key) happen in one script, so l.Fence grows
-// with every acquisition. It also returns the errors of
-// lock.AcquireFenced for a broken counter, at once and without queueing.
+// taking the lock, by a try or a hand-off, and incrementing the counter
+// at lock.FenceKey(key) happen in one script. A broken counter gives
+// lock.AcquireFenced's errors, without queueing.
 func (f *Lock) AcquireFenced(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
 	return f.acquire(ctx, key, ttl, true)
 }
+
+// arrivalTries is how many unanswered tries an arrival makes before it
+// gives up: a dropped connection costs a try, not the Acquire.
+const arrivalTries = 3
 
 func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fenced bool) (*lock.Lock, error) {
 	var rdb Client
@@ -154,133 +117,98 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	if err != nil {
 		return nil, err
 	}
-	q := newFairKeys(key, f.cluster != nil)
-	token := rand.Text()
-	wantFence := 0
+	q, token, wantFence := newFairKeys(key), rand.Text(), 0
 	if fenced {
 		wantFence = 1
 	}
 	entry := fmt.Sprintf("%s %d %d %s", token, ttl.Milliseconds(), wantFence, f.name)
-
-	// Listen before the first try: a hand-off published after the try put
-	// us in the queue must find us subscribed, or must be caught by a
-	// second try once we are (see wakeOn).
-	w, err := f.enter(ctx, q.channel(f.name), q.presence(f.name), token)
-	if errors.Is(err, ErrClosed) {
+	// Registered before the first try: a hand-off comes after the try
+	// that queued us, and must find us.
+	w, g := f.enter(q, token)
+	if w == nil {
 		return nil, closed(key)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
+	defer f.exit(w, g)
+	leave := func() { q.release(ctx, f.rdb, f.name, token, entry) }
+	granted := func(attempts int, fence int64) *lock.Lock {
+		return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb, f.name}).(*lock.Lock)
 	}
-	defer f.exit(w)
-	granted := func(fence int64, attempts int) *lock.Lock {
-		return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb}).(*lock.Lock)
-	}
-	// leave takes our entry out of the queue, and passes the lock on if a
-	// release had just made us the holder. It runs after ctx ended too.
-	leave := func() { q.release(ctx, f.rdb, token, entry) }
-
-	timer := time.NewTimer(queueRenew)
-	defer timer.Stop()
-	mode, renew := join, f.renewal(w)
-	arrived := false // a try was answered: we are in the queue, or were
+	mode, arrived := "join", false
 	var lastErr error
 	for attempts := 1; ; attempts++ {
-		wake := f.wakeOn(w)
-		doubt := f.doubts(w)
 		var r tried
-		if mode == join && !renew && f.crowded(w) {
-			// Others of this Lock wait for this lock: most likely, all we
-			// need to do is queue up behind them.
-			r, err = q.join(ctx, f.rdb, token, entry, f.name)
+		if mode == "join" && f.reading(g) {
+			r, err = q.join(ctx, f.rdb, f.name, token, entry)
 		} else {
-			r, err = q.try(ctx, f.rdb, token, entry, mode, renew, f.name)
+			r, err = q.try(ctx, f.rdb, f.name, token, entry, mode)
 		}
+		again := false // ask again after a tick, even if not woken
 		switch {
 		case err == nil && r.won:
-			f.nudge(w, r)
-			return granted(r.fence, attempts), nil
+			return granted(attempts, r.fence), nil
 		case err == nil:
 			arrived, lastErr = true, nil
-			if mode == rejoin {
-				f.settle(w, doubt)
+			if f.answered(w, g, r) {
+				mode = "rejoin"
+				continue
 			}
-			f.nudge(w, r)
 		case ctx.Err() != nil:
 			leave()
 			return nil, gaveUp(key, ctx.Err(), err)
-		case refused(err):
+		case errors.Is(err, lock.ErrWrongType) || errors.Is(err, lock.ErrFenceOverflow):
 			leave()
-			f.refused(w)
-			return nil, err // the key or the counter holds what it must not
+			f.pokeAll(g) // the others learn it at their next try
+			return nil, err
 		case !transient(err) || !arrived && (attempts == arrivalTries || !core.Lost(err)):
 			leave()
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		case !arrived:
-			// No answer yet: the try may or may not have queued us. Ask
-			// again at once, in a mode that queues us once either way.
-			f.doubt(w)
-			mode, lastErr = rejoin, err
-			continue
+			mode, lastErr = "rejoin", err
+			continue // at once, in a mode that queues us once
 		default:
-			// We were queued, and lost Redis for a moment (a dropped
-			// connection, a restart): what the try did is unknown, and
-			// Redis may have lost the queue. Until each waiter of this
-			// Lock on the lock has had an answer in mode rejoin, it asks
-			// again every queueRenew (see due).
-			f.doubt(w)
-			lastErr = err
+			again, lastErr = true, err
 		}
-
-		var fence int64
-		var got bool
-		mode, renew, fence, got, err = f.wait(ctx, w, wake, timer)
+		mode = "rejoin"
+		h, ok, err := f.wait(ctx, w, again)
 		switch {
-		case got:
-			return granted(fence, attempts), nil
 		case errors.Is(err, ErrClosed):
 			leave()
 			return nil, closed(key)
 		case err != nil:
 			leave()
 			return nil, gaveUp(key, err, lastErr)
-		}
+		case ok && time.Since(h.since) <= ttl/10:
+			return granted(attempts, h.fence), nil
+		case ok && q.renewed(ctx, f.rdb, token, ttl):
+			return granted(attempts+1, h.fence), nil
+		} // else a try in mode rejoin, which renews a lease handed over
 	}
 }
 
-// wait blocks a waiter until it was handed the lock (got, with its
-// fence), or must ask Redis again: in mode, renewing its Lock's presence
-// when renew is set. It returns ctx.Err() when ctx ends, ErrClosed
-// when the Lock closes. Besides a hand-off, what wakes it is wake (see
-// wakeOn), a nudge from another waiter of its Lock, and its timer: at
-// the presence's renewal, which the first waiter of a Lock to see it
-// takes on for all of them while the others go on waiting without asking
-// Redis, or, while its entry may be missing from the queue, for every
-// waiter (see due).
-func (f *Lock) wait(ctx context.Context, w *waiter, wake <-chan struct{}, timer *time.Timer) (mode string, renew bool, fence int64, got bool, err error) {
-	for {
-		timer.Reset(f.renewalIn(w))
-		select {
-		case fence := <-w.grant:
-			return "", false, fence, true, nil
-		case <-wake:
-			return rejoin, f.renewal(w), 0, false, nil
-		case <-w.nudged:
-			return rejoin, f.renewal(w), 0, false, nil
-		case <-timer.C:
-			if mode, renew := f.due(w); mode != "" {
-				return mode, renew, 0, false, nil
-			}
-		case <-ctx.Done():
-			return "", false, 0, false, ctx.Err()
-		case <-f.done:
-			return "", false, 0, false, ErrClosed
-		}
+// wait blocks until w is handed the lock (ok), is poked to ask again, or,
+// when again is set, a tick has passed.
+func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (h grant, ok bool, err error) {
+	var after <-chan time.Time
+	if again {
+		t := time.NewTimer(tick)
+		defer t.Stop()
+		after = t.C
 	}
+	select {
+	case h := <-w.grant:
+		return h, h.fence >= 0, nil // -1: the next try says why
+	case <-w.poke:
+	case <-after:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-f.done:
+		err = ErrClosed
+	}
+	return h, false, err
 }
 
-// gaveUp is the error of a wait that ctx ended. last is the Redis error of
-// the last try, if it failed, which may be why the wait was long.
+// gaveUp is the error of a wait that ctx ended; last is the Redis error
+// of the last try, if it failed, which may be why the wait was long.
 func gaveUp(key string, cause, last error) error {
 	if last != nil && !errors.Is(last, cause) {
 		return fmt.Errorf("lock: acquire %s: gave up waiting (last try: %v): %w", key, last, cause)
@@ -288,20 +216,10 @@ func gaveUp(key string, cause, last error) error {
 	return fmt.Errorf("lock: acquire %s: gave up waiting: %w", key, cause)
 }
 
-func closed(key string) error {
-	return fmt.Errorf("lock: acquire %s: %w", key, ErrClosed)
-}
-
-// refused reports whether err is Redis refusing a try because the key, or
-// the fence counter, holds what it must not: asking again would only get
-// the same answer.
-func refused(err error) bool {
-	return errors.Is(err, lock.ErrWrongType) || errors.Is(err, lock.ErrFenceOverflow)
-}
+func closed(key string) error { return fmt.Errorf("lock: acquire %s: %w", key, ErrClosed) }
 
 // transient reports whether a try that failed with err is worth repeating:
-// a network error (no answer from Redis), or Redis saying it cannot serve
-// yet. Any other answer from Redis would only come again.
+// no answer from Redis, or Redis saying it cannot serve yet.
 func transient(err error) bool {
 	var answer redis.Error
 	if !errors.As(err, &answer) {
@@ -315,204 +233,140 @@ func transient(err error) bool {
 	return false
 }
 
-// fairKeys are the keys of one fair lock, in the order the scripts take
-// them (see queue.lua), and how a release tells the next holder.
-type fairKeys struct {
-	keys    []string // lock, queue, fence counter, what the channels start with
-	publish string   // "PUBLISH", or "SPUBLISH" on Redis Cluster
+// fairKeys are the keys of the fair lock on one key, as the scripts take
+// them (see queue.lua). Each starts as lock.FenceKey(key) without its
+// ":fence", so all share the lock key's hash slot.
+type fairKeys struct{ keys []string }
+
+func newFairKeys(key string) *fairKeys {
+	t := strings.TrimSuffix(lock.FenceKey(key), ":fence")
+	return &fairKeys{[]string{key, t + ":queue", lock.FenceKey(key), t + ":present", t + ":handoff"}}
 }
 
-// newFairKeys names the keys of the fair lock on key. Each starts as the
-// name of the lock's fence counter does, lock.FenceKey(key) without its
-// ":fence", and so shares the lock key's hash slot: "app:lock:{wallet:42}"
-// has its queue at "app:lock:{wallet:42}:queue", and "lock:7" at
-// "{lock:7}:queue". So do the channels, so that sharded pub/sub sends a
-// hand-off to the node that holds the lock. The key is one that
-// lock.Acquire accepts (Check refused the others).
-func newFairKeys(key string, sharded bool) *fairKeys {
-	tagged := strings.TrimSuffix(lock.FenceKey(key), ":fence")
-	q := &fairKeys{
-		keys:    []string{key, tagged + ":queue", lock.FenceKey(key), tagged + ":handoff"},
-		publish: "PUBLISH",
-	}
-	if sharded {
-		q.publish = "SPUBLISH"
-	}
-	return q
-}
-
-// channel is where the Lock named fair hears of hand-offs to its
-// waiters: a channel per Lock, so that PUBLISH's count of receivers says
-// whether that Lock listens (see queue.lua).
-func (q *fairKeys) channel(fair string) string { return q.keys[3] + ":" + fair }
-
-// presence is the presence key of the Lock named fair on this lock (see
-// queue.lua).
-func (q *fairKeys) presence(fair string) string { return q.keys[1] + ":" + fair }
-
-// The modes of a try (see acquire.lua).
-const (
-	join   = "join"   // arrival: queue up, or take the lock if nobody waits
-	first  = "first"  // arrival, after an RPUSH found the queue empty
-	check  = "check"  // ask again: did a release make us the holder?
-	rejoin = "rejoin" // ask again, and queue up again if our entry is gone
-)
-
-// arrivalTries is how many tries an arrival makes, one after the other,
-// while none is answered, before Acquire gives up with the error: a
-// dropped connection costs a try, not the Acquire. A Redis that cannot be
-// reached is reported at once. Tries after the first are in mode
-// rejoin, which queues the waiter once whether or not an unanswered try
-// did.
-const arrivalTries = 3
-
-// tried is what one try found out.
+// tried is what one try or tick found out (see acquire.lua).
 type tried struct {
 	won    bool
-	fence  int64  // when won
-	holder string // otherwise: the handoffID of the holder's token, "" if unknown
-	lapsed bool   // our Lock's presence had run out: its entries may be gone
+	fence  int64     // when won
+	holder string    // otherwise: the handoffID of the holder, "" for none
+	last   string    // the stream's last ID when it ran, "" when unknown
+	lapsed bool      // our Lock's presence had run out: hand-offs may have skipped us
+	sent   time.Time // when it was sent
 }
 
-// try runs acquire.lua once, in mode, renewing the presence of the
-// Lock named fair when renew is set.
-func (q *fairKeys) try(ctx context.Context, rdb Client, token, entry, mode string, renew bool, fair string) (tried, error) {
-	lease := int64(0)
-	if renew {
-		lease = queueLease.Milliseconds()
-	}
-	keys := append(q.keys[:len(q.keys):len(q.keys)], q.presence(fair))
-	reply, err := core.Run(ctx, rdb, fairAcquireScript, fairQueueLua+fairAcquireLua, keys, q.publish, token, entry, mode, lease, queueExpiry.Milliseconds()).Slice()
+// try runs acquire.lua once, in mode "join", "first", "rejoin" or "tick".
+func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode string) (tried, error) {
+	sent := time.Now()
+	reply, err := core.Run(ctx, rdb, acquireScript, queueLua+acquireLua, q.keys,
+		kept.Milliseconds(), presence.Milliseconds(), fair, token, entry, mode).Slice()
 	if err != nil {
 		return tried{}, err
 	}
-	if len(reply) >= 2 {
-		switch first := reply[0].(type) {
-		case int64:
-			if first == 1 {
-				if n, ok := reply[1].(int64); ok {
-					lapsed := len(reply) == 3 && reply[2] == int64(1)
-					return tried{won: true, fence: n, lapsed: lapsed}, nil
-				}
-			}
-			if len(reply) == 3 && first == 0 {
-				holder, ok1 := reply[1].(string)
-				lapsed, ok2 := reply[2].(int64)
-				if ok1 && ok2 {
-					return tried{holder: holder, lapsed: lapsed == 1}, nil
-				}
-			}
-		case string:
+	switch {
+	case len(reply) == 2 && reply[0] == int64(1):
+		if n, ok := reply[1].(int64); ok {
+			return tried{won: true, fence: n}, nil
+		}
+	case len(reply) == 4 && reply[0] == int64(0):
+		holder, ok1 := reply[1].(string)
+		last, ok2 := reply[2].(string)
+		if ok1 && ok2 {
+			return tried{holder: holder, last: last, lapsed: reply[3] == int64(1), sent: sent}, nil
+		}
+	case len(reply) == 2:
+		if _, ok := reply[0].(string); ok {
 			return tried{}, core.Lend.FenceRefusal(q.keys[0], reply)
 		}
 	}
 	return tried{}, fmt.Errorf("unexpected reply %v from acquire.lua", reply)
 }
 
-// join queues a waiter with a plain RPUSH, the cheapest way to arrive
-// behind others: one round trip, no script, and a PEXPIRE in the same
-// round trip, as every write to the queue has. Only when that RPUSH found
-// the queue empty does it run acquire.lua ("first"), to take the
-// lock if it is free. The two are not one atomic step, and need not be:
-// while an entry is queued, a release hands the lock to it rather than
-// freeing it, and whatever the try then finds is still true.
-func (q *fairKeys) join(ctx context.Context, rdb Client, token, entry, fair string) (tried, error) {
-	p := rdb.Pipeline()
-	push := core.Send(ctx, p, "rpush", q.keys[1], entry) // a second RPUSH would queue us twice
-	p.PExpire(ctx, q.keys[1], queueExpiry)
-	p.Exec(ctx)
-	n, err := push.Int64()
+// join queues a waiter with a plain RPUSH, the cheapest way to arrive,
+// when its Lock's reader on the key runs already (it reads the hand-off
+// and renews the presence). When the RPUSH found the queue empty it runs
+// acquire.lua ("first") to take the lock if free and give the queue its
+// expiry. The two need not be atomic: while an entry is queued, a release
+// hands the lock to it rather than freeing it.
+func (q *fairKeys) join(ctx context.Context, rdb Client, fair, token, entry string) (tried, error) {
+	n, err := core.Send(ctx, rdb, "rpush", q.keys[1], entry).Int64() // twice would queue us twice
 	if err != nil || n > 1 {
 		return tried{}, err
 	}
-	return q.try(ctx, rdb, token, entry, first, false, fair)
+	return q.try(ctx, rdb, fair, token, entry, "first")
 }
 
-// handoff is how a lock that a Lock handed out is released (see
-// core.Handoff): by release.lua, which passes it to the next waiter.
+// renewed resets the TTL of a lock token was just handed with SET ...
+// IFEQ, where the server has it (Redis 8.4 and later, found by
+// lock.HasDelex; not run against a real one here). It reports false when
+// it did not: no IFEQ, the lease ran out first, or no answer. The waiter
+// then asks in mode rejoin, whose script renews the TTL too.
+func (q *fairKeys) renewed(ctx context.Context, rdb Client, token string, ttl time.Duration) bool {
+	if ifeq, _ := lock.HasDelex(ctx, rdb); !ifeq {
+		return false
+	}
+	return core.Send(ctx, rdb, "set", q.keys[0], token, "IFEQ", token, "PX", ttl.Milliseconds()).Err() == nil
+}
+
+// handoff releases a lock a Lock handed out (see core.Handoff): by
+// release.lua, which passes it to the next waiter.
 type handoff struct {
-	q   *fairKeys
-	rdb Client
+	q    *fairKeys
+	rdb  Client
+	fair string // the Lock's name
 }
 
 func (h handoff) Release(ctx context.Context, token string) error {
-	return h.q.release(ctx, h.rdb, token, "")
+	return h.q.release(ctx, h.rdb, h.fair, token, "")
 }
 
 func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *redis.Cmd {
-	return core.EvalSha(ctx, p, fairReleaseScript, h.q.keys, h.q.publish, token, "")
+	return core.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), h.fair, token, "")
 }
 
-// release runs release.lua: with an entry, to leave the queue;
-// without, as (*lock.Lock).Release does for a lock that a Lock handed
-// out. Like Release, it keeps ctx's values but not its cancellation, and
-// gives up after lock.ReleaseTimeout. It returns lock.ErrNotHeld when
-// token did not hold the lock, and an error matching lock.ErrUnknown when
-// no answer came (see outcome).
-//
-// A release whose reply was lost is sent again, by release itself, not
-// by go-redis: running the script twice does no harm (once a token has
-// given the lock away it never holds it again, and the entry is gone
-// already), but the second run answers 0 when the first released the
-// lock, and only release knows that a first run may have happened.
-func (q *fairKeys) release(ctx context.Context, rdb Client, token, entry string) error {
+// release runs release.lua: with an entry, to leave the queue; without,
+// as (*lock.Lock).Release. Like Release it outlives ctx's cancellation
+// for lock.ReleaseTimeout, returns lock.ErrNotHeld when token did not hold
+// the lock and lock.ErrUnknown when no answer came. A run whose reply was
+// lost is sent again by release itself: a second run does no harm, but
+// answers 0 when the first released the lock, which only release knows.
+func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
 	defer cancel()
 	var unanswered error // why an earlier run may have run unanswered
-	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		n, err := core.Run(ctx, rdb, fairReleaseScript, fairQueueLua+fairReleaseLua, q.keys, q.publish, token, entry).Int()
-		if err == nil || !transient(err) {
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, tick) {
+		n, err := core.Run(ctx, rdb, releaseScript, queueLua+releaseLua, q.keys,
+			kept.Milliseconds(), presence.Milliseconds(), fair, token, entry).Int()
+		if err == nil || !transient(err) || ctx.Err() != nil {
 			return q.outcome(n, err, unanswered)
 		}
 		if core.Lost(err) {
 			unanswered = err
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return q.outcome(0, err, unanswered)
-		case <-t.C:
-		}
+		time.Sleep(pause)
 	}
 }
 
 // outcome is what a release whose last run answered n, or failed with
-// err, returns. unanswered is the error of an earlier run that got no
-// answer: then an answer 0 may mean that run released the lock, and is no
-// proof that the lease had run out. A run that got no answer, or an
-// answer 0 after one, gives an error matching lock.ErrUnknown (and wrapping the
-// cause), never lock.ErrNotHeld.
+// err, returns; after an unanswered run, 0 is no proof the lease ran out.
 func (q *fairKeys) outcome(n int, err, unanswered error) error {
+	key := q.keys[0]
 	switch {
 	case core.Lost(err):
-		return fmt.Errorf("lock: release %s: %w: %w", q.keys[0], lock.ErrUnknown, err)
+		return fmt.Errorf("lock: release %s: %w: %w", key, lock.ErrUnknown, err)
 	case err != nil && unanswered != nil:
-		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", q.keys[0], lock.ErrUnknown, unanswered, err)
+		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", key, lock.ErrUnknown, unanswered, err)
 	case err != nil:
-		return fmt.Errorf("lock: release %s: %w", q.keys[0], err)
+		return fmt.Errorf("lock: release %s: %w", key, err)
 	case n == 0 && unanswered != nil:
-		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", q.keys[0], lock.ErrUnknown, unanswered)
+		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", key, lock.ErrUnknown, unanswered)
 	case n == 0:
 		return lock.ErrNotHeld
 	}
 	return nil
 }
 
-// handoffID is how a hand-off message names the waiter it made the
-// holder: the SHA-1 of its token, as queue.lua computes it, so that
-// the token itself, which could release the lock, never goes out.
+// handoffID names a waiter in a hand-off: the SHA-1 of its token, as
+// queue.lua computes it, so that the token never goes out.
 func handoffID(token string) string {
 	sum := sha1.Sum([]byte(token))
 	return hex.EncodeToString(sum[:])
-}
-
-// parseHandoff reads a hand-off message, "id fence".
-func parseHandoff(payload string) (id string, fence int64, ok bool) {
-	id, rest, ok := strings.Cut(payload, " ")
-	if !ok {
-		return "", 0, false
-	}
-	fence, err := strconv.ParseInt(rest, 10, 64)
-	return id, fence, err == nil
 }

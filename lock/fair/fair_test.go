@@ -627,38 +627,55 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	}
 }
 
-func TestFair_killedSubscriptionsDoNotStrandWaiters(t *testing.T) {
+func TestFair_killedConnectionsDoNotStrandWaiters(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
 
-	// One hand-off whose message is surely lost: the waiter's subscription
-	// is killed just before the release.
+	// One hand-off made while the waiter's reader is cut off: its
+	// connection is killed just before the release.
 	holder := mustFairAcquire(t, fairs[0], key, 10*time.Second)
 	ctx := testenv.Context(t, 30*time.Second)
 	next := acquireAsync(ctx, fairs[1], key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	time.Sleep(50 * time.Millisecond) // its subscription is confirmed
-	if err := rdb.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-		t.Fatalf("CLIENT KILL TYPE pubsub: %v", err)
+	time.Sleep(50 * time.Millisecond) // its reader reads
+	if killReaders(ctx, rdb) == 0 {
+		t.Fatal("no connection was reading hand-offs")
 	}
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := await(t, next, fallback+slack, "the waiter whose subscription was killed")
+	r := await(t, next, fallback+slack, "the waiter whose connections were killed")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	r.l.Release(ctx)
 
-	// Then kill every subscription every 30 ms while 10 workers contend.
+	// Then kill every reader's connection every 30 ms while 10 workers
+	// contend. (Killing the others is TestFair_lostRepliesAreNeverReportedAsNotHeld.)
 	stop := testenv.Disrupt(30*time.Millisecond, func() {
-		rdb.ClientKillByFilter(context.Background(), "TYPE", "pubsub")
+		killReaders(context.Background(), rdb)
 	})
 	contend(t, fairs, key, 10, 10, time.Millisecond, 30*time.Second)
-	t.Logf("subscriptions killed %d times", stop())
+	t.Logf("connections killed %d times", stop())
+}
+
+// killReaders kills every connection that is reading hand-offs, and
+// says how many it killed.
+func killReaders(ctx context.Context, rdb *redis.Client) int {
+	list, _ := rdb.ClientList(ctx).Result()
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		if id, ok := strings.CutPrefix(line, "id="); ok && strings.Contains(line, " cmd=xread ") {
+			id, _, _ = strings.Cut(id, " ")
+			if rdb.Do(ctx, "CLIENT", "KILL", "ID", id).Err() == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func TestFair_scriptFlushMidRun(t *testing.T) {
@@ -940,9 +957,9 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	}
 }
 
-// A Fair holds no connection for a lock nobody waits on: a channel is
-// dropped once idle for a while, and the connection with its last one.
-func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
+// A Fair holds no connection for a lock nobody waits on: its reader on a
+// key stops a second after the last waiter there left.
+func TestFair_anIdleReaderStops(t *testing.T) {
 	t.Parallel()
 	srv := testenv.StartRedis(t)
 	rdb := srv.Client(t)
@@ -950,62 +967,52 @@ func TestFair_anIdleSubscriptionIsDropped(t *testing.T) {
 	f := newFair(t, srv.Client(t))
 	ctx := testenv.Context(t, 30*time.Second)
 
-	subscribers := func() int {
+	readers := func() int {
 		list, err := rdb.ClientList(ctx).Result()
 		if err != nil {
 			t.Fatalf("CLIENT LIST: %v", err)
 		}
-		return strings.Count(list, " flags=P ")
+		return strings.Count(list, " flags=b ") // blocked, in XREAD
 	}
-	owner := mustFairAcquire(t, f, key, 10*time.Second)
-	next := acquireAsync(ctx, f, key, 10*time.Second)
-	waitQueued(t, rdb, key, 1)
-	if n := subscribers(); n != 1 {
-		t.Errorf("%d subscription connections while a waiter waits, want 1", n)
-	}
-	owner.Release(ctx)
-	r := await(t, next, slack, "the waiter")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	r.l.Release(ctx)
+	waitReaders := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Second + slack) // the reader lingers a second
 
-	deadline := time.Now().Add(3*time.Second + slack) // linger, plus the listener's ticks
-	for subscribers() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d subscription connections left long after the last waiter, want 0", subscribers())
+		for readers() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections reading hand-offs, want %d", readers(), want)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	// And the next waiter subscribes again.
-	owner = mustFairAcquire(t, f, key, 10*time.Second)
-	next = acquireAsync(ctx, f, key, 10*time.Second)
-	waitQueued(t, rdb, key, 1)
-	owner.Release(ctx)
-	if r := await(t, next, slack, "the waiter after the drop"); r.err != nil {
-		t.Fatal(r.err)
-	} else {
+	for round := range 2 { // and the next waiter reads again
+		owner := mustFairAcquire(t, f, key, 10*time.Second)
+		next := acquireAsync(ctx, f, key, 10*time.Second)
+		waitQueued(t, rdb, key, 1)
+		waitReaders(1)
+		owner.Release(ctx)
+		r := await(t, next, slack, fmt.Sprintf("the waiter of round %d", round))
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
 		r.l.Release(ctx)
+		waitReaders(0)
 	}
 }
 
-// deafClient subscribes on another server, where no hand-off is ever
-// published: every message its Fair waits for is lost.
+// deafClient reads hand-offs on another server, where none is ever
+// written: every hand-off its Fair waits for goes unread.
 type deafClient struct {
 	redis.UniversalClient
 	elsewhere *redis.Client
 }
 
-func (d deafClient) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return d.elsewhere.Subscribe(ctx, channels...)
+func (d deafClient) XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd {
+	return d.elsewhere.XRead(ctx, a)
 }
 
-func (d deafClient) SSubscribe(ctx context.Context, channels ...string) *redis.PubSub {
-	return d.elsewhere.SSubscribe(ctx, channels...)
-}
-
-// With every message lost, waiters are still served, in order: a release
-// makes the next waiter the holder, and its next try finds out.
+// With every hand-off unread, waiters are still served, in order: a
+// release makes the next waiter the holder, and the next tick finds out.
 func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
@@ -1105,24 +1112,10 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 			next <- result{l, err, time.Now()}
 		}()
 		waitQueued(t, cluster, key, 1)
-		// Each Fair listens on a shard channel of its own for this lock,
-		// and on no plain one. Listen on them too, sharded.
-		pattern := tagOf(key) + ":handoff:*"
-		channels := node.PubSubShardChannels(ctx, pattern).Val()
-		if len(channels) != 2 {
-			t.Fatalf("PUBSUB SHARDCHANNELS %s = %v, want one channel per Fair", pattern, channels)
-		}
-		if plain := node.PubSubChannels(ctx, pattern).Val(); len(plain) != 0 {
-			t.Errorf("PUBSUB CHANNELS %s = %v, want none", pattern, plain)
-		}
-		listener := cluster.SSubscribe(ctx, channels...)
-		defer listener.Close()
-		for range channels {
-			if msg, err := listener.ReceiveTimeout(ctx, slack); err != nil {
-				t.Fatalf("SSUBSCRIBE %v: %v", channels, err)
-			} else if _, ok := msg.(*redis.Subscription); !ok {
-				t.Fatalf("SSUBSCRIBE %v: got %v", channels, msg)
-			}
+		// The hand-offs go to a stream in the lock key's slot.
+		stream := tagOf(key) + ":handoff"
+		if slot, want := node.ClusterKeySlot(ctx, stream).Val(), node.ClusterKeySlot(ctx, key).Val(); slot != want {
+			t.Errorf("the hand-off stream %s is in slot %d, the lock in %d", stream, slot, want)
 		}
 		if err := owner.Release(ctx); err != nil {
 			t.Fatalf("Release(%s): %v", key, err)
@@ -1134,11 +1127,11 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 		if r.l.Fence != owner.Fence+1 {
 			t.Errorf("fence %d after %d, want the next one", r.l.Fence, owner.Fence)
 		}
-		// The release told the waiter by SPUBLISH, naming it by the SHA-1
+		// The release told the waiter on the stream, naming it by the SHA-1
 		// of its token (never the token), with its fence.
-		msg, err := listener.ReceiveTimeout(ctx, slack)
-		if m, ok := msg.(*redis.Message); !ok || m.Payload != fmt.Sprintf("%s %d", r.l.ID(), r.l.Fence) {
-			t.Errorf("the hand-off message: got %v, %v; want the SHA-1 of the waiter's token and its fence", msg, err)
+		last, err := cluster.XRevRangeN(ctx, stream, "+", "-", 1).Result()
+		if err != nil || len(last) != 1 || !strings.HasPrefix(fmt.Sprint(last[0].Values["h"]), fmt.Sprintf("%s %d ", r.l.ID(), r.l.Fence)) {
+			t.Errorf("the hand-off entry: got %v, %v; want the SHA-1 of the waiter's token and its fence", last, err)
 		}
 		r.l.Release(ctx)
 	}
@@ -1149,8 +1142,8 @@ func TestFair_worksOnRedisCluster(t *testing.T) {
 // the key itself when it has a hash tag, the key as one otherwise.
 func tagOf(key string) string { return strings.TrimSuffix(lock.FenceKey(key), ":fence") }
 
-// A Ring sends each lock's scripts to the shard of its hash tag: the
-// hand-off must be listened for on that shard.
+// A Ring sends each lock's scripts and reads to the shard of its hash
+// tag: the hand-off stream is on the lock's shard.
 func TestFair_worksOnARing(t *testing.T) {
 	t.Parallel()
 	servers := []*testenv.RedisServer{testenv.StartRedis(t), testenv.StartRedis(t)}
@@ -1184,14 +1177,13 @@ func TestFair_worksOnARing(t *testing.T) {
 		owner := mustFairAcquire(t, f, key, 10*time.Second)
 		next := acquireAsync(ctx, f, key, 10*time.Second)
 		waitQueued(t, shard, key, 1)
-		pattern := tagOf(key) + ":handoff:*"
-		if channels := shard.PubSubChannels(ctx, pattern).Val(); len(channels) != 1 {
-			t.Errorf("%s: PUBSUB CHANNELS %s on its shard = %v, want the Fair's", key, pattern, channels)
-		}
 		owner.Release(ctx)
 		r := await(t, next, slack, "the waiter on "+key)
 		if r.err != nil {
 			t.Fatalf("the waiter on %s: %v", key, r.err)
+		}
+		if n := shard.Exists(ctx, tagOf(key)+":handoff").Val(); n != 1 {
+			t.Errorf("%s: the hand-off stream is not on the lock's shard", key)
 		}
 		r.l.Release(ctx)
 	}

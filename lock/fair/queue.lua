@@ -1,94 +1,63 @@
--- queue.lua: what the fair lock's scripts share. Go puts it in front
--- of acquire.lua and release.lua, so that each runs as one
--- atomic script. Every key shares the lock key's hash tag, so all of them
--- live in one Redis Cluster slot (see fairKeys in fair.go).
--- KEYS[1]: the lock key; its value is the holder's token
--- KEYS[2]: the queue: a list of entries "token ttl fenced fair", in the
---          order the waiters arrived: they join at the tail and the head
---          is served first. ttl is the TTL the waiter asked for, in whole
---          milliseconds; fenced is 1 when it wants a fence, 0 otherwise;
---          fair names the fair.Lock (the process) the waiter waits in
+-- queue.lua: what the fair lock's scripts share; Go puts it in front of
+-- acquire.lua and release.lua. All keys share the lock key's hash tag, and
+-- these five are every key the scripts touch:
+-- KEYS[1]: the lock; its value is the holder's token
+-- KEYS[2]: the queue, entries "token ttl fenced fair" in arrival order:
+--          ttl in ms, fenced 1 for a fence, fair the fair.Lock's name
 -- KEYS[3]: the fence counter (see lock/acquire_fenced.lua)
--- KEYS[4]: what the hand-off channels start with: the fair.Lock named f
---          listens on KEYS[4] .. ":" .. f. It is a channel, not a key, but
---          it is passed among the keys so that Redis Cluster checks its
---          slot too
--- ARGV[1]: the command that tells a waiter it was handed the lock:
---          "PUBLISH", or "SPUBLISH" (sharded pub/sub) on Redis Cluster
---
--- Each fair.Lock that has waiters on this lock keeps a presence key, KEYS[2]
--- followed by ":" and the fair.Lock's name, alive with a short TTL, and renews
--- it for all of them at once (see acquire.lua). A hand-off whose
--- message reached nobody (PUBLISH counts who received it) asks it: a
--- fair.Lock that is present will find out by asking (its connection dropped,
--- or Redis has not yet confirmed its subscription), but one whose
--- presence ran out belongs to a process that crashed, hangs or lost
--- Redis, and the hand-off skips its waiter. The presence keys and
--- channels of other fair.Locks are used without being declared in KEYS; they
--- share the hash tag, so on Redis Cluster they live in the same slot as
--- the declared ones.
---
--- Every key these scripts write expires, but the fence counter, which
--- must only grow: the lock and the presence keys with their PX, the queue
--- with the PEXPIRE that acquire.lua sends with every write to it and
--- every renewal of a presence, so that entries of waiters that could not
--- leave go with it once nobody waits.
---
--- Every spend of a contended lock runs these scripts, so they count their
--- commands: a waiter that finds others queued joins with one RPUSH, and a
--- hand-off reads the lock, pops the head, sets the lock and publishes. A
--- key's type is asked only when a command fails on it.
-local lock, queue, counter, channel = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local publish = ARGV[1]
+-- KEYS[4]: presence: fair.Lock names scored with the server time (ms)
+--          until which each counts as alive
+-- KEYS[5]: the hand-off stream, entries {h = "id fence fair"}; id is the
+--          SHA-1 of the new holder's token, which never goes out
+-- ARGV[1]: how long queue, presence and stream last after a write (ms)
+-- ARGV[2]: how long a presence lasts (ms); ARGV[3]: the caller's fair.Lock
+-- Every key written expires but the counter, which must only grow.
+local lock, queue, counter, presence, stream = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local kept, lease, mine = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
--- parse splits a queue entry into token, ttl, fenced and fair; nil for an
--- entry that no waiter wrote.
-local function parse(entry)
+local now -- the server's time in ms, asked once
+local function clock()
+	if not now then
+		local t = redis.call("TIME")
+		now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+	end
+	return now
+end
+
+local function parse(entry) -- nil for an entry no waiter wrote
 	return string.match(entry, "^(%S+) (%d+) ([01]) (%S+)$")
 end
 
--- counterRefusal returns nil when the fence counter can be incremented,
--- and otherwise the pair lock/acquire_fenced.lua answers with: {"counter
--- type", t}, {"counter value", v} or {"counter limit", v}.
+local function push(entry)
+	local n = redis.call("RPUSH", queue, entry)
+	redis.call("PEXPIRE", queue, kept)
+	return n
+end
+
+-- counterRefusal: nil when the counter can be incremented, else what
+-- lock/acquire_fenced.lua answers.
 local function counterRefusal()
 	local value = redis.pcall("GET", counter)
 	if type(value) == "table" and value.err then
 		return {"counter type", redis.call("TYPE", counter)["ok"]}
+	elseif value and not string.match(value, "^%d+$") then
+		return {"counter value", value}
+	elseif value and (#value > 16 or tonumber(value) >= 2^53) then
+		return {"counter limit", value}
 	end
-	if value then
-		if not string.match(value, "^%d+$") then
-			return {"counter value", value}
-		end
-		if #value > 16 or tonumber(value) >= 2^53 then
-			return {"counter limit", value}
-		end
-	end
-	return nil
 end
 
--- fence returns the fence of a new holder: the counter incremented when
--- fenced is "1", 0 otherwise.
 local function fence(fenced)
-	if fenced == "1" then
-		return redis.call("INCR", counter)
-	end
-	return 0
+	return fenced == "1" and redis.call("INCR", counter) or 0
 end
 
--- handOff makes the first waiter whose fair.Lock is still present the holder,
--- with the TTL it asked for, taking it and the entries ahead of it out of
--- the queue, and publishes "id fence" on its fair.Lock's channel, so that its
--- waiter knows without asking again. id is the SHA-1 of its token:
--- whoever listens learns who got the lock, not how to release it. The
--- lock must be free, or held by the caller who gives it up; SET replaces
--- whatever it held. It skips an entry no waiter wrote, a waiter whose
--- message reached nobody and whose fair.Lock's presence ran out, and a waiter
--- that wants a fence when the counter is broken, which it tells with the
--- fence -1 to ask again and learn why. A fence drawn for a waiter it then
--- skips is lost: fences only need to grow. The caller's own token, quiet,
--- is taken with no message. Returns the new holder's token and fence, or
--- false when nobody waits; then the lock is as it was, or held by a
--- skipped waiter's token, which the caller must delete.
+-- handOff pops the queue to the first waiter whose fair.Lock is present
+-- (the caller's is), makes it the holder with its own TTL and appends its
+-- hand-off to the stream. It skips entries no waiter wrote, waiters of an
+-- absent fair.Lock (a process that crashed, hangs or lost Redis), and
+-- fenced waiters while the counter is broken (told so with fence -1). The
+-- token quiet is made holder without a hand-off. Returns the new holder's
+-- token and fence, or false with the lock as it was.
 local function handOff(quiet)
 	while true do
 		local head = redis.call("LPOP", queue)
@@ -96,21 +65,24 @@ local function handOff(quiet)
 			return false, 0
 		end
 		local token, ttl, fenced, fair = parse(head)
-		if token == quiet then
+		if token and token == quiet then
 			redis.call("SET", lock, token, "PX", ttl)
 			return token, fence(fenced)
 		end
-		if token then
-			local to, id = channel .. ":" .. fair, redis.sha1hex(token)
-			if fenced == "1" and counterRefusal() then
-				redis.call(publish, to, id .. " -1")
-			else
+		local seen = token and (fair == mine or redis.call("ZSCORE", presence, fair))
+		if seen == true or seen and tonumber(seen) >= clock() then
+			local n = -1
+			if fenced ~= "1" or not counterRefusal() then
 				redis.call("SET", lock, token, "PX", ttl)
-				local n = fence(fenced)
-				if redis.call(publish, to, id .. " " .. n) > 0
-					or redis.call("EXISTS", queue .. ":" .. fair) == 1 then
-					return token, n
-				end
+				n = fence(fenced)
+			end
+			local h = redis.sha1hex(token) .. " " .. n .. " " .. fair
+			if not redis.call("XADD", stream, "NOMKSTREAM", "MAXLEN", "~", 256, "*", "h", h) then
+				redis.call("XADD", stream, "*", "h", h)
+				redis.call("PEXPIRE", stream, kept) -- tries and ticks renew it
+			end
+			if n >= 0 then
+				return token, n
 			end
 		end
 	end

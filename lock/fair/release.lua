@@ -1,16 +1,9 @@
--- release.lua (after queue.lua, which names the keys): give a
--- fair lock back, or leave its queue. When the caller holds the lock, it
--- passes straight to the first waiter (see handOff); with nobody waiting,
--- the lock is deleted. The token check keeps a late holder from giving
--- away a lock that has passed to someone else.
--- ARGV[2]: the caller's token
--- ARGV[3]: the caller's queue entry, to take out of the queue ("" for
---          none): a waiter that gives up leaves the queue, and passes the
---          lock on if a release had just handed it over
+-- release.lua (after queue.lua): give the lock back, passing it to the
+-- first waiter (see handOff) or deleting it, or leave the queue.
+-- ARGV[4]: the caller's token; ARGV[5]: its queue entry to take out, ""
+-- for none (a waiter that gives up passes on a lock just handed to it)
 -- Returns 1 when the caller held the lock, 0 otherwise.
--- With nobody waiting it runs GET, LPOP and DEL; a hand-off runs GET,
--- LPOP, SET and PUBLISH (and EXISTS when the message reached nobody).
-local token, entry = ARGV[2], ARGV[3]
+local token, entry = ARGV[4], ARGV[5]
 if entry ~= "" then
 	redis.call("LREM", queue, 0, entry)
 end

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -168,20 +169,31 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 		}
 		rate, eff, wait = append(rate, rs), append(eff, es), append(wait, ws)
 	}
+	// none is the control: grey, and named BROKEN, so that its bar never
+	// reads as a winner.
+	labels := make([]string, len(names))
+	grey := map[int]bool{}
+	for i, s := range names {
+		labels[i] = s
+		if s == "none" {
+			labels[i], grey[i] = controlLabel, true
+		}
+	}
 	var out []template.HTML
 	for _, c := range []struct {
 		title, y   string
 		categories []string
 		ss         []series
+		grey       map[int]bool
 	}{
-		{"Step 6: accepted spends per second", "spends/s", names, rate},
-		{"Step 6: share of the serial ceiling", "%", names, eff},
-		{"Step 6: p99 lock wait", "ms", waiting, wait},
+		{"Step 6: p99 lock wait", "ms", waiting, wait, nil},
+		{"Step 6: accepted spends per second", "spends/s", labels, rate, grey},
+		{"Step 6: share of the serial ceiling", "%", labels, eff, grey},
 	} {
 		if len(c.categories) == 0 {
 			continue
 		}
-		svg, err := bars(c.title, c.y, c.categories, c.ss)
+		svg, err := bars(c.title, c.y, c.categories, c.ss, c.grey, math.NaN())
 		if err != nil {
 			return nil, nil, err
 		}

@@ -167,7 +167,7 @@ func cutColumns(table []string, columns []string) []string {
 		index[n] = i
 	}
 	var rows [][]string
-	for _, row := range table {
+	for r, row := range table {
 		var cells []string
 		for _, c := range columns {
 			i, ok := index[c]
@@ -176,6 +176,8 @@ func cutColumns(table []string, columns []string) []string {
 			}
 			var cell string
 			switch {
+			case r == 0:
+				cell = c
 			case i == 0:
 				cell = strings.Fields(row)[0]
 			case i == len(names)-1:

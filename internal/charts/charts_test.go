@@ -307,8 +307,8 @@ func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
 	for _, ph := range lesson.Phases {
 		p.mustName(t, "phase", ph.Step+" "+ph.Phase)
 	}
-	if p.svgs != 3 {
-		t.Errorf("%d charts, want 3: rate, share of the ceiling, p99 lock wait", p.svgs)
+	if p.svgs != 4 {
+		t.Errorf("%d charts, want 4: p99 lock wait, the locks' rate, the rate without a lock, the locks' share of the ceiling", p.svgs)
 	}
 	// The cells that differ: step3-ttl 1 on room-pc-3, its six step 6
 	// phases not reported, its phase count, and its step 6 strategies.

@@ -58,16 +58,19 @@ func pages(t *testing.T) []string {
 	return append([]string{"TUTORIAL.md"}, deep...)
 }
 
+// everyPage is what read finds on every page, in the order of pages.
+func everyPage[T any](t *testing.T, read func(*testing.T, string) []T) []T {
+	t.Helper()
+	var all []T
+	for _, p := range pages(t) {
+		all = append(all, read(t, p)...)
+	}
+	return all
+}
+
 // readTutorial returns the go run commands of every page, each with the
 // output block that follows it.
-func readTutorial(t *testing.T) []shownRun {
-	t.Helper()
-	var runs []shownRun
-	for _, p := range pages(t) {
-		runs = append(runs, readRuns(t, p)...)
-	}
-	return runs
-}
+func readTutorial(t *testing.T) []shownRun { return everyPage(t, readRuns) }
 
 // readRuns returns the go run commands of one page, each with the output
 // block that follows it.
@@ -302,14 +305,7 @@ type fencedBlock struct {
 }
 
 // readBlocks returns every fenced block of every page.
-func readBlocks(t *testing.T) []fencedBlock {
-	t.Helper()
-	var blocks []fencedBlock
-	for _, p := range pages(t) {
-		blocks = append(blocks, readPageBlocks(t, p)...)
-	}
-	return blocks
-}
+func readBlocks(t *testing.T) []fencedBlock { return everyPage(t, readPageBlocks) }
 
 // readPageBlocks returns every fenced block of one page.
 func readPageBlocks(t *testing.T, page string) []fencedBlock {

@@ -300,6 +300,26 @@ var noLock = []string{"none", "atomic"}
 // reads as a winner.
 const controlLabel = "none (BROKEN)"
 
+// apart splits strategies into the locks and the two without a lock, and
+// names the latter for their chart: none as the control, drawn grey.
+func apart(names []string) (locks, unlocked, labels []string, grey map[int]bool) {
+	grey = map[int]bool{}
+	for _, s := range names {
+		if !slices.Contains(noLock, s) {
+			locks = append(locks, s)
+			continue
+		}
+		if s == "none" {
+			grey[len(unlocked)] = true
+			labels = append(labels, controlLabel)
+		} else {
+			labels = append(labels, s)
+		}
+		unlocked = append(unlocked, s)
+	}
+	return locks, unlocked, labels, grey
+}
+
 // loadCharts draws the run. The chart that teaches comes first: the p99
 // lock wait against contention, with the fair-queue bound (or, for a
 // single run, the p99 lock wait per strategy); then the locks' rates
@@ -308,14 +328,7 @@ const controlLabel = "none (BROKEN)"
 func loadCharts(l load) ([]template.HTML, error) {
 	names := l.strategies()
 	levels := l.levels()
-	var locks, unlocked []string
-	for _, s := range names {
-		if slices.Contains(noLock, s) {
-			unlocked = append(unlocked, s)
-		} else {
-			locks = append(locks, s)
-		}
-	}
+	locks, unlocked, labels, grey := apart(names)
 	var waiting []string // strategies that wait for a lock
 	for _, s := range names {
 		for _, n := range levels {
@@ -387,14 +400,6 @@ func loadCharts(l load) ([]template.HTML, error) {
 		}
 	}
 	if len(unlocked) > 0 {
-		labels := make([]string, len(unlocked))
-		grey := map[int]bool{}
-		for i, s := range unlocked {
-			labels[i] = s
-			if s == "none" {
-				labels[i], grey[i] = controlLabel, true
-			}
-		}
 		if err := add(bars("Accepted spends per second without a lock (own scale)", "spends/s", labels, rates(unlocked), grey, math.NaN())); err != nil {
 			return nil, err
 		}

@@ -158,14 +158,7 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 	// The locks on one scale; none (the control, grey and named BROKEN)
 	// and atomic, many times faster, on one of their own; the share of
 	// the ceiling for the locks only (none passes 100%, atomic has none).
-	var locks, unlocked []string
-	for _, s := range names {
-		if slices.Contains(noLock, s) {
-			unlocked = append(unlocked, s)
-		} else {
-			locks = append(locks, s)
-		}
-	}
+	locks, unlocked, labels, grey := apart(names)
 	perMachine := func(strategies []string, pick func(loadRow, bool) float64) []series {
 		var out []series
 		for i, l := range room.loads {
@@ -179,14 +172,6 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 		return out
 	}
 	rate := func(r loadRow, ok bool) float64 { return value(ok, r.PerSecond) }
-	labels := make([]string, len(unlocked))
-	grey := map[int]bool{}
-	for i, s := range unlocked {
-		labels[i] = s
-		if s == "none" {
-			labels[i], grey[i] = controlLabel, true
-		}
-	}
 	var out []template.HTML
 	for _, c := range []struct {
 		title, y   string

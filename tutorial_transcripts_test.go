@@ -310,6 +310,7 @@ func (s *ownServices) run(t *testing.T, tr transcript) []string {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, tr.step), tr.args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	dieWithTest(cmd)
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() == 2) {
 		t.Fatalf("%s:%d: go run ./cmd/%s %s: %v\n%s", tr.page, tr.cmd.line, tr.step, strings.Join(tr.args, " "), err, out.String())

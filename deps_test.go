@@ -9,8 +9,11 @@ import (
 
 // Each program links what it uses: no step links the drill's plumbing,
 // and step 1, which takes no lock, links no lock library. (Step 1 still
-// links lock and pgx through internal/cli's run lease and the wallet and
-// services packages; add them to step1-race's list once those split.)
+// links lock and pgx: internal/harness imports lock for its run lease and
+// step 5's fencing, and pgxpool for step 5's row; wallet imports pgx for
+// its Store, and internal/services for ConnectPostgres. Add them to
+// step1-race's list once the harness's lease and row, wallet's Store and
+// services' PostgreSQL half live in packages step 1 does not import.)
 func TestDeps_eachProgramLinksWhatItUses(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {

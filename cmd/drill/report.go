@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -31,7 +34,7 @@ type report struct {
 
 func newReport(w io.Writer, asJSON bool) *report { return &report{w: w, asJSON: asJSON} }
 
-func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config) {
+func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config, nemeses []string) {
 	if r.asJSON {
 		return
 	}
@@ -40,8 +43,12 @@ func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config)
 		rv = "?"
 	}
 	pv, _ := services.PostgresVersion(ctx, pool)
-	fmt.Fprintf(r.w, "drill: redis-server %s of its own on loopback ports, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
-		rv, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
+	where := "on loopback ports"
+	if slices.ContainsFunc(nemeses, drill.IsPartition) {
+		where += " (the partition's: in three network namespaces of its own)"
+	}
+	fmt.Fprintf(r.w, "drill: redis-server %s of its own %s, PostgreSQL %s; %d spender processes x %d spends at a time, %d wallets, TTL %v, work %v\n",
+		rv, where, pv, c.Procs, c.Conc, c.Wallets, c.TTL, c.Work)
 }
 
 // row is a JSON row: the keys of drill.Result plus the lesson's verdict.
@@ -64,6 +71,11 @@ func (r *report) add(res drill.Result) {
 	}
 	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
 		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
+	if res.WindowMS != nil {
+		ms := func(p *int64) time.Duration { return time.Duration(*p) * time.Millisecond }
+		fmt.Fprintf(r.w, "    the old primary granted locks for %v after the cut; two primaries granted at once for %v, %d double grants between their holders; lost at the heal: %s\n",
+			ms(res.OldPrimaryMS), ms(res.WindowMS), res.WindowDoubleGrants, res.Lost)
+	}
 }
 
 // skip says, in the text report, that a nemesis does not apply to a
@@ -129,6 +141,44 @@ func (r *report) table() {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s, %s\n", c.nemesis, c.strategy, c.seeds, c.broken,
 			c.off, c.dg, c.unknown, c.faults, c.want.Want, verdict)
+	}
+	tw.Flush()
+	r.windows()
+}
+
+// windows adds, for the partition nemeses, each seed's measure of the
+// partition (see drill.Window): how long the old primary granted locks
+// after the cut, how long two primaries granted at once, and the double
+// grants between their holders.
+func (r *report) windows() {
+	type seeds struct{ old, both, dg []string }
+	var order [][2]string
+	by := map[[2]string]*seeds{}
+	for _, res := range r.rows {
+		if res.WindowMS == nil {
+			continue
+		}
+		k := [2]string{res.Nemesis, res.Strategy}
+		if by[k] == nil {
+			by[k] = &seeds{}
+			order = append(order, k)
+		}
+		ms := func(p *int64) string {
+			return (time.Duration(*p) * time.Millisecond).Round(10 * time.Millisecond).String()
+		}
+		by[k].old = append(by[k].old, ms(res.OldPrimaryMS))
+		by[k].both = append(by[k].both, ms(res.WindowMS))
+		by[k].dg = append(by[k].dg, fmt.Sprint(res.WindowDoubleGrants))
+	}
+	if len(order) == 0 {
+		return
+	}
+	fmt.Fprintln(r.w)
+	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "nemesis\tstrategy\told primary granted for\ttwo primaries at once\tdouble grants across them\t(each seed)")
+	for _, k := range order {
+		s := by[k]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", k[0], k[1], strings.Join(s.old, " "), strings.Join(s.both, " "), strings.Join(s.dg, " "))
 	}
 	tw.Flush()
 }

@@ -34,10 +34,9 @@
 //	go run ./cmd/step3-ttl -phase 2
 //	go run ./cmd/step3-ttl -ttl 3s   # the work fits in the TTL: phase 1 is OK, and the program says so
 //
-// It exits 0 when every phase gave the verdict the lesson promises
-// (lesson.Phases), 1 when one did not or Redis failed, 2 on bad flags, and
-// 130 after Ctrl-C, once it has printed what it measured and deleted its
-// keys.
+// It exits 0 when every phase gives the verdict the lesson promises
+// (lesson.Phases), 1 when one does not or Redis fails, 2 on bad flags, 130
+// after Ctrl-C, once it has printed what it measured and deleted its keys.
 package main
 
 import (
@@ -59,13 +58,12 @@ const (
 func main() { harness.Main(run) }
 
 // The phases, in the lesson's order (phases.go).
-var phases = []struct {
-	name string
-	run  func(ctx context.Context, e env) (harness.Outcome, error)
-}{
-	{"1", noWatchdog}, // the work outlives the TTL and nothing extends the lease
-	{"2", watchdog},   // the same, with lock.Watch refreshing the lease
-	{"3", takenOver},  // the lease taken over mid-work: the watchdog cancels the spend
+func (e *env) phases() []harness.Phase {
+	return []harness.Phase{
+		{Name: "1", Run: e.noWatchdog}, // the work outlives the TTL and nothing extends the lease
+		{Name: "2", Run: e.watchdog},   // the same, with lock.Watch refreshing the lease
+		{Name: "3", Run: e.takenOver},  // the lease taken over mid-work: the watchdog cancels the spend
+	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -85,9 +83,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e.balanceKey, e.lockKey = wallet.BalanceKey(h.Prefix(), wallet.DemoWallet), wallet.LockKey(h.Prefix(), wallet.DemoWallet)
 	// Each phase in turn on a fresh balance of 100, spends of 10, until
 	// Ctrl-C: its three lines, its check against the lesson, the exit code.
-	return h.Phases(ctx, []string{e.balanceKey, e.lockKey}, func(r *harness.Report) {
-		r.Set("ttl", e.ttl.String())
-		r.Set("work", e.work.String())
-		r.Set("n", e.n)
-	}, chosen)
+	return h.Phases(ctx, []string{e.balanceKey, e.lockKey}, map[string]any{"ttl": e.ttl.String(), "work": e.work.String(), "n": e.n}, chosen)
 }

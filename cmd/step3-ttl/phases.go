@@ -1,45 +1,29 @@
 package main
 
-// The three phases. Each starts from a fresh balance and a free lock key,
-// so a phase run alone (-phase 2) tells the same story as in a full run.
+// The three phases, each on a fresh balance and a free lock key (Reset).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-// env is what the flags set, and the run's client and keys.
+// env is what the flags set, and the run's keys.
 type env struct {
 	ttl, work           time.Duration
 	n                   int
 	balanceKey, lockKey string
-	rdb                 redis.UniversalClient
-	r                   *harness.Run // for the clean-up context, which Ctrl-C does not end
 }
 
-// choose picks the phases -phase names, each running on e as the flags
-// set it, and checks the flags.
+// choose picks the phases -phase names, and checks the flags.
 func (e *env) choose(only string) ([]harness.Phase, []error) {
-	names, err := harness.Pick("-phase", only, []string{"1", "2", "3"})
-	var chosen []harness.Phase
-	for _, p := range phases {
-		if slices.Contains(names, p.name) {
-			chosen = append(chosen, harness.Phase{Name: p.name, Run: func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
-				e.rdb, e.r = r.Redis, r
-				return p.run(ctx, *e)
-			}})
-		}
-	}
+	chosen, err := harness.Choose("-phase", only, e.phases())
 	switch {
 	case err != nil:
 	case lock.CheckTTL(e.ttl) != nil:
@@ -51,33 +35,11 @@ func (e *env) choose(only string) ([]harness.Phase, []error) {
 	return chosen, []error{err, harness.CheckMax("-n", e.n, harness.MaxN), harness.CheckDuration("-ttl", e.ttl), harness.CheckDuration("-work", e.work)}
 }
 
-// fresh restores the balance and frees the lock key: each phase starts
-// from the same state, so a phase run alone tells the same story.
-func (e env) fresh(ctx context.Context) error {
-	if err := e.rdb.Del(ctx, e.lockKey).Err(); err != nil {
-		return fmt.Errorf("free %s: %w", e.lockKey, err)
-	}
-	return wallet.Set(ctx, e.rdb, e.balanceKey, initial)
-}
-
-// check reads the balance back, even after Ctrl-C, and checks it against
-// the accepted spends and those whose outcome is unknown.
-func (e env) check(accepted, unknown int) (wallet.Verdict, error) {
-	ctx, cancel := e.r.Cleanup()
-	defer cancel()
-	balance, err := wallet.Balance(ctx, e.rdb, e.balanceKey)
-	if err != nil {
-		return wallet.Verdict{}, err
-	}
-	return wallet.CheckUnknown(initial, amount, accepted, unknown, balance), nil
-}
-
-// acquire takes the lock, waiting long enough for every spender to get its
-// turn, so that the bound only stops a hang.
-func (e env) acquire(ctx context.Context) (*lock.Lock, error) {
+// acquire takes the lock, waiting long enough for every spender's turn.
+func (e *env) acquire(ctx context.Context, r *harness.Run) (*lock.Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.n)*(e.work+e.ttl)+5*time.Second)
 	defer cancel()
-	return lock.Acquire(ctx, e.rdb, e.lockKey, e.ttl)
+	return lock.Acquire(ctx, r.Redis, e.lockKey, e.ttl)
 }
 
 // figures are what a phase saw, beside its check in the JSON.
@@ -88,25 +50,24 @@ type figures struct {
 	Cause    string `json:"cause,omitempty"`   // phase 3: why the work was cancelled
 }
 
-// Phase 1: the work outlives the TTL and nothing extends the lease.
-func noWatchdog(ctx context.Context, e env) (harness.Outcome, error) {
-	return crowd(ctx, e, false, fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work))
+// Phases 1 and 2: the work outlives the TTL; nothing extends the lease,
+// then a watchdog refreshes it during the work.
+func (e *env) noWatchdog(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	return e.crowd(ctx, r, false, fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work))
 }
-
-// Phase 2: the same, with a watchdog refreshing the lease during the work.
-func watchdog(ctx context.Context, e env) (harness.Outcome, error) {
-	return crowd(ctx, e, true, fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, every(e.ttl)))
+func (e *env) watchdog(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	return e.crowd(ctx, r, true, fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, every(e.ttl)))
 }
 
 // crowd runs e.n spenders at once, each holding the lock for its spend.
-func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outcome, error) {
+func (e *env) crowd(ctx context.Context, r *harness.Run, watch bool, setting string) (harness.Outcome, error) {
 	o, f := harness.Outcome{Setting: setting}, figures{}
-	if err := e.fresh(ctx); err != nil {
+	if err := r.Reset(ctx, e.balanceKey, initial, e.lockKey); err != nil {
 		return o, err
 	}
 	var mu sync.Mutex
 	tally := wallet.Hammer(e.n, func(int) (bool, error) {
-		l, err := e.acquire(ctx)
+		l, err := e.acquire(ctx, r)
 		if err != nil {
 			return false, err
 		}
@@ -115,7 +76,7 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outc
 			// Refreshes every ttl/3; cancels work if a refresh fails.
 			work, stop = l.Watch(ctx)
 		}
-		ok, err := wallet.Spend(work, e.rdb, e.balanceKey, amount, e.work)
+		ok, err := wallet.Spend(work, r.Redis, e.balanceKey, amount, e.work)
 		stop()
 		rerr := l.Release(ctx)
 		mu.Lock()
@@ -130,9 +91,8 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outc
 		return ok, err
 	})
 	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
-	f.Unknown = tally.Unknown
-	o.Figures = f
-	v, err := e.check(tally.Accepted, tally.Unknown)
+	f.Unknown, o.Figures = tally.Unknown, &f
+	v, err := r.Check(e.balanceKey, initial, amount, tally.Accepted, tally.Unknown)
 	o.Verdict = v
 	if line := harness.Outcomes(tally, e.n, o.Verdict); line != "" {
 		o.Problems = append(o.Problems, line)
@@ -144,13 +104,12 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outc
 }
 
 // Phase 3: the lease is lost while the work runs.
-func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
-	o, f := harness.Outcome{}, figures{Releases: 1}
-	o.Setting = fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, every(e.ttl))
-	if err := e.fresh(ctx); err != nil {
+func (e *env) takenOver(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	o, f := harness.Outcome{Setting: fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, every(e.ttl))}, figures{Releases: 1}
+	if err := r.Reset(ctx, e.balanceKey, initial, e.lockKey); err != nil {
 		return o, err
 	}
-	l, err := e.acquire(ctx)
+	l, err := e.acquire(ctx, r)
 	if err != nil {
 		return o, err
 	}
@@ -163,12 +122,12 @@ func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
 		case <-time.After(e.work / 3):
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			tookOver <- e.rdb.Set(tctx, e.lockKey, "another-holder", e.ttl).Err()
+			tookOver <- r.Redis.Set(tctx, e.lockKey, "another-holder", e.ttl).Err()
 		case <-work.Done():
 			tookOver <- nil
 		}
 	}()
-	ok, spendErr := wallet.Spend(work, e.rdb, e.balanceKey, amount, e.work)
+	ok, spendErr := wallet.Spend(work, r.Redis, e.balanceKey, amount, e.work)
 	cause := context.Cause(work)
 	stop()
 	if err := <-tookOver; err != nil {
@@ -182,13 +141,7 @@ func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
 	default:
 		o.Problems = append(o.Problems, "the release succeeded: the takeover did not happen")
 	}
-	accepted, unknown := 0, 0
-	switch {
-	case ok:
-		accepted = 1
-	case errors.Is(spendErr, wallet.ErrUnknownOutcome):
-		unknown = 1
-	}
+	accepted, unknown := harness.Counted(ok, spendErr)
 	if !errors.Is(spendErr, lock.ErrNotHeld) {
 		o.Problems = append(o.Problems, fmt.Sprintf("the spend was not cancelled for a lost lease (accepted %v, error %v)", ok, spendErr))
 		o.Story = "the spend was not cancelled"
@@ -196,9 +149,8 @@ func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
 		f.Cause = cause.Error()
 		o.Story = "the watchdog cancelled the spend before its write, cause: " + f.Cause
 	}
-	f.Unknown = unknown
-	o.Figures = f
-	o.Verdict, err = e.check(accepted, unknown)
+	f.Unknown, o.Figures = unknown, &f
+	o.Verdict, err = r.Check(e.balanceKey, initial, amount, accepted, unknown)
 	return o, err
 }
 

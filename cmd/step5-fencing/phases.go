@@ -1,144 +1,186 @@
 package main
 
-// The flags, and phases 3 and 4: a crowd of spenders, fenced, then
-// without Redis at all.
+// The phases. 1, 1b and 2 tell one story, two holders of one lease on one
+// wallet; what differs is what a holder does (its moves) and, in 1b, when
+// A wakes. Channels set the order, not sleeps. The one wait that is a
+// matter of time is B's acquire, which retries until A's lease has
+// expired, and Redis keeps that time: A's lease has expired before A
+// writes on every run, however slow the machine, and the verdicts never
+// vary. Then 3, a crowd of fenced spenders, and 4, no Redis at all.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync/atomic"
 	"time"
 
-	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-// maxN bounds -n below harness.MaxN: phase 3 hands the lease from spender
-// to spender, about 10 ms each, and must end within its hang guard.
-const maxN = 1000
-
-// config is what the flags set.
-type config struct {
-	ttl, pause, work time.Duration
-	n, stalls        int
-	only             string // -phase
+// moves are what each holder does: take the lease, read the balance, write
+// the balance less the amount. fence is the lease's (0 without fencing).
+type moves struct {
+	acquire func(ctx context.Context) (*lock.Lock, error)
+	read    func(ctx context.Context, fence int64) (int64, error)
+	write   func(ctx context.Context, fence, balance int64) error
 }
 
-func flags(h *harness.Program) *config {
-	c := &config{}
-	h.Flags.DurationVar(&c.ttl, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
-	h.Flags.DurationVar(&c.pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
-	h.Flags.DurationVar(&c.work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
-	h.Flags.IntVar(&c.n, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", maxN))
-	h.Flags.IntVar(&c.stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
-	h.Flags.StringVar(&c.only, "phase", "all", "which phase to run: 1, 1b, 2, 3, 4 or all")
-	return c
-}
-
-// check picks the phases -phase names, and checks the flags; id is the
-// wallet's.
-func (c *config) check(id int64, phases []harness.Phase) ([]harness.Phase, []error) {
-	chosen, err := harness.Choose("-phase", c.only, phases)
-	switch {
-	case err != nil:
-	case lock.CheckTTL(c.ttl) != nil:
-		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(c.ttl))
-	case c.pause <= c.ttl:
-		err = fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", c.pause, c.ttl)
-	case c.work < 0 || c.n < 1 || id < 1:
-		err = fmt.Errorf("-work must be at least 0, -n and -wallet-id at least 1; got %v, %d and %d", c.work, c.n, id)
-	case c.stalls < 0 || c.stalls > c.n:
-		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", c.n, c.stalls)
-	}
-	return chosen, []error{err, harness.CheckMax("-n", c.n, maxN), harness.CheckDuration("-ttl", c.ttl),
-		harness.CheckDuration("-pause", c.pause), harness.CheckDuration("-work", c.work)}
-}
-
-// row is what the harness needs to know of the chosen phases.
-func (c *config) row(chosen []harness.Phase) harness.Row {
-	return harness.Row{
-		NeedRedis: slices.ContainsFunc(chosen, func(p harness.Phase) bool { return p.Name != "4" }),
-		TTL:       c.ttl,
-		// A phase that runs past a minute beyond its flags' work and stalls
-		// has hung. (The flags' bounds keep this from overflowing.)
-		Limit:    time.Minute + time.Duration(c.n)*c.work + time.Duration(c.stalls)*c.pause,
-		Spenders: c.n,
+// play is a phase that plays the two holders on a fresh row and fence
+// counter, each taking the lease with acquire, and reading and writing the
+// row with read and write given its fence. In 1b A wakes between B's read
+// and B's write.
+func (c *config) play(phase string, acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error),
+	read func(*wallet.Store, context.Context, int64, int64) (int64, error),
+	write func(*wallet.Store, context.Context, int64, int64, int64) error) func(context.Context, *harness.Run) (harness.Outcome, error) {
+	return func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+		if err := r.Fresh(ctx, initial); err != nil {
+			return harness.Outcome{}, err
+		}
+		s, err := holders(ctx, c.Work, phase == "1b", moves{
+			acquire: func(ctx context.Context) (*lock.Lock, error) { return acquire(ctx, r.Redis, r.LockKey, c.TTL) },
+			read:    func(ctx context.Context, fence int64) (int64, error) { return read(r.Store, ctx, r.ID, fence) },
+			write:   func(ctx context.Context, fence, bal int64) error { return write(r.Store, ctx, r.ID, fence, bal) },
+		})
+		if err == nil {
+			s.Highest, err = r.Store.Fence(ctx, r.ID)
+		}
+		if err != nil {
+			return harness.Outcome{}, err
+		}
+		return r.Outcome(ctx, initial, amount, s.Accepted(), 0, s, s.Lines(phase, c.TTL, amount)...)
 	}
 }
 
-// report is the run's "config" in -json.
-func (c *config) report(h *harness.Program) map[string]any {
-	return map[string]any{"ttl": c.ttl.String(), "pause": c.pause.String(), "work": c.work.String(),
-		"spenders": c.n, "stalls": c.stalls, "wallet_id": h.WalletID(), "prefix": h.Prefix()}
+// holders plays A and B, each spending amount with work between its read
+// and its write. A's write may be refused for a stale fence (Story.AErr);
+// any other error ends the story. A's release fails, its lease having
+// expired while it paused: that is the point, so it is not reported.
+func holders(ctx context.Context, work time.Duration, between bool, m moves) (s harness.Story, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // lets B go if A fails
+	if s.Stale = "A"; between {
+		s.Stale = "B"
+	}
+	la, err := m.acquire(ctx) // A takes the lease,
+	if err != nil {
+		return s, fmt.Errorf("holder A: %w", err)
+	}
+	defer la.Release(ctx)
+	s.FenceA = la.Fence
+	if s.ReadA, err = m.read(ctx, la.Fence); err != nil { // reads,
+		return s, fmt.Errorf("holder A: %w", err)
+	}
+	paused, wakeA, aWrote, bDone := time.Now(), make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() { // and pauses, as in a long GC, while B
+		bDone <- func() error {
+			lb, err := m.acquire(ctx) // takes the lease (Acquire retries until A's has expired),
+			if err != nil {
+				return err
+			}
+			defer lb.Release(ctx)
+			s.FenceB = lb.Fence
+			if s.ReadB, err = m.read(ctx, lb.Fence); err != nil { // reads the balance A read,
+				return err
+			}
+			if err := wallet.Work(ctx, work); err != nil {
+				return err
+			}
+			if between { // (in phase 1b, A wakes now and writes first)
+				close(wakeA)
+				select {
+				case <-aWrote:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return m.write(ctx, lb.Fence, s.ReadB-amount) // and writes.
+		}()
+	}()
+	var bErr error
+	select { // A wakes once B has written,
+	case <-wakeA:
+	case bErr = <-bDone:
+	}
+	if bErr != nil {
+		return s, fmt.Errorf("holder B: %w", bErr)
+	}
+	s.PausedMS = float64(time.Since(paused).Microseconds()) / 1000
+	s.AErr = m.write(ctx, la.Fence, s.ReadA-amount) // and writes what it read, long stale.
+	if s.AAccepted = s.AErr == nil; s.AErr != nil && !errors.Is(s.AErr, wallet.ErrStaleFence) {
+		return s, fmt.Errorf("holder A: %w", s.AErr)
+	}
+	close(aWrote)
+	if between { // B writes last
+		if err := <-bDone; err != nil {
+			return s, fmt.Errorf("holder B: %w", err)
+		}
+	}
+	s.BAccepted = true // B's write failing is an error above
+	return s, nil
 }
 
-// Phase 3. Every spender goes through fencing.Do; a few, chosen at random,
-// pause past the TTL between their read and their write, as in a long GC:
-// nothing tells them their lease is gone, and they write when they wake.
-// The wallet holds enough for everyone, so every stalled spender has a
-// write to be refused.
+// config is what the flags set (harness.RowFlags, which checks them).
+type config harness.RowFlags
+
+// Phase 3. Every spender goes through harness.Fenced; a few, chosen at
+// random, pause past the TTL between their read and their write, as in a
+// long GC, and write when they wake. The wallet holds enough for everyone,
+// so every stalled spender has a write to be refused.
 func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
-	start := int64(c.n) * amount
+	start := int64(c.N) * amount
 	if err := r.Fresh(ctx, start); err != nil {
 		return harness.Outcome{}, err
 	}
-	stalled, fences, errs := make([]bool, c.n), make([]int64, c.n), make([]error, c.n)
-	for _, i := range rand.Perm(c.n)[:c.stalls] {
+	stalled, fences, errs := make([]bool, c.N), make([]int64, c.N), make([]error, c.N)
+	for _, i := range rand.Perm(c.N)[:c.Stalls] {
 		stalled[i] = true
 	}
-	tally := wallet.Hammer(c.n, func(i int) (bool, error) {
-		ok, err := fencing.Do(ctx, r.Redis, r.LockKey, c.ttl, func(ctx context.Context, fence int64) (bool, error) {
+	tally := wallet.Hammer(c.N, func(i int) (bool, error) {
+		ok, err := harness.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
 			fences[i] = fence
-			work := c.work
+			work := c.Work
 			if stalled[i] {
-				work = c.pause // past the lease, between the read and the write
+				work = c.Pause // past the lease, between the read and the write
 			}
 			return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
 		})
 		errs[i] = err
 		return ok, err
 	})
-	f, err := fencing.Count(start, tally, fences, errs, stalled)
-	if err == nil {
-		f.HighestFence, err = r.Store.Fence(ctx, r.ID)
-	}
+	f, err := r.CountRefusals(ctx, start, tally, fences, errs, stalled)
 	if err != nil {
 		return harness.Outcome{}, err
 	}
 	o, err := r.Outcome(ctx, start, amount, tally.Accepted, tally.Unknown, &f, append([]string{fmt.Sprintf(
-		"%d spenders take %d each from %d; stalled for %v between read and write (TTL %v): %d", c.n, amount, start, c.pause, c.ttl, c.stalls)},
+		"%d spenders take %d each from %d; stalled for %v between read and write (TTL %v): %d", c.N, amount, start, c.Pause, c.TTL, c.Stalls)},
 		f.Lines()...)...)
 	f.Landed = o.Verdict.Landed
 	return o, err
 }
 
-// Phase 4. No lock and no Redis: each spender reads the balance and the
-// row's version, and its UPDATE lands only if the version is unchanged;
-// otherwise it reads again. For teams that own the database, this is all
-// the correctness the wallet needs.
+// Phase 4. No lock and no Redis: a spender's UPDATE lands only if the
+// row's version is the one it read; otherwise it reads again. For teams
+// that own the database, this is all the correctness the wallet needs.
 func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
 	if err := r.Fresh(ctx, initial); err != nil {
 		return harness.Outcome{}, err
 	}
 	var conflicts atomic.Int64
-	tally := wallet.Hammer(c.n, func(int) (bool, error) {
-		ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.work)
+	tally := wallet.Hammer(c.N, func(int) (bool, error) {
+		ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.Work)
 		conflicts.Add(int64(n))
 		return ok, err
 	})
-	for _, err := range tally.Errors {
-		if !errors.Is(err, wallet.ErrUnknownOutcome) {
-			return harness.Outcome{}, fmt.Errorf("%d of %d spends failed, first: %w", len(tally.Errors)-tally.Unknown, c.n, err)
-		}
+	if err := harness.Failed(tally, c.N); err != nil {
+		return harness.Outcome{}, err
 	}
-	v := versions{Spenders: c.n, Conflicts: conflicts.Load(), Unknown: tally.Unknown}
+	v := versions{Spenders: c.N, Conflicts: conflicts.Load(), Unknown: tally.Unknown}
 	o, err := r.Outcome(ctx, initial, amount, tally.Accepted, tally.Unknown, &v,
-		fmt.Sprintf("%d spenders take %d each from %d, no lock: UPDATE ... WHERE version = the version read", c.n, amount, initial),
+		fmt.Sprintf("%d spenders take %d each from %d, no lock: UPDATE ... WHERE version = the version read", c.N, amount, initial),
 		fmt.Sprintf("version conflicts: %d, each one a spend that read again and retried", v.Conflicts))
 	v.Landed = o.Verdict.Landed
 	return o, err

@@ -67,7 +67,7 @@ func TestHolders_everyOrderGivesTheSameWritesEveryRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.accepted() != tt.accepted || s.ReadA != initial || s.ReadB != initial || !s.BAccepted {
+			if s.Accepted() != tt.accepted || s.ReadA != initial || s.ReadB != initial || !s.BAccepted {
 				t.Errorf("story %+v: want %d writes accepted, B's among them, both reading %d", s, tt.accepted, initial)
 			}
 			if !s.AAccepted && !errors.Is(s.AErr, wallet.ErrStaleFence) {
@@ -77,12 +77,12 @@ func TestHolders_everyOrderGivesTheSameWritesEveryRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := wallet.Check(initial, amount, s.accepted(), bal); v.OK != tt.balanced {
+			if v := wallet.Check(initial, amount, s.Accepted(), bal); v.OK != tt.balanced {
 				t.Errorf("%s, want OK = %v", v, tt.balanced)
 			}
 			for _, phase := range []string{"1", "1b", "2"} {
-				if len(s.lines(phase, ttl)) < 3 {
-					t.Errorf("phase %s lines %q: want one per move", phase, s.lines(phase, ttl))
+				if len(s.Lines(phase, ttl, amount)) < 3 {
+					t.Errorf("phase %s lines %q: want one per move", phase, s.Lines(phase, ttl, amount))
 				}
 			}
 		})

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"example.com/walletlock/internal/workshop"
 )
 
 // The testdata files are real runs of make workshop JSON=1: three of an
@@ -97,7 +95,7 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 		return path
 	}
 	newer := filepath.Join(dir, "newer.json")
-	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = workshop.FormatVersion + 1 })
+	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = FormatVersion + 1 })
 	tests := []struct {
 		name, file, want string
 	}{

@@ -34,11 +34,10 @@ import (
 	"example.com/walletlock/internal/charts"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/workshop"
 )
 
 // plan is what the workshop runs, in tutorial order, each step briefly.
-// Each also gets -json and a -prefix of its own (see workshop.RunStep);
+// Each also gets -json and a -prefix of its own (see RunStep);
 // the steps that keep wallets in PostgreSQL get ids of their own from ids.
 var plan = []struct {
 	step string
@@ -70,7 +69,7 @@ func flags() (*flag.FlagSet, *options) {
 	var o options
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
-	fs.StringVar(&o.host, "host", workshop.Hostname(), "this machine's label in the JSON and in the name of the file -save writes")
+	fs.StringVar(&o.host, "host", Hostname(), "this machine's label in the JSON and in the name of the file -save writes")
 	fs.BoolVar(&o.save, "save", false, "print the table, and write the JSON to workshop-<host>.json for the facilitator")
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
@@ -115,17 +114,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
 	if opt.compare { // the facilitator's side: the room's files, side by side
-		if err := workshop.Compare(files, opt.html, stdout); err != nil {
+		if err := Compare(files, opt.html, stdout); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
 
-	doc, err := workshop.New(ctx, strings.TrimSpace(opt.host))
+	doc, err := New(ctx, strings.TrimSpace(opt.host))
 	if err != nil {
 		return fail(err)
 	}
-	bin, err := workshop.Build(ctx, stderr)
+	bin, err := Build(ctx, stderr)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
@@ -155,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if p.args != nil {
 			args = p.args(ids)
 		}
-		ran := workshop.RunStep(ctx, bin, p.step, tag+p.step+":", args, stderr)
+		ran := RunStep(ctx, bin, p.step, tag+p.step+":", args, stderr)
 		if ran.Out != nil {
 			doc.Steps[p.step] = ran.Out
 		}
@@ -171,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// unless it took too long and was killed.
 			doc.Interrupted = p.step
 			if ran.Killed {
-				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, harness.WaitDelay, workshop.Leftovers(tag))
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, harness.WaitDelay, Leftovers(tag))
 			}
 			break
 		}
@@ -180,7 +179,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if doc.Interrupted == "" {
-		for _, m := range workshop.Missing(r.Phases(), leftOut) {
+		for _, m := range Missing(r.Phases(), leftOut) {
 			failed(errors.New(m))
 		}
 	}

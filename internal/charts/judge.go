@@ -270,7 +270,7 @@ func judge(m Machine, step, phase string) Cell {
 }
 
 // promised reports whether every run of the workshop must report the
-// phase: those of lesson.Phases, as workshop.Missing holds a run to. The
+// phase: those of lesson.Phases, as cmd/workshop's Missing holds a run to. The
 // drill's cells are not: a run picks the few it runs.
 func promised(step, phase string) bool {
 	return slices.ContainsFunc(lesson.Phases, func(p lesson.Phase) bool { return p.Step == step && p.Phase == phase })

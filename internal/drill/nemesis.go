@@ -82,6 +82,9 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 
 	case ClusterFailover:
 		return r.clusterFailover(ctx)
+
+	case Partition, PartitionMinReplicas:
+		return r.partition(ctx)
 	}
 	return 0, "", fmt.Errorf("drill: no nemesis %q", r.c.Nemesis)
 }

@@ -49,10 +49,13 @@ type Proxy struct {
 
 // StartProxy listens on a free loopback port and forwards each connection
 // to target.
-func StartProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartProxy(target string) (*Proxy, error) { return listenProxy("127.0.0.1:0", target) }
+
+// listenProxy is StartProxy on the address addr (host:0 for a free port).
+func listenProxy(addr, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("drill: start the replication proxy: %w", err)
+		return nil, fmt.Errorf("drill: start a proxy to %s: %w", target, err)
 	}
 	p := &Proxy{Addr: ln.Addr().String(), Port: ln.Addr().(*net.TCPAddr).Port, target: target, ln: ln}
 	go p.serve()

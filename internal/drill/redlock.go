@@ -54,6 +54,9 @@ func Applies(nemesis, strategy string) (bool, string) {
 	if (nemesis == Failover || nemesis == ClusterFailover) && isRedlock(strategy) {
 		return false, "Redlock's nodes are independent masters with no replica to promote"
 	}
+	if nemesis == PartitionMinReplicas && isRedlock(strategy) {
+		return false, "Redlock's nodes have no replicas to wait for"
+	}
 	return true, ""
 }
 

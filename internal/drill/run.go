@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/launch"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 )
 
@@ -33,8 +34,9 @@ const (
 	ClusterFailover = "cluster-failover"
 )
 
-// Nemeses lists them in the order of the report.
-var Nemeses = []string{None, Pause, Crash, Restart, Failover, ClusterFailover}
+// Nemeses lists them in the order of the report (Partition and
+// PartitionMinReplicas: see partition.go).
+var Nemeses = []string{None, Pause, Crash, Restart, Failover, ClusterFailover, Partition, PartitionMinReplicas}
 
 // Config is one run: one nemesis against one strategy with one seed.
 type Config struct {
@@ -53,6 +55,9 @@ type Config struct {
 	Prefix  string        // of the lock keys in the drill's own Redis
 	Store   *wallet.Store // an Owned store: Run resets the wallets
 	Dir     string        // for the sentinels' files
+
+	Partition time.Duration // how long a partition lasts once a replica is promoted (see DefaultPartition)
+	Say       func(string)  // prints a line on stderr; may be nil
 }
 
 // Result is what one run measured.
@@ -68,6 +73,13 @@ type Result struct {
 	Check        string         `json:"check"`         // the check line over all wallets
 	Note         string         `json:"note"`          // what the nemesis did
 	Verdict      wallet.Verdict `json:"-"`
+
+	// The partition nemeses add (see Window).
+	WindowMS           *int64 `json:"window_ms,omitempty"`            // how long two primaries granted locks at once
+	WindowDoubleGrants int    `json:"window_double_grants,omitempty"` // of DoubleGrants, an old primary's holder with a new one's
+	OldPrimaryGrants   int    `json:"old_primary_grants,omitempty"`   // locks the old primary granted from the cut on
+	OldPrimaryMS       *int64 `json:"old_primary_ms,omitempty"`       // from the cut to the old primary's last grant
+	Lost               string `json:"lost,omitempty"`                 // what the healed primary lost
 }
 
 // runner is the state of one run.
@@ -87,6 +99,11 @@ type runner struct {
 	proxies           []*Proxy
 	direct            map[string]string
 
+	// The partition's network, hosts and what its nemesis saw.
+	net                      *Net
+	hostRedis, hostSentinels []*hostServer
+	part                     *partition
+
 	mu       sync.Mutex
 	spenders []*spenderProc
 	accepted map[int64]int
@@ -102,6 +119,8 @@ type section struct {
 	holder             string
 	proc               int // the spender process
 	accepted           bool
+	server             string // that granted the lock, when the spender says (Identify)
+	fence              int64
 }
 
 type grabbed struct {
@@ -161,6 +180,12 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 		return res, err
 	}
 	r.judge(&res, bal)
+	if r.part != nil && r.c.Strategy != Version { // version takes no lock
+		w := r.window()
+		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
+		res.WindowMS, res.OldPrimaryMS = &both, &old
+		res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = w.DoubleGrants, w.OldGrants, w.Lost
+	}
 	return res, nil
 }
 
@@ -174,6 +199,9 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 func (r *runner) startServers(ctx context.Context) error {
+	if IsPartition(r.c.Nemesis) {
+		return r.startPartition(ctx)
+	}
 	if isRedlock(r.c.Strategy) {
 		return r.startRedlock(ctx)
 	}
@@ -212,22 +240,33 @@ func (r *runner) startServers(ctx context.Context) error {
 	}
 	// Each sentinel must know the replica and the other two before the
 	// primary dies, or there is no quorum to promote anyone.
-	for _, s := range r.sentinels {
-		sc := NewClient(s.Addr)
+	addrs := make([]string, len(r.sentinels))
+	for i, s := range r.sentinels {
+		addrs[i] = s.Addr
+	}
+	return awaitSentinels(ctx, addrs, 1)
+}
+
+// awaitSentinels waits until each sentinel at addrs knows the others and
+// the given number of replicas.
+func awaitSentinels(ctx context.Context, addrs []string, replicas int) error {
+	for _, a := range addrs {
+		sc := NewClient(a)
 		err := poll(ctx, 20*time.Second, func() bool {
 			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
 			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
-			return len(peers) == 2 && len(reps) == 1
+			return len(peers) == len(addrs)-1 && len(reps) == replicas
 		})
 		sc.Close()
 		if err != nil {
-			return fmt.Errorf("drill: the sentinels did not find each other and the replica: %w", err)
+			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
 		}
 	}
 	return nil
 }
 
 func (r *runner) stopServers() {
+	r.stopPartition()
 	servers := append([]*launch.Redis{r.primary, r.replica}, r.sentinels...)
 	servers = append(servers, r.nodes...)
 	for _, s := range append(append(servers, r.masters...), r.replicas...) {
@@ -264,6 +303,15 @@ func (r *runner) startSpender(n int) error {
 		Amount: c.Amount, TTL: c.TTL, Work: c.Work, Conc: c.Conc, Hold: c.Nemesis != None,
 		Seed: uint64(c.Seed)<<16 | uint64(n)}
 	switch {
+	case r.net != nil && isRedlock(c.Strategy):
+		for _, s := range r.hostRedis {
+			sc.Nodes = append(sc.Nodes, s.Addr)
+		}
+	case r.net != nil: // the Sentinel beside the spender first
+		for i := range Hosts {
+			sc.Sentinels = append(sc.Sentinels, r.hostSentinels[(n+i)%Hosts].Addr)
+		}
+		sc.Identify = true
 	case len(r.nodes) > 0:
 		for _, s := range r.nodes {
 			sc.Nodes = append(sc.Nodes, s.Addr)
@@ -283,6 +331,14 @@ func (r *runner) startSpender(n int) error {
 	js, _ := json.Marshal(sc)
 	cmd := exec.Command(c.Exe)
 	cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js))
+	if r.net != nil { // in host n % Hosts, reaching PostgreSQL over the uplink
+		db, err := r.net.DatabaseURL(services.DatabaseURL())
+		if err != nil {
+			return err
+		}
+		cmd = r.net.Command(n%Hosts, c.Exe)
+		cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js), "DATABASE_URL="+db)
+	}
 	sp := &spenderProc{n: n, ended: make(chan struct{})}
 	cmd.Stderr = &sp.err
 	var err error
@@ -307,6 +363,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 			continue
 		}
 		k := [2]int64{int64(sp.n), e.Req}
+		e.proc = sp.n
 		r.mu.Lock()
 		switch e.Ev {
 		case "read":
@@ -326,7 +383,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 				r.unknown[e.Wallet]++
 			}
 			if e.Start != 0 {
-				r.sections = append(r.sections, section{e.Wallet, e.Start, e.End, e.Holder, sp.n, e.Outcome == Accepted})
+				r.sections = append(r.sections, section{e.Wallet, e.Start, e.End, e.Holder, sp.n, e.Outcome == Accepted, e.Server, e.Fence})
 			}
 		}
 		r.mu.Unlock()
@@ -341,7 +398,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 	for k, e := range r.open {
 		if k[0] == int64(sp.n) {
 			r.unknown[e.Wallet]++
-			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false})
+			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
 			delete(r.open, k)
 		}
 	}

@@ -75,8 +75,9 @@ type SpenderConfig struct {
 	Amount    int64             `json:"amount"`
 	TTL       time.Duration     `json:"ttl"`
 	Work      time.Duration     `json:"work"`
-	Conc      int               `json:"conc"` // concurrent spends in this process
-	Hold      bool              `json:"hold"` // after each read, wait for "go <req>" on stdin
+	Conc      int               `json:"conc"`               // concurrent spends in this process
+	Hold      bool              `json:"hold"`               // after each read, wait for "go <req>" on stdin
+	Identify  bool              `json:"identify,omitempty"` // report which server granted each lock (Event.Server)
 	Seed      uint64            `json:"seed"`
 }
 
@@ -89,9 +90,12 @@ type Event struct {
 	Outcome string `json:"outcome,omitempty"` // accepted, refused or unknown
 	Holder  string `json:"holder,omitempty"`  // the first 12 hex digits of the SHA-1 of the lock token
 	Fence   int64  `json:"fence,omitempty"`
-	Start   int64  `json:"start,omitempty"` // Unix ns: the lock was granted (0: no critical section)
-	End     int64  `json:"end,omitempty"`   // Unix ns: the write returned
-	Why     string `json:"why,omitempty"`   // for a refusal or an unknown outcome
+	Start   int64  `json:"start,omitempty"`  // Unix ns: the lock was granted (0: no critical section)
+	End     int64  `json:"end,omitempty"`    // Unix ns: the write returned
+	Why     string `json:"why,omitempty"`    // for a refusal or an unknown outcome
+	Server  string `json:"server,omitempty"` // with Identify: the server that granted the lock, as CLIENT INFO's laddr
+
+	proc int // the spender process, set by the drill as it reads the line
 }
 
 // Outcomes.
@@ -298,6 +302,9 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		}
 	}
 	e.Start = time.Now().UnixNano()
+	if s.c.Identify && s.rdb != nil {
+		e.Server = serverOf(ctx, s.rdb)
+	}
 	var bal int64
 	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced
 	if s.c.Strategy == RedlockFenced {

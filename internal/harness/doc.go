@@ -12,7 +12,9 @@
 // internal/launch (procs.go; a copy is told by Child), and one phase loop
 // for phases run in turn: Program.Phases on Redis keys (step 3),
 // Program.Rows on a wallet row in PostgreSQL guarded by a Redis lock
-// (step 5, rows.go).
+// (step 5, rows.go, with its flags' checks in rowflags.go). fencing.go
+// joins a fenced lease and that row (Fenced, Heal, Refusals, Story): step
+// 5's lesson calls it, and step 6's fenced strategy heals with it.
 //
 // The run lease here (lease.go) is a lease in Redis taken with the repo's
 // own lock: a TTL, a watchdog that refreshes it, and a context cancelled
@@ -27,7 +29,7 @@
 // nothing else, so an interface over both would have one caller per side.
 //
 // Used by cmd/step1-race .. cmd/step6-loadtest, cmd/drill, cmd/workshop,
-// and through them internal/loadtest, internal/workshop and internal/charts.
+// and through them internal/loadtest and internal/charts.
 //
 //	func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 //		h := harness.New(step, wallet.DefaultPrefix+"step1:", stdout, stderr)

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,4 +31,28 @@ func Outcomes(t wallet.Tally, n int, v wallet.Verdict) string {
 		parts = append(parts, fmt.Sprintf("%d of %d spends had an unknown outcome (sent, no reply) and %s", t.Unknown, n, landed))
 	}
 	return fmt.Sprintf("%s; first error: %v", strings.Join(parts, "; "), t.Errors[0])
+}
+
+// Counted is one spend as a tally counts it: accepted when it went
+// through, unknown when its write got no reply (wallet.ErrUnknownOutcome).
+func Counted(ok bool, err error) (accepted, unknown int) {
+	switch {
+	case ok:
+		return 1, 0
+	case errors.Is(err, wallet.ErrUnknownOutcome):
+		return 0, 1
+	}
+	return 0, 0
+}
+
+// Failed returns an error naming how many of a tally's n spends failed,
+// with the first failure, or nil when every spend went through, was
+// refused for funds or had an unknown outcome (wallet.ErrUnknownOutcome).
+func Failed(t wallet.Tally, n int) error {
+	for _, err := range t.Errors {
+		if !errors.Is(err, wallet.ErrUnknownOutcome) {
+			return fmt.Errorf("%d of %d spends failed, first: %w", len(t.Errors)-t.Unknown, n, err)
+		}
+	}
+	return nil
 }

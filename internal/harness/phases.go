@@ -24,8 +24,9 @@ import (
 
 // Phase is one phase of a lesson, named as in lesson.Phases.
 type Phase struct {
-	Name string
-	Run  func(ctx context.Context, r *Run) (Outcome, error)
+	Name    string
+	Run     func(ctx context.Context, r *Run) (Outcome, error)
+	NoRedis bool // a row program's phase that needs no Redis (step 5's phase 4)
 }
 
 // Pick returns the names chosen by a list flag's value (-phase, -strategy,
@@ -68,10 +69,10 @@ func Choose(flag, value string, all []Phase) ([]Phase, error) {
 }
 
 // Phases connects to Redis, takes the run lease on the prefix, sets the
-// server's version in the report, and runs the phases in order (step 3);
-// keys are the run's, deleted at the end. It returns the exit code, as
-// the phase loop below says.
-func (p *Program) Phases(ctx context.Context, keys []string, report func(r *Report), phases []Phase) int {
+// server's version and settings in the report, and runs the phases in
+// order (step 3); keys are the run's, deleted at the end. It returns the
+// exit code, as the phase loop below says.
+func (p *Program) Phases(ctx context.Context, keys []string, settings map[string]any, phases []Phase) int {
 	rdb, err := services.Connect(ctx)
 	if err != nil {
 		return p.Fail(err)
@@ -87,7 +88,7 @@ func (p *Program) Phases(ctx context.Context, keys []string, report func(r *Repo
 	}
 	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), p: p, session: s, parent: ctx, work: s.Context()}
 	r.Report.Set("redis_version", version)
-	report(r.Report)
+	r.Report.SetEach(settings)
 	return p.loop(r, phases, 0, func() { s.Close(p.Stderr, keys...) })
 }
 

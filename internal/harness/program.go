@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -131,10 +132,7 @@ func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, oth
 		r.served = r.spenders(spend).serve(ctx, os.Stdin, r.p.Stdout, r.p.Stderr, os.Getenv(procsEnv))
 		return wallet.Tally{}, wallet.Verdict{}, errServed
 	}
-	if len(others) > 0 {
-		r.Redis.Del(ctx, others...)
-	}
-	if err := wallet.Set(ctx, r.Redis, key, initial); err != nil {
+	if err := r.Reset(ctx, key, initial, others...); err != nil {
 		if ctx.Err() != nil {
 			err = errNotStarted
 		}
@@ -144,13 +142,36 @@ func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, oth
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 		return tally, wallet.Verdict{}, errNoAnswer
 	}
-	done, cancel := r.session.Cleanup() // the balance is read back even after Ctrl-C
-	defer cancel()
-	balance, err := wallet.Balance(done, r.Redis, key)
+	v, err := r.Check(key, initial, amount, tally.Accepted, tally.Unknown)
 	if err != nil {
-		return tally, wallet.Verdict{}, fmt.Errorf("its balance could not be read back (%w)", err)
+		return tally, v, fmt.Errorf("its balance could not be read back (%w)", err)
 	}
-	return tally, wallet.CheckUnknown(initial, amount, tally.Accepted, tally.Unknown, balance), nil
+	return tally, v, nil
+}
+
+// Reset deletes others (a lock key an earlier phase or run left behind)
+// and sets the balance at key: each phase or run starts from the same
+// state, so a phase run alone tells the same story.
+func (r *Run) Reset(ctx context.Context, key string, balance int64, others ...string) error {
+	if len(others) > 0 {
+		if err := r.Redis.Del(ctx, others...).Err(); err != nil {
+			return fmt.Errorf("free %s: %w", strings.Join(others, ", "), err)
+		}
+	}
+	return wallet.Set(ctx, r.Redis, key, balance)
+}
+
+// Check reads the balance at key back, even after Ctrl-C (Cleanup), and
+// checks it against the spends of amount accepted from initial and those
+// whose outcome is unknown (wallet.CheckUnknown).
+func (r *Run) Check(key string, initial, amount int64, accepted, unknown int) (wallet.Verdict, error) {
+	ctx, cancel := r.Cleanup()
+	defer cancel()
+	balance, err := wallet.Balance(ctx, r.Redis, key)
+	if err != nil {
+		return wallet.Verdict{}, err
+	}
+	return wallet.CheckUnknown(initial, amount, accepted, unknown, balance), nil
 }
 
 // crowd runs the N spenders: goroutines of this process, or -procs copies.

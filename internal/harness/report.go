@@ -60,6 +60,13 @@ func (r *Report) Set(key string, value any) {
 	r.values[key] = value
 }
 
+// SetEach sets every key of values, as Set does.
+func (r *Report) SetEach(values map[string]any) {
+	for k, v := range values {
+		r.Set(k, v)
+	}
+}
+
 // SetAll sets every key of v's JSON object, in v's order, as Set would: a
 // program whose figures are one struct (step 6's loadtest.Report) puts them
 // beside "step" and "phases" this way. The keys the report writes itself

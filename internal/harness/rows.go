@@ -85,7 +85,7 @@ type row struct {
 // ends: go-redis gives up a read when its deadline passes, not when its
 // context is cancelled, so a phase stuck on a frozen Redis would otherwise
 // eat the clean-up time that the row in PostgreSQL needs.
-func (p *Program) Rows(ctx context.Context, o Row, report func(r *Report), phases []Phase) int {
+func (p *Program) Rows(ctx context.Context, o Row, settings map[string]any, phases []Phase) int {
 	id := p.WalletID()
 	r := &Run{Prefix: p.Prefix(), Report: NewReport(p.Step), N: o.Spenders, ID: id, LockKey: wallet.LockKey(p.Prefix(), id),
 		p: p, parent: ctx, work: ctx, row: &row{}}
@@ -94,7 +94,7 @@ func (p *Program) Rows(ctx context.Context, o Row, report func(r *Report), phase
 		r.close()
 		return p.Fail(err)
 	}
-	report(r.Report)
+	r.Report.SetEach(settings)
 	if !p.JSON() {
 		fmt.Fprintln(p.Stdout, header)
 	}

@@ -10,6 +10,10 @@
 // process that started it, even by SIGKILL. Servers listen on free
 // loopback ports only.
 //
+// daemon_unix.go starts the other kind, servers that outlive the program
+// that started them (redis-server's daemonize, pg_ctl start), and finds
+// and stops them again by their pid files: cmd/services, behind `make up`.
+//
 // Who uses it: cmd/drill (through internal/drill) for its servers and
 // spender processes, internal/harness for the -procs copies of steps 1 and
 // 2, and the tests through internal/testenv (StartRedis, StartCluster,

@@ -82,15 +82,24 @@ func postgresUser(dir string) (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
+	cred, err := lookupPostgres()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	return cred, nil
+}
+
+// lookupPostgres returns the credentials of the user postgres.
+func lookupPostgres() (*syscall.Credential, error) {
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, errors.Join(ErrNoPostgres, fmt.Errorf("root may not run PostgreSQL, and there is no user postgres to run it as: %w", err))
+		return nil, errors.Join(ErrNoPostgres, fmt.Errorf("root may not run PostgreSQL, and there is no user postgres to run it as (apt-get install postgresql creates it): %w", err))
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return nil, fmt.Errorf("launch: %w", err)
-	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 

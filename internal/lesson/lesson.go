@@ -110,13 +110,16 @@ func NewResult(step, phase, check string, ok bool) Result {
 
 // DrillCell is what one strategy must give under one nemesis.
 type DrillCell struct {
-	Nemesis  string // none, pause, crash, restart, failover or cluster-failover
+	Nemesis  string // none, pause, crash, restart, failover, cluster-failover, partition or partition-min-replicas
 	Strategy string // lock, wait, fenced, version, fair, redlock or redlock-fenced
 	Want     string // OK or BROKEN
 	// Share is the least share of seeds that must give Want: 1 means
 	// every seed. The drill times each fault to land inside a critical
-	// section, so every cell is 1 today; a cell that cannot be made
-	// deterministic says so here. Never below 1 for fenced or version.
+	// section, so every cell is 1 but two: lock and fair under
+	// partition-min-replicas are OK by a race of timeouts (the old primary
+	// stops granting before the new one starts), which a machine that
+	// stalls a holder past its TTL can lose. Never below 1 for fenced or
+	// version.
 	Share float64
 	What  string // one line: why
 }
@@ -161,6 +164,18 @@ var Drills = []DrillCell{
 	{"cluster-failover", "fenced", OK, 1, "the promoted counter lags, PostgreSQL refuses the old fence, the holder raises it"},
 	{"cluster-failover", "version", OK, 1, "no Redis in the path"},
 	{"cluster-failover", "fair", Broken, 1, "the promoted replica never saw the lock: granted twice, as with lock"},
+	{"partition", "lock", Broken, 1, "the cut-off primary keeps granting the lock while the majority's new primary grants it too: two holders, lost updates"},
+	{"partition", "wait", OK, 1, "the cut-off primary has no replica to acknowledge WAIT: its holders give up before they write"},
+	{"partition", "fenced", OK, 1, "both primaries hand out fences, PostgreSQL takes each row's highest: the stale holder's write finds no row"},
+	{"partition", "version", OK, 1, "no Redis in the path"},
+	{"partition", "fair", Broken, 1, "two primaries, two queues: granted twice, as with lock"},
+	{"partition", "redlock", OK, 1, "split 1 | 2, the isolated spender reaches one node of three and is granted nothing: one holder at a time"},
+	{"partition", "redlock-fenced", OK, 1, "the same, and a fence besides"},
+	{"partition-min-replicas", "lock", OK, 0.5, "the cut-off primary refuses writes (NOREPLICAS) a lag after its replicas went silent, before the majority promotes: no two primaries grant at once, a race of timeouts the drill wins unless the machine stalls a holder past its TTL"},
+	{"partition-min-replicas", "wait", OK, 1, "as without min-replicas-to-write: WAIT finds no replica on the cut-off side"},
+	{"partition-min-replicas", "fenced", OK, 1, "the fence would refuse whatever a wider window let through"},
+	{"partition-min-replicas", "version", OK, 1, "no Redis in the path"},
+	{"partition-min-replicas", "fair", OK, 0.5, "the same race of timeouts as lock"},
 }
 
 // DrillStep is the step name of the drill's cells in Lookup and Result.

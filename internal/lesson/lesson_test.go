@@ -109,3 +109,34 @@ func TestHistories_agreeWithTheBalanceVerdicts(t *testing.T) {
 		t.Errorf("fenced: got %q, want %q", w, Linearizable)
 	}
 }
+
+// The partition: lock and fair break with two primaries granting at once,
+// the fence holds, and Redlock split 1 | 2 keeps one holder. With
+// min-replicas-to-write no cell breaks for sure, and no fence or version
+// cell is anything but OK in every seed.
+func TestDrillWant_partitionCells(t *testing.T) {
+	for _, tt := range []struct {
+		nemesis, strategy, want string
+		share                   float64
+	}{
+		{"partition", "lock", Broken, 1},
+		{"partition", "fenced", OK, 1},
+		{"partition", "fair", Broken, 1},
+		{"partition", "redlock", OK, 1},
+		{"partition", "redlock-fenced", OK, 1},
+		{"partition-min-replicas", "fenced", OK, 1},
+		{"partition-min-replicas", "lock", OK, 0.5},
+	} {
+		if c, ok := DrillWant(tt.nemesis, tt.strategy); !ok || c.Want != tt.want || c.Share != tt.share {
+			t.Errorf("DrillWant(%s, %s) = %+v, %v; want %s in a share %v of seeds", tt.nemesis, tt.strategy, c, ok, tt.want, tt.share)
+		}
+	}
+	for _, c := range Drills {
+		if (c.Strategy == "fenced" || c.Strategy == "version" || c.Strategy == "redlock-fenced") && (c.Want != OK || c.Share != 1) {
+			t.Errorf("%s/%s: %s in a share %v of seeds; a fence and a version are OK in every seed", c.Nemesis, c.Strategy, c.Want, c.Share)
+		}
+	}
+	if _, ok := DrillWant("partition-min-replicas", "redlock"); ok {
+		t.Error("DrillWant(partition-min-replicas, redlock) found a cell; Redlock's nodes have no replicas")
+	}
+}

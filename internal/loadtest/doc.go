@@ -37,5 +37,8 @@
 // its PostgreSQL rows as the prefix's, so a second run on the same prefix,
 // or on wallets another run holds, is refused (see Run and FirstIDFor).
 //
-// Run is the whole of it; cmd/step6-loadtest adds flags and printing.
+// Run is the whole of it. cmd/step6-loadtest declares its flags with
+// AddFlags, dials with Flags.Dial, judges each row and ends with
+// Flags.Finish; cmd/drill (through internal/drill) and internal/charts use
+// it too.
 package loadtest

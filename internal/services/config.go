@@ -26,7 +26,7 @@ import (
 )
 
 // Defaults, used when the environment names nothing else. They match
-// docker-compose.yml and scripts/services.sh.
+// docker-compose.yml and what `make up` (cmd/services) starts.
 const (
 	DefaultRedisAddr   = "localhost:6379"
 	DefaultDatabaseURL = "postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable"
@@ -464,7 +464,7 @@ func handshakeError(where string, err error) error {
 }
 
 // DatabaseURL returns DATABASE_URL, or the default that docker-compose.yml
-// and scripts/services.sh provide.
+// and `make up` (cmd/services) provide.
 func DatabaseURL() string {
 	if u := os.Getenv("DATABASE_URL"); u != "" {
 		return u
@@ -479,13 +479,11 @@ func DatabaseURL() string {
 func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 	raw := DatabaseURL()
 	if userinfoNeedsEscaping(raw) {
-		return nil, errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
+		return nil, errDatabaseURLEscaping
 	}
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		// pgx redacts the password in its parse errors only as far as it
-		// can tell where it is; say only what is wrong.
-		return nil, errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
+		return nil, errDatabaseURLInvalid
 	}
 	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -500,6 +498,27 @@ func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// PostgresConfig reads DATABASE_URL (or the default) with the parser
+// ConnectPostgres uses. Its errors quote no part of the URL.
+func PostgresConfig() (*pgx.ConnConfig, error) {
+	raw := DatabaseURL()
+	if userinfoNeedsEscaping(raw) {
+		return nil, errDatabaseURLEscaping
+	}
+	cfg, err := pgx.ParseConfig(raw)
+	if err != nil {
+		return nil, errDatabaseURLInvalid
+	}
+	return cfg, nil
+}
+
+var (
+	errDatabaseURLEscaping = errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
+	// pgx redacts the password in its parse errors only as far as it can
+	// tell where it is; say only what is wrong.
+	errDatabaseURLInvalid = errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
+)
 
 // postgresURL names the server cfg points at, as postgres://host:port/db,
 // without the user and password.

@@ -1,4 +1,4 @@
-package fencing_test
+package harness_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/fencing"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -58,7 +58,7 @@ func testCtx(t *testing.T) context.Context {
 
 // spend is one fenced spend of 10 that reports the fence it held.
 func (f fixture) spend(ctx context.Context) (fence int64, ok bool, err error) {
-	ok, err = fencing.Do(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
+	ok, err = harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
 		fence = fc
 		return f.store.SpendFenced(ctx, f.id, fc, 10, 0)
 	})
@@ -101,7 +101,7 @@ func wantStale(t *testing.T, err error, fence, highest int64) {
 // again: PostgreSQL refuses it, and the refusal heals the counter, so the
 // holder after gets fence 4 and spends. A's late write is refused too.
 // Every step waits for the previous one: there is no timing here.
-func TestDo_healsTheCounterAfterARedisRestart(t *testing.T) {
+func TestFenced_healsTheCounterAfterARedisRestart(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 
@@ -120,7 +120,7 @@ func TestDo_healsTheCounterAfterARedisRestart(t *testing.T) {
 	}
 	aDone := make(chan result, 1)
 	go func() {
-		ok, err := fencing.Do(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		ok, err := harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			bal, err := f.store.Claim(ctx, f.id, fence)
 			claimed <- fence
 			if err != nil {
@@ -182,7 +182,7 @@ func TestDo_healsTheCounterAfterARedisRestart(t *testing.T) {
 // fence a paused holder still carries. A (fence 1) claims and stalls;
 // Redis restarts; B draws fence 1 as well. Sharing the row would let A's
 // stale write through, so PostgreSQL refuses a fence it has already seen.
-func TestDo_restartHandsOutTheSameFenceAgain(t *testing.T) {
+func TestFenced_restartHandsOutTheSameFenceAgain(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 
@@ -215,7 +215,7 @@ func TestDo_restartHandsOutTheSameFenceAgain(t *testing.T) {
 	f.wantBalance(t, 90)
 }
 
-func TestDo_releasesTheLease(t *testing.T) {
+func TestFenced_releasesTheLease(t *testing.T) {
 	tests := []struct {
 		name  string
 		write func(ctx context.Context, fence int64) (bool, error)
@@ -228,7 +228,7 @@ func TestDo_releasesTheLease(t *testing.T) {
 			rdb := testenv.Redis(t)
 			ctx := testCtx(t)
 			key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
-			fencing.Do(ctx, rdb, key, ttl, tt.write) // the error is write's own
+			harness.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
 			if n := rdb.Exists(ctx, key).Val(); n != 0 {
 				t.Error("the lock key is still there after Do returned")
 			}
@@ -237,12 +237,12 @@ func TestDo_releasesTheLease(t *testing.T) {
 }
 
 // Only a stale fence heals: any other error leaves the counter alone.
-func TestDo_otherErrorsDoNotTouchTheCounter(t *testing.T) {
+func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
 	rdb := testenv.Redis(t)
 	ctx := testCtx(t)
 	key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
 	boom := errors.New("boom")
-	_, err := fencing.Do(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
+	_, err := harness.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
@@ -251,11 +251,11 @@ func TestDo_otherErrorsDoNotTouchTheCounter(t *testing.T) {
 	}
 }
 
-func TestDo_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
+func TestFenced_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 	spend := func() (bool, error) {
-		return fencing.Do(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		return harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			return f.store.SpendFenced(ctx, f.id, fence, 10, 0)
 		})
 	}

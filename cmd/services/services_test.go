@@ -1,12 +1,12 @@
 //go:build unix
 
-// scripts/services.sh stands between a new user and a working `make demo`.
-// These tests run a copy of it (so its .services/ state is their own)
-// against servers they start on free loopback ports: a Redis that wants a
-// password, a PostgreSQL without our role, and a PATH where redis-server is
-// missing and apt-get, sudo and id are stand-ins that only write down what
-// they were asked.
-package walletlock_test
+// cmd/services stands between a new user and a working `make demo`. These
+// tests run it, in a repository folder of their own (so its .services/
+// state is theirs), against servers they start on free loopback ports: a
+// Redis that wants a password, a PostgreSQL without our role, and a PATH
+// where redis-server is missing and apt-get and sudo are stand-ins that
+// only write down what they were asked.
+package main
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,10 +26,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/launch"
 )
 
 // The passwords of the servers these tests start. None may ever appear in
-// what services.sh prints.
+// what cmd/services prints.
 const (
 	redisSecret = "redis-secret-4b1d"
 	pgSecret    = "pg-secret-9e27"
@@ -70,14 +73,13 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode()&0o111 != 0
 }
 
-func freePort(t *testing.T) int {
+func testPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func answers(port int) bool {
@@ -103,7 +105,7 @@ func waitForPort(t *testing.T, port int, what string) {
 // test ends.
 func startRedis(t *testing.T, bin string) int {
 	t.Helper()
-	port := freePort(t)
+	port := testPort(t)
 	cmd := exec.Command(bin, "-") // the configuration comes on stdin
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("bind 127.0.0.1\nport %d\nsave \"\"\nappendonly no\nrequirepass %s\n", port, redisSecret))
@@ -155,7 +157,7 @@ func startPostgres(t *testing.T, bins map[string]string) int {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	port := freePort(t)
+	port := testPort(t)
 	server := exec.Command(bins["postgres"], "-D", data, "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
 	server.Dir = dir
@@ -192,25 +194,15 @@ func startPostgres(t *testing.T, bins map[string]string) int {
 	return port
 }
 
-// scriptCopy returns a folder holding scripts/services.sh, so that the
-// script's .services/ state is the test's own; whatever it started there
+// repoCopy returns a folder that stands for the repository, so that the
+// program's .services/ state is the test's own; whatever it started there
 // is stopped when the test ends.
-func scriptCopy(t *testing.T) string {
+func repoCopy(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	src, err := os.ReadFile("scripts/services.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(root, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "scripts", "services.sh"), src, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		runServices(t, root, nil, "", "down")
-		// As root, the script may keep PostgreSQL's data in /tmp.
+		// As root, PostgreSQL's data may be in a temporary folder.
 		if dir, err := os.ReadFile(filepath.Join(root, ".services", "pg.dir")); err == nil {
 			os.RemoveAll(strings.TrimSpace(string(dir)))
 		}
@@ -218,52 +210,80 @@ func scriptCopy(t *testing.T) string {
 	return root
 }
 
-// runServices runs services.sh in root with the configuration env (any
-// REDIS_URL, REDIS_ADDR, DATABASE_URL and PG* variables of the test's own
-// are dropped) and PATH, when not empty.
-func runServices(t *testing.T, root string, env []string, path string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "scripts", "services.sh")}, args...)...)
-	// A folder of 0700s, closed to the user postgres, as a clone inside
-	// `mktemp -d` is: what the script runs as that user must not start here.
-	cmd.Dir = t.TempDir()
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "REDIS_URL" || name == "REDIS_ADDR" || name == "DATABASE_URL" || strings.HasPrefix(name, "PG") ||
-			(path != "" && name == "PATH") {
-			continue
-		}
-		cmd.Env = append(cmd.Env, kv)
+// configVars are the variables the program reads; runServices drops the
+// test's own.
+func configVar(name string) bool {
+	switch name {
+	case "REDIS_URL", "REDIS_ADDR", "REDIS_CA_FILE", "DATABASE_URL", "REDLOCK_ADDRS", "CLUSTER_PORT":
+		return true
 	}
-	if path != "" {
-		cmd.Env = append(cmd.Env, "PATH="+path)
-	}
-	cmd.Env = append(cmd.Env, env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() < 0 {
-		t.Fatalf("services.sh %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	return strings.HasPrefix(name, "PG")
 }
 
-// checkQuiet requires nothing on stdout, every stderr line to be the
-// script's, and no password anywhere.
-func checkQuiet(t *testing.T, stdout, stderr string) {
+// runServices runs the program in root with the configuration env (any
+// configuration variable of the test's own is dropped) and PATH, when not
+// empty, as the user uid of the machine (see runOn).
+func runServices(t *testing.T, root string, env []string, path string, args ...string) (stderr string, code int) {
 	t.Helper()
-	if stdout != "" {
-		t.Errorf("stdout = %q, want nothing (it may be JSON)", stdout)
+	return runOn(t, &machine{root: root, uid: os.Getuid(), goos: runtime.GOOS}, env, path, args...)
+}
+
+// runOn runs the program on m, in process: the environment is set for
+// the call and put back after it, so these tests do not run in parallel.
+func runOn(t *testing.T, m *machine, env []string, path string, args ...string) (stderr string, code int) {
+	t.Helper()
+	saved := os.Environ()
+	defer func() {
+		os.Clearenv()
+		for _, kv := range saved {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	}()
+	for _, kv := range saved {
+		if k, _, _ := strings.Cut(kv, "="); configVar(k) {
+			os.Unsetenv(k)
+		}
 	}
+	if path != "" {
+		os.Setenv("PATH", path)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	// From a folder of 0700s, closed to the user postgres, as a clone
+	// inside `mktemp -d` is: what runs as that user must not start here.
+	closed, err := os.MkdirTemp("", "walletlock-cwd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(closed)
+	wd, _ := os.Getwd()
+	if err := os.Chdir(closed); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	m.stderr = &out
+	code = run(ctx, m, args)
+	return out.String(), code
+}
+
+// checkQuiet requires every line to be the program's and no password
+// anywhere. (It writes nothing on stdout, which may be JSON: the machine
+// has no stdout to write to.)
+func checkQuiet(t *testing.T, stderr string) {
+	t.Helper()
 	for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
-		if line != "" && !strings.HasPrefix(line, "services: ") {
+		if line != "" && !strings.HasPrefix(line, "services: ") && !strings.HasPrefix(line, "cluster: ") {
 			t.Errorf("stderr line %q does not start with %q", line, "services: ")
 		}
 	}
 	for _, s := range secrets {
-		if strings.Contains(stdout+stderr, s) {
+		if strings.Contains(stderr, s) {
 			t.Errorf("the output shows a password:\n%s", stderr)
 		}
 	}
@@ -282,13 +302,13 @@ func TestServices_refusals(t *testing.T) {
 	pgOK := pgAt("roleonly", "postgres")
 
 	t.Run("servers that let us in are used as they are", func(t *testing.T) {
-		root := scriptCopy(t)
+		root := repoCopy(t)
 		for _, cmd := range []string{"status", "up"} {
-			stdout, stderr, code := runServices(t, root, []string{redisOK, pgOK}, "", cmd)
+			stderr, code := runServices(t, root, []string{redisOK, pgOK}, "", cmd)
 			if code != 0 {
 				t.Errorf("%s: exit %d, want 0\n%s", cmd, code, stderr)
 			}
-			checkQuiet(t, stdout, stderr)
+			checkQuiet(t, stderr)
 		}
 		if _, err := os.Stat(filepath.Join(root, ".services", "redis.started")); err == nil {
 			t.Error("up started a redis-server although one lets us in")
@@ -342,13 +362,13 @@ func TestServices_refusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := scriptCopy(t)
+			root := repoCopy(t)
 			for _, cmd := range []string{"up", "status"} {
-				stdout, stderr, code := runServices(t, root, tt.env, "", cmd)
+				stderr, code := runServices(t, root, tt.env, "", cmd)
 				if code != 1 {
 					t.Errorf("%s: exit %d, want 1", cmd, code)
 				}
-				checkQuiet(t, stdout, stderr)
+				checkQuiet(t, stderr)
 				answer := tt.answer
 				if cmd == "status" {
 					// status says it in its own line for that server.
@@ -370,8 +390,8 @@ func TestServices_refusals(t *testing.T) {
 	// The second way out, taken: the variables the script suggests make
 	// `up` start servers of its own, which then let us in.
 	t.Run("the suggested variables start servers of our own", func(t *testing.T) {
-		root := scriptCopy(t)
-		_, stderr, _ := runServices(t, root, []string{"REDIS_ADDR=" + redisAddr, pgAt("walletlock", "walletlock")}, "", "up")
+		root := repoCopy(t)
+		stderr, _ := runServices(t, root, []string{"REDIS_ADDR=" + redisAddr, pgAt("walletlock", "walletlock")}, "", "up")
 		m := regexp.MustCompile("export (.*); make up").FindStringSubmatch(stderr)
 		if m == nil {
 			t.Fatalf("no suggestion to export variables:\n%s", stderr)
@@ -380,20 +400,20 @@ func TestServices_refusals(t *testing.T) {
 		for _, kv := range strings.Fields(m[1]) {
 			env = append(env, strings.ReplaceAll(kv, "'", ""))
 		}
-		stdout, stderr, code := runServices(t, root, env, "", "up")
+		stderr, code := runServices(t, root, env, "", "up")
 		if code != 0 {
 			t.Fatalf("up with %q: exit %d\n%s", env, code, stderr)
 		}
-		checkQuiet(t, stdout, stderr)
+		checkQuiet(t, stderr)
 		for _, want := range []string{"lets us in", "lets walletlock into walletlock"} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("up with %q does not say %q:\n%s", env, want, stderr)
 			}
 		}
-		if _, stderr, code := runServices(t, root, env, "", "up"); code != 0 {
+		if stderr, code := runServices(t, root, env, "", "up"); code != 0 {
 			t.Errorf("up a second time: exit %d, want 0\n%s", code, stderr)
 		}
-		if _, stderr, code := runServices(t, root, env, "", "down"); code != 0 || !strings.Contains(stderr, "stopped redis-server") || !strings.Contains(stderr, "stopped PostgreSQL") {
+		if stderr, code := runServices(t, root, env, "", "down"); code != 0 || !strings.Contains(stderr, "stopped redis-server") || !strings.Contains(stderr, "stopped PostgreSQL") {
 			t.Errorf("down: exit %d\n%s", code, stderr)
 		}
 		for _, port := range regexp.MustCompile(`localhost:(\d+)`).FindAllStringSubmatch(m[1], -1) {
@@ -407,24 +427,23 @@ func TestServices_refusals(t *testing.T) {
 	})
 }
 
-// fakeMachine is a PATH with the tools services.sh needs, minus
-// redis-server, plus stand-ins for id, uname, sudo and apt-get that write
+// fakeMachine is a PATH with the few tools the program and the stand-ins
+// need, minus redis-server, plus stand-ins for sudo and apt-get that write
 // what they were asked to a log. The apt-get stand-in "installs"
-// redis-server by linking the real one in.
+// redis-server by linking the real one in. Who we are (root or not) is the
+// machine's uid.
 type fakeMachine struct {
 	bin, log string
 }
 
-func newFakeMachine(t *testing.T, realRedis string, uid int, sudo string, aptGet bool, serviceStarts bool) fakeMachine {
+func newFakeMachine(t *testing.T, realRedis string, sudo string, aptGet bool, serviceStarts bool) fakeMachine {
 	t.Helper()
 	dir := t.TempDir()
 	m := fakeMachine{bin: filepath.Join(dir, "bin"), log: filepath.Join(dir, "log")}
 	if err := os.Mkdir(m.bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range []string{"bash", "sh", "env", "timeout", "dirname", "mkdir", "cat", "sed", "grep",
-		"head", "awk", "seq", "sleep", "su", "chown", "chmod", "mktemp", "rm", "touch", "readlink", "sort",
-		"ls", "ln", "tr", "cp", "psql", "pg_ctl", "initdb", "postgres"} {
+	for _, tool := range []string{"bash", "sh", "env", "ln", "printf", "ip"} {
 		if p, err := exec.LookPath(tool); err == nil {
 			if err := os.Symlink(p, filepath.Join(m.bin, tool)); err != nil {
 				t.Fatal(err)
@@ -435,18 +454,12 @@ func newFakeMachine(t *testing.T, realRedis string, uid int, sudo string, aptGet
 	if err != nil {
 		t.Fatal(err)
 	}
-	realID, err := exec.LookPath("id")
-	if err != nil {
-		t.Fatal(err)
-	}
 	write := func(name, body string) {
 		script := "#!" + bash + "\n" + body + "\n"
 		if err := os.WriteFile(filepath.Join(m.bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write("uname", "echo Linux")
-	write("id", fmt.Sprintf(`if [ "$1" = -u ]; then echo %d; else exec %s "$@"; fi`, uid, realID))
 	switch sudo {
 	case "ok":
 		write("sudo", fmt.Sprintf(`echo "sudo $*" >>%q; case $1 in -n|-v) exit 0;; esac; exec "$@"`, m.log))
@@ -525,15 +538,15 @@ func TestServices_installsWhatIsMissing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newFakeMachine(t, bins["redis-server"], tt.uid, tt.sudo, tt.aptGet, tt.serviceStarts)
-			root := scriptCopy(t)
-			port := freePort(t)
+			m := newFakeMachine(t, bins["redis-server"], tt.sudo, tt.aptGet, tt.serviceStarts)
+			root := repoCopy(t)
+			port := testPort(t)
 			env := []string{fmt.Sprintf("REDIS_ADDR=127.0.0.1:%d", port), pgOK, "REDIS_PORT_FOR_TEST=" + strconv.Itoa(port)}
-			stdout, stderr, code := runServices(t, root, env, m.bin, "up")
+			stderr, code := runOn(t, &machine{root: root, uid: tt.uid, goos: "linux"}, env, m.bin, "up")
 			if code != tt.wantCode {
 				t.Errorf("up: exit %d, want %d\n%s", code, tt.wantCode, stderr)
 			}
-			checkQuiet(t, stdout, stderr)
+			checkQuiet(t, stderr)
 			if !strings.Contains(stderr, tt.wantSaid) {
 				t.Errorf("up does not say %q:\n%s", tt.wantSaid, stderr)
 			}
@@ -556,14 +569,14 @@ func TestServices_installsWhatIsMissing(t *testing.T) {
 // only those it started.
 func TestServices_redlockUpAndDown(t *testing.T) {
 	bins := binaries(t, "redis-server")
-	root := scriptCopy(t)
+	root := repoCopy(t)
 	foreign := startRedis(t, bins["redis-server"])
-	p1, p2 := freePort(t), freePort(t)
+	p1, p2 := testPort(t), testPort(t)
 	addrs := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", p1, p2, foreign)
 	env := []string{"REDLOCK_ADDRS=" + addrs}
 
-	stdout, stderr, code := runServices(t, root, env, "", "redlock-up")
-	checkQuiet(t, stdout, stderr)
+	stderr, code := runServices(t, root, env, "", "redlock-up")
+	checkQuiet(t, stderr)
 	if code != 0 || !strings.Contains(stderr, "Redlock nodes: 3 of 3 answer at "+addrs+" (started 2 here, 1 already running)") {
 		t.Fatalf("redlock-up = %d, stderr:\n%s", code, stderr)
 	}
@@ -576,15 +589,15 @@ func TestServices_redlockUpAndDown(t *testing.T) {
 				p, got["save"], got["appendonly"], got["bind"], err)
 		}
 	}
-	if _, stderr, code := runServices(t, root, env, "", "redlock-up"); code != 0 || !strings.Contains(stderr, "(started 0 here, 3 already running)") {
+	if stderr, code := runServices(t, root, env, "", "redlock-up"); code != 0 || !strings.Contains(stderr, "(started 0 here, 3 already running)") {
 		t.Errorf("a second redlock-up = %d, stderr:\n%s", code, stderr)
 	}
-	if _, stderr, code := runServices(t, root, env, "", "redlock-status"); code != 0 || !strings.Contains(stderr, "3 of 3 answer") {
+	if stderr, code := runServices(t, root, env, "", "redlock-status"); code != 0 || !strings.Contains(stderr, "3 of 3 answer") {
 		t.Errorf("redlock-status = %d, stderr:\n%s", code, stderr)
 	}
 
-	stdout, stderr, code = runServices(t, root, env, "", "redlock-down")
-	checkQuiet(t, stdout, stderr)
+	stderr, code = runServices(t, root, env, "", "redlock-down")
+	checkQuiet(t, stderr)
 	if code != 0 || !strings.Contains(stderr, "stopped 2 Redlock node(s)") {
 		t.Errorf("redlock-down = %d, stderr:\n%s", code, stderr)
 	}
@@ -594,21 +607,176 @@ func TestServices_redlockUpAndDown(t *testing.T) {
 	if !answers(foreign) {
 		t.Error("redlock-down stopped a Redis it did not start")
 	}
-	if _, stderr, code := runServices(t, root, env, "", "redlock-status"); code != 1 || !strings.Contains(stderr, "1 of 3 answer") || !strings.Contains(stderr, "make redlock-up") {
+	if stderr, code := runServices(t, root, env, "", "redlock-status"); code != 1 || !strings.Contains(stderr, "1 of 3 answer") || !strings.Contains(stderr, "make redlock-up") {
 		t.Errorf("redlock-status with two nodes down = %d, stderr:\n%s", code, stderr)
 	}
 }
 
 func TestServices_redlockRefusesBadAddresses(t *testing.T) {
-	root := scriptCopy(t)
+	root := repoCopy(t)
 	for _, tt := range []struct{ addrs, want string }{
 		{"127.0.0.1:1,nope,127.0.0.1:3", `REDLOCK_ADDRS: "nope" is not host:port`},
-		{"127.0.0.1:1,127.0.0.1:2", "REDLOCK_ADDRS names 2 nodes; Redlock needs at least 3"},
+		{"127.0.0.1:1,127.0.0.1:2", "REDLOCK_ADDRS names 2 nodes, Redlock needs at least 3"},
 	} {
-		stdout, stderr, code := runServices(t, root, []string{"REDLOCK_ADDRS=" + tt.addrs}, "", "redlock-up")
-		checkQuiet(t, stdout, stderr)
+		stderr, code := runServices(t, root, []string{"REDLOCK_ADDRS=" + tt.addrs}, "", "redlock-up")
+		checkQuiet(t, stderr)
 		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("redlock-up with %s = %d, stderr %q; want 1 and one line saying %q", tt.addrs, code, stderr, tt.want)
 		}
+	}
+}
+
+// The Makefile rebuilds the program when a file of one of SERVICES_PKGS
+// changes: the list must name every package of this module it imports.
+func TestMakefile_listsEveryPackage(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SERVICES_PKGS = (.*)$`).FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("the Makefile has no SERVICES_PKGS line")
+	}
+	listed := map[string]bool{}
+	for _, dir := range strings.Fields(string(m[1])) {
+		listed["example.com/walletlock/"+dir] = true
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "example.com/walletlock/") && !listed[pkg] {
+			t.Errorf("cmd/services imports %s, which SERVICES_PKGS in the Makefile does not list", strings.TrimPrefix(pkg, "example.com/walletlock/"))
+		}
+	}
+}
+
+// clusterPorts returns a first port whose six ports and their bus ports
+// are free.
+func clusterPorts(t *testing.T) int {
+	t.Helper()
+	for first := 21001; first < 30000; first += 97 {
+		free := true
+		for p := first; p < first+6 && free; p++ {
+			free = !answers(p) && !answers(p+10000)
+		}
+		if free {
+			return first
+		}
+	}
+	t.Skip("no six free ports with free bus ports")
+	return 0
+}
+
+func TestServices_clusterChecksPortsFirst(t *testing.T) {
+	first := clusterPorts(t)
+	for _, tt := range []struct {
+		name string
+		busy int // a port something else listens on
+		want string
+	}{
+		{"a node's port is taken", first + 2, fmt.Sprintf("port %d (or its bus port %d) is taken by something this program did not start", first+2, first+10002)},
+		{"a node's bus port is taken", first + 10004, fmt.Sprintf("port %d (or its bus port %d) is taken by something this program did not start", first+4, first+10004)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(tt.busy))
+			if err != nil {
+				t.Skip(err)
+			}
+			defer l.Close()
+			root := t.TempDir()
+			stderr, code := runServices(t, root, []string{"CLUSTER_PORT=" + strconv.Itoa(first)}, "", "cluster-up")
+			checkQuiet(t, stderr)
+			if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, "CLUSTER_PORT=8001 make cluster-up") {
+				t.Errorf("cluster-up = %d, stderr %q; want 1 and one line saying %q", code, stderr, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".services", fmt.Sprintf("cluster-%d.started", first))); err == nil {
+				t.Error("cluster-up started something although a port was taken")
+			}
+		})
+	}
+	for _, bad := range []string{"80", "60000", "seven"} {
+		stderr, code := runServices(t, t.TempDir(), []string{"CLUSTER_PORT=" + bad}, "", "cluster-up")
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "CLUSTER_PORT must be a port from 1024 to 55530") {
+			t.Errorf("cluster-up with CLUSTER_PORT=%s = %d, stderr %q", bad, code, stderr)
+		}
+	}
+}
+
+// On Windows, with no Docker and nothing answering, up says in one line
+// what to install.
+func TestServices_windowsSaysWhatToInstall(t *testing.T) {
+	empty := t.TempDir() // a PATH with no docker on it
+	env := []string{fmt.Sprintf("REDIS_ADDR=127.0.0.1:%d", testPort(t)),
+		fmt.Sprintf("DATABASE_URL=postgres://walletlock:walletlock@127.0.0.1:%d/walletlock", testPort(t))}
+	stderr, code := runOn(t, &machine{root: t.TempDir(), goos: "windows"}, env, empty, "up")
+	checkQuiet(t, stderr)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "Docker Desktop") || !strings.Contains(stderr, "Memurai") {
+		t.Errorf("up on Windows = %d, stderr %q; want 1 and one line naming Docker Desktop and Memurai", code, stderr)
+	}
+}
+
+// A Redis that up starts with a password gets it on stdin: it is on no
+// command line, and the server then lets us in with it.
+func TestServices_noPasswordOnTheCommandLine(t *testing.T) {
+	bins := binaries(t, "redis-server", "initdb", "postgres", "psql")
+	pgPort := startPostgres(t, bins)
+	root := repoCopy(t)
+	port := testPort(t)
+	env := []string{fmt.Sprintf("REDIS_URL=redis://:%s@127.0.0.1:%d", redisSecret, port),
+		fmt.Sprintf("DATABASE_URL=postgres://roleonly:%s@127.0.0.1:%d/postgres?sslmode=disable", pgSecret, pgPort)}
+	stderr, code := runServices(t, root, env, "", "up")
+	checkQuiet(t, stderr)
+	if code != 0 || !strings.Contains(stderr, "lets us in") {
+		t.Fatalf("up = %d:\n%s", code, stderr)
+	}
+	pid, err := os.ReadFile(filepath.Join(root, ".services", "redis", "redis.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cmdline")
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	if strings.Contains(string(cmdline), redisSecret) {
+		t.Errorf("the password is on redis-server's command line: %q", cmdline)
+	}
+	if stderr, code := runServices(t, root, env, "", "status"); code != 0 || !strings.Contains(stderr, "started here: redis-server") {
+		t.Errorf("status = %d:\n%s", code, stderr)
+	}
+}
+
+// cluster-up starts six nodes and joins them, cluster-up again finds them
+// running, and cluster-down stops exactly those.
+func TestServices_clusterUpAndDown(t *testing.T) {
+	binaries(t, "redis-server", "redis-cli")
+	first := clusterPorts(t)
+	root := t.TempDir()
+	env := []string{"CLUSTER_PORT=" + strconv.Itoa(first)}
+	t.Cleanup(func() { runServices(t, root, env, "", "cluster-down") })
+
+	stderr, code := runServices(t, root, env, "", "cluster-up")
+	checkQuiet(t, stderr)
+	if code != 0 || !strings.Contains(stderr, "cluster_state:ok on every node") || !strings.Contains(stderr, fmt.Sprintf("export REDIS_ADDR=127.0.0.1:%d,", first)) {
+		t.Fatalf("cluster-up = %d:\n%s", code, stderr)
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-up"); code != 0 || !strings.Contains(stderr, "(already running)") {
+		t.Errorf("a second cluster-up = %d:\n%s", code, stderr)
+	}
+	stderr, code = runServices(t, root, env, "", "cluster-status")
+	if code != 0 || strings.Count(stderr, "master, cluster_state:ok") != 3 || strings.Count(stderr, "slave, cluster_state:ok") != 3 {
+		t.Errorf("cluster-status = %d:\n%s", code, stderr)
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-down"); code != 0 || !strings.Contains(stderr, "stopped 6 redis-server processes") {
+		t.Errorf("cluster-down = %d:\n%s", code, stderr)
+	}
+	for p := first; p < first+6; p++ {
+		if answers(p) {
+			t.Errorf("after cluster-down, something still answers on port %d", p)
+		}
+	}
+	if stderr, code := runServices(t, root, env, "", "cluster-status"); code != 1 || !strings.Contains(stderr, "nothing answers") {
+		t.Errorf("cluster-status after down = %d:\n%s", code, stderr)
 	}
 }

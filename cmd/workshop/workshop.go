@@ -1,8 +1,9 @@
-// Package workshop is the plumbing of cmd/workshop: it builds the step
-// programs once, runs one with -json and reads the phases it reported,
-// and keeps the JSON document a machine hands to the facilitator, who puts
-// a room's documents side by side with Compare.
-package workshop
+package main
+
+// The workshop's plumbing: it builds the step programs once, runs one with
+// -json and reads the phases it reported, and keeps the JSON document a
+// machine hands to the facilitator, who puts a room's documents side by
+// side with Compare (room.go).
 
 import (
 	"bytes"

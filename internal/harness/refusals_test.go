@@ -1,4 +1,4 @@
-package fencing_test
+package harness_test
 
 import (
 	"errors"
@@ -7,21 +7,21 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/internal/fencing"
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/wallet"
 )
 
 // Count sorts refusals out: a stalled spender's, one with a fence handed
 // out twice (the counter went backwards), and the others; unknown
 // outcomes are not refusals, and any other error is returned.
-func TestCount_sortsRefusalsByWhy(t *testing.T) {
+func TestCountRefusals_sortsRefusalsByWhy(t *testing.T) {
 	stale := func(fence int64) error { return &wallet.StaleFenceError{ID: 1, Fence: fence, Highest: 9} }
 	unknown := fmt.Errorf("write: %w", wallet.ErrUnknownOutcome)
 	fences := []int64{1, 2, 3, 3, 4, 5}
 	errs := []error{nil, stale(2), stale(3), nil, stale(4), unknown}
 	stalled := []bool{false, true, false, false, false, false}
 	tally := wallet.Tally{Accepted: 2, Unknown: 1, Errors: []error{stale(2), stale(3), stale(4), unknown}}
-	r, err := fencing.Count(60, tally, fences, errs, stalled)
+	r, err := harness.CountRefusals(60, tally, fences, errs, stalled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestCount_sortsRefusalsByWhy(t *testing.T) {
 	}
 
 	broken := errors.New("connection refused")
-	if _, err := fencing.Count(60, wallet.Tally{Errors: []error{broken}}, []int64{1}, []error{broken}, []bool{false}); !errors.Is(err, broken) {
+	if _, err := harness.CountRefusals(60, wallet.Tally{Errors: []error{broken}}, []int64{1}, []error{broken}, []bool{false}); !errors.Is(err, broken) {
 		t.Errorf("Count with a failed spend = %v, want it returned", err)
 	}
 }

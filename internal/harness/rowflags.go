@@ -1,0 +1,61 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"example.com/walletlock/lock"
+)
+
+// MaxRowSpenders bounds a row program's -n below MaxN: step 5's phase 3
+// hands the lease from spender to spender, about 10 ms each, and must end
+// within its hang guard.
+const MaxRowSpenders = 1000
+
+// RowFlags are what a row program's flags set (step 5 declares them): the
+// lease's TTL, how long a stalled holder pauses between its read and its
+// write, the work of a spend, the spenders and how many of them stall,
+// and -phase.
+type RowFlags struct {
+	TTL, Pause, Work time.Duration
+	N, Stalls        int
+	Phase            string
+}
+
+// Check picks the phases -phase names from all, and checks the flags; id
+// is the wallet's (-wallet-id).
+func (f *RowFlags) Check(id int64, all []Phase) ([]Phase, []error) {
+	chosen, err := Choose("-phase", f.Phase, all)
+	switch {
+	case err != nil:
+	case lock.CheckTTL(f.TTL) != nil:
+		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(f.TTL))
+	case f.Pause <= f.TTL:
+		err = fmt.Errorf("-pause %v must be longer than -ttl %v: a stalled holder must outlive its lease", f.Pause, f.TTL)
+	case f.Work < 0 || f.N < 1 || id < 1:
+		err = fmt.Errorf("-work must be at least 0, -n and -wallet-id at least 1; got %v, %d and %d", f.Work, f.N, id)
+	case f.Stalls < 0 || f.Stalls > f.N:
+		err = fmt.Errorf("-stalls must be between 0 and -n (%d), got %d", f.N, f.Stalls)
+	}
+	return chosen, []error{err, CheckMax("-n", f.N, MaxRowSpenders), CheckDuration("-ttl", f.TTL),
+		CheckDuration("-pause", f.Pause), CheckDuration("-work", f.Work)}
+}
+
+// Row is what Rows needs to know of the chosen phases.
+func (f *RowFlags) Row(chosen []Phase) Row {
+	return Row{
+		NeedRedis: slices.ContainsFunc(chosen, func(p Phase) bool { return !p.NoRedis }),
+		TTL:       f.TTL,
+		// A phase that runs past a minute beyond its flags' work and stalls
+		// has hung. (The flags' bounds keep this from overflowing.)
+		Limit:    time.Minute + time.Duration(f.N)*f.Work + time.Duration(f.Stalls)*f.Pause,
+		Spenders: f.N,
+	}
+}
+
+// Settings are the run's "config" in -json.
+func (f *RowFlags) Settings(p *Program) map[string]any {
+	return map[string]any{"config": map[string]any{"ttl": f.TTL.String(), "pause": f.Pause.String(), "work": f.Work.String(),
+		"spenders": f.N, "stalls": f.Stalls, "wallet_id": p.WalletID(), "prefix": p.Prefix()}}
+}

@@ -2,7 +2,7 @@
 // command introduced by <!-- transcript --> is run again here, on a Redis,
 // a PostgreSQL and three Redlock nodes of the test's own, and
 //
-//	go test -count=1 -run TestTutorial_transcripts -update .
+//	go test -count=1 -timeout 30m -run TestTutorial_transcripts -update .
 //
 // writes what it printed into the block after it. Without -update the test
 // fails when a block's tables or check lines no longer have the columns
@@ -379,7 +379,7 @@ func TestTutorial_transcripts(t *testing.T) {
 			continue
 		}
 		if got, want := strings.Join(shape(tr.out.lines), "\n"), strings.Join(shape(fresh), "\n"); got != want {
-			t.Errorf("%s:%d: the transcript of go run ./cmd/%s %s is not what the program prints now:\n--- on the page\n%s\n--- now\n%s\nrun: go test -count=1 -run TestTutorial_transcripts -update .",
+			t.Errorf("%s:%d: the transcript of go run ./cmd/%s %s is not what the program prints now:\n--- on the page\n%s\n--- now\n%s\nrun: go test -count=1 -timeout 30m -run TestTutorial_transcripts -update .",
 				tr.page, tr.out.line, tr.step, strings.Join(tr.args, " "), got, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -121,12 +122,12 @@ func writeLoad(t *testing.T, report []byte) []byte {
 
 var oneRun = []string{"none", "lock", "redislock", "fenced", "version", "forupdate"}
 
-func TestWriteLoad_oneRunShowsTheTableAndTwoCharts(t *testing.T) {
+func TestWriteLoad_oneRunShowsTheTableAndThreeCharts(t *testing.T) {
 	p := parsePage(t, writeLoad(t, readTestdata(t, "step6.json")))
 	p.mustName(t, "strategy", oneRun...)
-	p.mustName(t, "chart", "Accepted spends per second", "p99 lock wait")
-	if p.svgs != 2 {
-		t.Errorf("%d charts, want 2: the rate and the p99 lock wait", p.svgs)
+	p.mustName(t, "chart", "p99 lock wait", "Accepted spends per second, the locks", "without a lock (own scale)", "none (BROKEN)")
+	if p.svgs != 3 {
+		t.Errorf("%d charts, want 3: the p99 lock wait, the locks' rate, the rate without a lock", p.svgs)
 	}
 	if strings.Contains(p.text, "against contention") || strings.Contains(p.text, "fair-queue bound") {
 		t.Error("a single run shows sweep charts")
@@ -141,7 +142,62 @@ func TestWriteLoad_sweepChartsContentionAgainstTheBound(t *testing.T) {
 	p.mustName(t, "strategy", "none", "lock", "redislock", "redsync", "fair", "atomic", "fenced", "version", "forupdate")
 	p.mustName(t, "chart", "Efficiency against contention", "p99 lock wait against contention", "fair-queue bound", "2 workers", "50 workers")
 	if p.svgs != 4 {
-		t.Errorf("%d charts, want 4: rate, p99 wait, and both against contention", p.svgs)
+		t.Errorf("%d charts, want 4: p99 wait against contention, the locks' rate, the rate without a lock, efficiency against contention", p.svgs)
+	}
+}
+
+// The chart that teaches comes first; none, the control, is grey and
+// named BROKEN, on a chart apart from the locks with atomic, so that
+// neither flattens the locks' bars.
+func TestLoadCharts_leadWithTheWaitAndSetTheControlApart(t *testing.T) {
+	for _, c := range []struct{ file, first string }{
+		{"step6-sweep.json", "p99 lock wait against contention"},
+		{"step6.json", "p99 lock wait"},
+	} {
+		l, err := decodeLoad(readTestdata(t, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		charts, err := loadCharts(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(charts[0]), c.first) {
+			t.Errorf("%s: the first chart is not %q", c.file, c.first)
+		}
+		for _, ch := range charts {
+			text := svgText(string(ch))
+			if _, ok := text["Accepted spends per second, the locks"]; ok {
+				for _, s := range []string{"none", "atomic", controlLabel} {
+					if _, bad := text[s]; bad {
+						t.Errorf("%s: the locks' rate chart has a bar for %s", c.file, s)
+					}
+				}
+			}
+			if _, ok := text[controlLabel]; ok && !strings.Contains(string(ch), "rgb(150,150,150)") && !strings.Contains(string(ch), "#969696") {
+				t.Errorf("%s: the control's bar is not grey", c.file)
+			}
+		}
+	}
+}
+
+func TestCeiling_oneLineWhereItApplies(t *testing.T) {
+	c := func(v float64, na string) loadRow { return loadRow{Strategy: "lock", Ceiling: v, CeilingNA: na} }
+	for _, tt := range []struct {
+		name string
+		rows []loadRow
+		want float64
+	}{
+		{"ceilings within 10% give the highest", []loadRow{c(14147, ""), c(14585, "")}, 14585},
+		{"ceilings far apart give none", []loadRow{c(453, ""), c(14585, "")}, math.NaN()},
+		{"a row without a ceiling gives none", []loadRow{c(14147, ""), c(0, "pool")}, math.NaN()},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ceiling(load{Rows: tt.rows}, []string{"lock"})
+			if got != tt.want && !(math.IsNaN(got) && math.IsNaN(tt.want)) {
+				t.Errorf("ceiling = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -251,8 +307,8 @@ func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
 	for _, ph := range lesson.Phases {
 		p.mustName(t, "phase", ph.Step+" "+ph.Phase)
 	}
-	if p.svgs != 3 {
-		t.Errorf("%d charts, want 3: rate, share of the ceiling, p99 lock wait", p.svgs)
+	if p.svgs != 4 {
+		t.Errorf("%d charts, want 4: p99 lock wait, the locks' rate, the rate without a lock, the locks' share of the ceiling", p.svgs)
 	}
 	// The cells that differ: step3-ttl 1 on room-pc-3, its six step 6
 	// phases not reported, its phase count, and its step 6 strategies.
@@ -308,7 +364,7 @@ func TestCharts_legendsStandRightOfTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range []struct{ lastTick, firstEntry string }{
-		{"forupdate", "2 workers"}, {"fenced", "2 workers"}, {"50", "lock"}, {"50", "lock"},
+		{"50", "lock"}, {"forupdate", "2 workers"}, {"atomic", "2 workers"}, {"50", "lock"},
 	} {
 		text := svgText(string(charts[i]))
 		tick, tok := text[c.lastTick]

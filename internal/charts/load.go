@@ -196,7 +196,7 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 		if r.Interrupted {
 			v += " (interrupted)"
 		}
-		tr := tableRow{Strategy: r.Strategy, Workers: r.Workers, Verdict: v, Match: match,
+		tr := tableRow{Strategy: r.Strategy, Workers: r.Workers, Verdict: v, Match: match, Control: r.Strategy == "none",
 			PerSecond: fmt.Sprintf("%.0f", r.PerSecond), Attempts: r.Attempts, Errors: r.Errors, Unknown: r.Unknown,
 			WaitP50: "n/a", WaitP99: "n/a", SpendP50: ms(r.Latency.P50), SpendP99: ms(r.Latency.P99),
 			RedisPerSpend: "n/a", Efficiency: percent(r.Efficiency, r.Ceiling > 0), VsNone: "n/a"}
@@ -263,6 +263,7 @@ type tableRow struct {
 	RedisPerSpend, Efficiency, VsNone, Verdict  string
 	PoolP99, PoolShare                          string
 	Match                                       bool
+	Control                                     bool // none: drawn as the broken control
 }
 
 // poolLine is the line the text report prints under its table when the
@@ -289,12 +290,45 @@ func setupLine(l load) string {
 	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
 }
 
-// loadCharts draws the run: per strategy, then against contention.
+// noLock are the strategies that take no lock: none, the broken control,
+// and atomic, a script. Both run many times faster than any lock, so they
+// get a chart of their own, where the locks' bars would otherwise be
+// flattened against theirs.
+var noLock = []string{"none", "atomic"}
+
+// controlLabel is how the charts name the control, so that its bar never
+// reads as a winner.
+const controlLabel = "none (BROKEN)"
+
+// apart splits strategies into the locks and the two without a lock, and
+// names the latter for their chart: none as the control, drawn grey.
+func apart(names []string) (locks, unlocked, labels []string, grey map[int]bool) {
+	grey = map[int]bool{}
+	for _, s := range names {
+		if !slices.Contains(noLock, s) {
+			locks = append(locks, s)
+			continue
+		}
+		if s == "none" {
+			grey[len(unlocked)] = true
+			labels = append(labels, controlLabel)
+		} else {
+			labels = append(labels, s)
+		}
+		unlocked = append(unlocked, s)
+	}
+	return locks, unlocked, labels, grey
+}
+
+// loadCharts draws the run. The chart that teaches comes first: the p99
+// lock wait against contention, with the fair-queue bound (or, for a
+// single run, the p99 lock wait per strategy); then the locks' rates
+// against the serial ceiling, the rates of the two strategies without a
+// lock on their own scale, and for a sweep the share of the ceiling.
 func loadCharts(l load) ([]template.HTML, error) {
 	names := l.strategies()
 	levels := l.levels()
-	// One series per level: a single run draws one bar per strategy.
-	var rate, wait []series
+	locks, unlocked, labels, grey := apart(names)
 	var waiting []string // strategies that wait for a lock
 	for _, s := range names {
 		for _, n := range levels {
@@ -303,66 +337,115 @@ func loadCharts(l load) ([]template.HTML, error) {
 			}
 		}
 	}
-	for _, n := range levels {
-		name := fmt.Sprintf("%d workers", n)
-		rs := series{name: name}
-		ws := series{name: name}
-		for _, s := range names {
-			r, ok := l.row(s, n)
-			rs.values = append(rs.values, value(ok, r.PerSecond))
-			if slices.Contains(waiting, s) {
-				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
+	// One series per level: a single run draws one bar per strategy.
+	rates := func(strategies []string) []series {
+		var out []series
+		for _, n := range levels {
+			rs := series{name: fmt.Sprintf("%d workers", n)}
+			for _, s := range strategies {
+				r, ok := l.row(s, n)
+				rs.values = append(rs.values, value(ok, r.PerSecond))
 			}
+			out = append(out, rs)
 		}
-		rate, wait = append(rate, rs), append(wait, ws)
+		return out
 	}
 	var out []template.HTML
-	c, err := bars("Accepted spends per second", "spends/s", names, rate)
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, c)
-	if len(waiting) > 0 {
-		if c, err = bars("p99 lock wait", "ms", waiting, wait); err != nil {
-			return nil, err
+	add := func(c template.HTML, err error) error {
+		if err == nil {
+			out = append(out, c)
 		}
-		out = append(out, c)
-	}
-	if len(levels) < 2 {
-		return out, nil
+		return err
 	}
 
-	// The sweep: one line per strategy across the levels.
 	xs := make([]float64, len(levels))
 	for i, n := range levels {
 		xs[i] = float64(n)
 	}
-	var eff, p99 []series
+	sweep := len(levels) > 1
+	if sweep && len(waiting) > 0 {
+		var p99 []series
+		for i, s := range names {
+			if !slices.Contains(waiting, s) {
+				continue
+			}
+			w := series{name: s, colour: i}
+			for _, n := range levels {
+				r, ok := l.row(s, n)
+				w.values = append(w.values, value(ok && r.LockWait != nil, waitP99(r)))
+			}
+			p99 = append(p99, w)
+		}
+		if err := add(lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, p99, true, fifoBound(l, levels))); err != nil {
+			return nil, err
+		}
+	}
+	if !sweep && len(waiting) > 0 {
+		var wait []series
+		for _, n := range levels {
+			ws := series{name: fmt.Sprintf("%d workers", n)}
+			for _, s := range waiting {
+				r, ok := l.row(s, n)
+				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
+			}
+			wait = append(wait, ws)
+		}
+		if err := add(bars("p99 lock wait", "ms", waiting, wait, nil, math.NaN())); err != nil {
+			return nil, err
+		}
+	}
+	if len(locks) > 0 {
+		if err := add(bars("Accepted spends per second, the locks", "spends/s", locks, rates(locks), nil, ceiling(l, locks))); err != nil {
+			return nil, err
+		}
+	}
+	if len(unlocked) > 0 {
+		if err := add(bars("Accepted spends per second without a lock (own scale)", "spends/s", labels, rates(unlocked), grey, math.NaN())); err != nil {
+			return nil, err
+		}
+	}
+	if !sweep {
+		return out, nil
+	}
+	var eff []series
 	for i, s := range names {
-		e, w := series{name: s, colour: i}, series{name: s, colour: i}
+		// none, the control, passes 100% with its lost updates counted as
+		// work, and atomic has no ceiling: either would flatten the locks.
+		if slices.Contains(noLock, s) {
+			continue
+		}
+		e := series{name: s, colour: i}
 		for _, n := range levels {
 			r, ok := l.row(s, n)
 			e.values = append(e.values, value(ok && r.Ceiling > 0, 100*r.Efficiency))
-			w.values = append(w.values, value(ok && r.LockWait != nil, waitP99(r)))
 		}
-		if s != "none" { // the control: past 100%, its lost updates counted as work
-			eff = append(eff, e)
-		}
-		if slices.Contains(waiting, s) {
-			p99 = append(p99, w)
-		}
+		eff = append(eff, e)
 	}
-	if c, err = lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, eff, false, series{}); err != nil {
+	if err := add(lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, eff, false, series{})); err != nil {
 		return nil, err
 	}
-	out = append(out, c)
-	if len(p99) > 0 {
-		if c, err = lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, p99, true, fifoBound(l, levels)); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
 	return out, nil
+}
+
+// ceiling is the serial ceiling the locks' rates are read against, where
+// one applies: every row of those strategies has one (none is n/a), and
+// they lie within 10% of each other, so that one line stands for all.
+// NaN otherwise.
+func ceiling(l load, strategies []string) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range l.Rows {
+		if !slices.Contains(strategies, r.Strategy) {
+			continue
+		}
+		if r.Ceiling <= 0 || r.CeilingNA != "" {
+			return math.NaN()
+		}
+		lo, hi = min(lo, r.Ceiling), max(hi, r.Ceiling)
+	}
+	if hi == 0 || hi > 1.1*lo {
+		return math.NaN()
+	}
+	return hi
 }
 
 // fifoBound is the fair-queue bound at each level: what a queue that

@@ -73,8 +73,14 @@ var plainTicks = plot.TickerFunc(func(min, max float64) []plot.Tick {
 	return ticks
 })
 
-// bars draws one group of bars per category, one bar per series.
-func bars(title, yLabel string, categories []string, ss []series) (template.HTML, error) {
+// controlGrey is the colour of a control's bars: it is there to be broken,
+// not to be compared.
+var controlGrey = color.RGBA{150, 150, 150, 255}
+
+// bars draws one group of bars per category, one bar per series. The
+// categories in grey are drawn in controlGrey whatever their series. A
+// ceiling that is not NaN is drawn as a dashed line across the chart.
+func bars(title, yLabel string, categories []string, ss []series, grey map[int]bool, ceiling float64) (template.HTML, error) {
 	p := newPlot(title, "", yLabel)
 	p.NominalX(categories...)
 	p.Add(plotter.NewGrid())
@@ -84,22 +90,47 @@ func bars(title, yLabel string, categories []string, ss []series) (template.HTML
 	width := min(group/vg.Length(len(ss)), vg.Points(40))
 	for i, s := range ss {
 		vals := make(plotter.Values, len(s.values))
+		greyVals := make(plotter.Values, len(s.values))
 		for j, v := range s.values {
-			if !math.IsNaN(v) {
+			switch {
+			case math.IsNaN(v):
+			case grey[j]:
+				greyVals[j] = v
+			default:
 				vals[j] = v
 			}
 		}
-		b, err := plotter.NewBarChart(vals, width)
+		for _, g := range []bool{false, true} {
+			v, c := vals, colour(i)
+			if g {
+				if len(grey) == 0 {
+					continue
+				}
+				v, c = greyVals, controlGrey
+			}
+			b, err := plotter.NewBarChart(v, width)
+			if err != nil {
+				return "", fmt.Errorf("charts: draw %q: %w", title, err)
+			}
+			b.Color = c
+			b.LineStyle.Width = 0
+			b.Offset = (vg.Length(i) - vg.Length(len(ss)-1)/2) * width
+			p.Add(b)
+			if len(ss) > 1 && !g {
+				p.Legend.Add(legendName(s.name), b)
+			}
+		}
+	}
+	if !math.IsNaN(ceiling) {
+		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: ceiling}, {X: float64(len(categories)) - 0.5, Y: ceiling}})
 		if err != nil {
 			return "", fmt.Errorf("charts: draw %q: %w", title, err)
 		}
-		b.Color = colour(i)
-		b.LineStyle.Width = 0
-		b.Offset = (vg.Length(i) - vg.Length(len(ss)-1)/2) * width
-		p.Add(b)
-		if len(ss) > 1 {
-			p.Legend.Add(legendName(s.name), b)
-		}
+		l.Color = color.Black
+		l.Width = vg.Points(1.2)
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add("serial ceiling", l)
 	}
 	p.X.Min, p.X.Max, p.X.Padding = -0.5, float64(len(categories))-0.5, 0
 	p.Y.Max *= 1.08 // the tallest bar below the frame

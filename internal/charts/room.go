@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"slices"
 )
 
@@ -154,34 +155,39 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 		lines = append(lines, line)
 	}
 
-	var rate, eff, wait []series
-	for i, l := range room.loads {
-		label := room.Machines[i].Label
-		rs, es, ws := series{name: label}, series{name: label}, series{name: label}
-		for _, s := range names {
-			r, ok := find(l, s)
-			rs.values = append(rs.values, value(ok, r.PerSecond))
-			es.values = append(es.values, value(ok && r.Ceiling > 0, 100*r.Efficiency))
-			if slices.Contains(waiting, s) {
-				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
+	// The locks on one scale; none (the control, grey and named BROKEN)
+	// and atomic, many times faster, on one of their own; the share of
+	// the ceiling for the locks only (none passes 100%, atomic has none).
+	locks, unlocked, labels, grey := apart(names)
+	perMachine := func(strategies []string, pick func(loadRow, bool) float64) []series {
+		var out []series
+		for i, l := range room.loads {
+			ss := series{name: room.Machines[i].Label}
+			for _, s := range strategies {
+				r, ok := find(l, s)
+				ss.values = append(ss.values, pick(r, ok))
 			}
+			out = append(out, ss)
 		}
-		rate, eff, wait = append(rate, rs), append(eff, es), append(wait, ws)
+		return out
 	}
+	rate := func(r loadRow, ok bool) float64 { return value(ok, r.PerSecond) }
 	var out []template.HTML
 	for _, c := range []struct {
 		title, y   string
 		categories []string
 		ss         []series
+		grey       map[int]bool
 	}{
-		{"Step 6: accepted spends per second", "spends/s", names, rate},
-		{"Step 6: share of the serial ceiling", "%", names, eff},
-		{"Step 6: p99 lock wait", "ms", waiting, wait},
+		{"Step 6: p99 lock wait", "ms", waiting, perMachine(waiting, func(r loadRow, ok bool) float64 { return value(ok && r.LockWait != nil, waitP99(r)) }), nil},
+		{"Step 6: accepted spends per second, the locks", "spends/s", locks, perMachine(locks, rate), nil},
+		{"Step 6: accepted spends per second without a lock (own scale)", "spends/s", labels, perMachine(unlocked, rate), grey},
+		{"Step 6: the locks' share of the serial ceiling", "%", locks, perMachine(locks, func(r loadRow, ok bool) float64 { return value(ok && r.Ceiling > 0, 100*r.Efficiency) }), nil},
 	} {
 		if len(c.categories) == 0 {
 			continue
 		}
-		svg, err := bars(c.title, c.y, c.categories, c.ss)
+		svg, err := bars(c.title, c.y, c.categories, c.ss, c.grey, math.NaN())
 		if err != nil {
 			return nil, nil, err
 		}

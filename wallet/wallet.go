@@ -61,6 +61,7 @@ func Spend(ctx context.Context, rdb redis.Cmdable, key string, amount int64, wor
 	if err != nil {
 		return false, fmt.Errorf("wallet: read %s: %w", key, err)
 	}
+	sawRead(ctx, bal)
 	if bal < amount {
 		return false, nil
 	}
@@ -131,6 +132,7 @@ func Balance(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("wallet: read %s: %w", key, err)
 	}
+	sawRead(ctx, bal)
 	return bal, nil
 }
 

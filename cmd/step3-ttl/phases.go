@@ -57,7 +57,9 @@ func (e env) fresh(ctx context.Context) error {
 	if err := e.rdb.Del(ctx, e.lockKey).Err(); err != nil {
 		return fmt.Errorf("free %s: %w", e.lockKey, err)
 	}
-	return wallet.Set(ctx, e.rdb, e.balanceKey, initial)
+	err := wallet.Set(ctx, e.rdb, e.balanceKey, initial)
+	e.r.Record(wallet.DemoWallet, initial) // its spends' history starts here (e.r.Spend)
+	return err
 }
 
 // check reads the balance back, even after Ctrl-C, and checks it against
@@ -105,7 +107,7 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outc
 		return o, err
 	}
 	var mu sync.Mutex
-	tally := wallet.Hammer(e.n, func(int) (bool, error) {
+	spend := func(ctx context.Context) (bool, error) { // one spender; e.r.Spend records it
 		l, err := e.acquire(ctx)
 		if err != nil {
 			return false, err
@@ -128,7 +130,8 @@ func crowd(ctx context.Context, e env, watch bool, setting string) (harness.Outc
 			o.Problems = append(o.Problems, rerr.Error())
 		}
 		return ok, err
-	})
+	}
+	tally := wallet.Hammer(e.n, func(i int) (bool, error) { return e.r.Spend(ctx, i, amount, spend) })
 	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
 	f.Unknown = tally.Unknown
 	o.Figures = f
@@ -168,7 +171,9 @@ func takenOver(ctx context.Context, e env) (harness.Outcome, error) {
 			tookOver <- nil
 		}
 	}()
-	ok, spendErr := wallet.Spend(work, e.rdb, e.balanceKey, amount, e.work)
+	ok, spendErr := e.r.Spend(work, 0, amount, func(ctx context.Context) (bool, error) {
+		return wallet.Spend(ctx, e.rdb, e.balanceKey, amount, e.work)
+	})
 	cause := context.Cause(work)
 	stop()
 	if err := <-tookOver; err != nil {

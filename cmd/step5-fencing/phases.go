@@ -92,13 +92,15 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 		stalled[i] = true
 	}
 	tally := wallet.Hammer(c.n, func(i int) (bool, error) {
-		ok, err := fencing.Do(ctx, r.Redis, r.LockKey, c.ttl, func(ctx context.Context, fence int64) (bool, error) {
-			fences[i] = fence
-			work := c.work
-			if stalled[i] {
-				work = c.pause // past the lease, between the read and the write
-			}
-			return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
+		ok, err := r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
+			return fencing.Do(ctx, r.Redis, r.LockKey, c.ttl, func(ctx context.Context, fence int64) (bool, error) {
+				fences[i] = fence
+				work := c.work
+				if stalled[i] {
+					work = c.pause // past the lease, between the read and the write
+				}
+				return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
+			})
 		})
 		errs[i] = err
 		return ok, err
@@ -126,10 +128,12 @@ func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Out
 		return harness.Outcome{}, err
 	}
 	var conflicts atomic.Int64
-	tally := wallet.Hammer(c.n, func(int) (bool, error) {
-		ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.work)
-		conflicts.Add(int64(n))
-		return ok, err
+	tally := wallet.Hammer(c.n, func(i int) (bool, error) {
+		return r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
+			ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.work)
+			conflicts.Add(int64(n))
+			return ok, err
+		})
 	})
 	for _, err := range tally.Errors {
 		if !errors.Is(err, wallet.ErrUnknownOutcome) {

@@ -18,6 +18,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // moves are what each holder does: take the lease, read the balance, write
@@ -48,7 +49,9 @@ func (c *config) play(ctx context.Context, r *harness.Run, phase string, m moves
 	if err := r.Fresh(ctx, initial); err != nil {
 		return harness.Outcome{}, err
 	}
+	call := history.Now()
 	s, err := holders(ctx, c.work, phase == "1b", m)
+	s.record(r.History(), call)
 	if err == nil {
 		s.Highest, err = r.Store.Fence(ctx, r.ID)
 	}
@@ -124,6 +127,18 @@ func holders(ctx context.Context, work time.Duration, between bool, m moves) (s 
 	}
 	s.BAccepted = true // B's write failing is an error above
 	return s, nil
+}
+
+// record adds A's and B's spends to the phase's history, each from call,
+// before both, to now: the history then asks whether any order of the two
+// explains what each read and whether its write landed.
+func (s story) record(h *harness.History, call int64) {
+	end, a := history.Now(), history.Accepted
+	if !s.AAccepted {
+		a = history.Outcome(false, s.AErr)
+	}
+	h.Add(history.Op{Client: 0, Call: call, Return: end, Amount: amount, Read: s.ReadA, Result: a})
+	h.Add(history.Op{Client: 1, Call: call, Return: end, Amount: amount, Read: s.ReadB, Result: history.Accepted})
 }
 
 // accepted is how many of the two writes landed: B's, and A's if accepted.

@@ -70,7 +70,7 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 	r := harness.NewReport(p.Step)
 	b := Bench{Setting: c, Step: p.Step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey, Initial: initial, Amount: amount}
 	for _, st := range strategies {
-		run, balance, err := b.Burst(st, func(run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
+		run, balance, err := b.Burst(st, func(ctx context.Context, run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
 		if err != nil {
 			return p.Fail(err)
 		}
@@ -78,6 +78,7 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 			break // Ctrl-C, and nothing left to check
 		}
 		run.Verdict = wallet.CheckUnknown(initial, amount, run.Tally.Accepted, run.Tally.Unknown, balance)
+		run.Linearizable = run.History.Check(run.Verdict)
 		if !p.JSON() {
 			run.PrintCheck(p.Stdout)
 		}
@@ -87,10 +88,11 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 		if run.Cut {
 			break // measured, but not what the lesson is about: b.Report says so
 		}
-		r.Add(st.Name, run.Verdict, nil)
+		r.AddChecked(st.Name, run.Verdict, run.Linearizable, nil)
+		p.Keep(st.Name, run.Linearizable)
 	}
 	b.Report(r, p.Stdout, p.Stderr, p.JSON())
-	return r.Finish(p.Stdout, p.Stderr, p.JSON())
+	return p.Finish(r)
 }
 
 // Bench runs one burst of spenders per strategy within a harness.Session, on
@@ -118,7 +120,7 @@ type Bench struct {
 // balance could not be read back. A run that Ctrl-C cut short but that
 // was read back is returned with Cut set. The error is for Redis failing
 // otherwise, or the session losing its lease.
-func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64, error) {
+func (b *Bench) Burst(st Strategy, spend func(context.Context, *Run) (bool, error)) (*Run, int64, error) {
 	strategy, s := st.Name, b.Session
 	if s.Interrupted() {
 		b.stopped = "before " + strategy
@@ -134,7 +136,10 @@ func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64,
 			return measured{err: err}
 		}
 		run := Start(ctx, b.Redis, st.Name, st.Retry)
-		run.Stop(ctx, wallet.Hammer(b.N, func(int) (bool, error) { return spend(run) }))
+		run.History = harness.NewHistory(wallet.DemoWallet, b.Initial) // every spend recorded
+		run.Stop(ctx, wallet.Hammer(b.N, func(i int) (bool, error) {
+			return run.History.Spend(ctx, i, b.Amount, func(ctx context.Context) (bool, error) { return spend(ctx, run) })
+		}))
 		return measured{run: run}
 	})
 	if ctx.Err() != nil && !s.Interrupted() {
@@ -186,7 +191,7 @@ func (b *Bench) Report(r *harness.Report, stdout, stderr io.Writer, asJSON bool)
 	for _, run := range b.runs {
 		figures = append(figures, run.Figures())
 		if run.Cut {
-			r.Interrupted(run.Strategy, run.Verdict, nil)
+			r.InterruptedChecked(run.Strategy, run.Verdict, run.History.Check(run.Verdict), nil)
 		}
 	}
 	if b.Session.Interrupted() {

@@ -63,7 +63,7 @@ func (r *report) add(res drill.Result) {
 		return
 	}
 	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
-		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
+		res.Nemesis, res.Strategy, res.Seed, res.CheckLine(), res.DoubleGrants, res.Faults, res.Note)
 }
 
 // skip says, in the text report, that a nemesis does not apply to a
@@ -140,6 +140,11 @@ func (r *report) judge(rep *harness.Report, stderr io.Writer) {
 		if !c.match() {
 			rep.Fail(stderr, fmt.Errorf("%s under %s: %d of %d seeds BROKEN, the lesson says %s (%s)",
 				c.strategy, c.nemesis, c.broken, c.seeds, c.want.Want, c.want.What))
+		}
+	}
+	for _, res := range r.rows {
+		if err := res.HistoryMiss(); err != nil {
+			rep.Fail(stderr, err)
 		}
 	}
 }

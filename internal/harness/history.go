@@ -83,22 +83,50 @@ func (h *History) merge(ops []history.Op, first int) {
 }
 
 // Check ends the history with the balance v read back and checks it.
+//
+// A BROKEN balance needs no search: in every order of the operations the
+// balance ends at the start less one amount per accepted spend and per
+// unknown one that landed, and the balance check has just found that no
+// such number explains the balance read back. So the history is not
+// linearizable, and porcupine, which would try every order of fifty
+// spends that all read 100 before it said so, is not asked.
 func (h *History) Check(v wallet.Verdict) *Linearizability {
 	if h == nil || v == (wallet.Verdict{}) {
 		return nil
 	}
-	ops := h.log.Ops()
-	end := history.Now()
-	ops = append(ops,
-		history.Op{Wallet: h.wallet, Call: h.setAt, Return: h.setAt, Read: h.initial, Result: history.Set},
-		history.Op{Wallet: h.wallet, Call: end, Return: end, Read: v.Balance, Result: history.Read})
+	ops := h.ops(v)
 	var hv history.Verdict
-	if d := h.log.Dropped(); d > 0 {
+	switch d := h.log.Dropped(); {
+	case d > 0:
 		hv = history.Verdict{Linearizable: history.Unsure, Ops: len(ops),
 			Why: fmt.Sprintf("the history has holes: it kept %d spends and is missing %d (a spender process that sent none)", h.log.Len(), d)}
-	} else {
+	case !v.OK:
+		hv = history.Verdict{Linearizable: history.No, Wallet: h.wallet, Ops: len(ops),
+			Why: fmt.Sprintf("wallet %d: no order of its spends leaves the balance read back (%d)", h.wallet, v.Balance)}
+	default:
 		hv = history.Check(ops, history.DefaultLimits)
 	}
+	return h.verdict(ops, hv)
+}
+
+// unchecked is the verdict of a history that was not checked, and why.
+func (h *History) unchecked(v wallet.Verdict, why string) *Linearizability {
+	if h == nil || v == (wallet.Verdict{}) {
+		return nil
+	}
+	ops := h.ops(v)
+	return h.verdict(ops, history.Verdict{Linearizable: history.Unsure, Why: why, Ops: len(ops)})
+}
+
+// ops is the history: the spends between the Set and the read-back.
+func (h *History) ops(v wallet.Verdict) []history.Op {
+	end := history.Now()
+	return append(h.log.Ops(),
+		history.Op{Wallet: h.wallet, Call: h.setAt, Return: h.setAt, Read: h.initial, Result: history.Set},
+		history.Op{Wallet: h.wallet, Call: end, Return: end, Read: v.Balance, Result: history.Read})
+}
+
+func (h *History) verdict(ops []history.Op, hv history.Verdict) *Linearizability {
 	return &Linearizability{Linearizable: string(hv.Linearizable), Why: hv.Why, Ops: h.log.Len(), Dropped: h.log.Dropped(),
 		CheckSeconds: hv.Took.Seconds(), ops: ops, verdict: hv}
 }
@@ -132,26 +160,32 @@ func CheckLine(v wallet.Verdict, l *Linearizability) string { return v.String() 
 // initial. The phase loop checks it against the balance the phase's
 // verdict read back.
 func (r *Run) Record(id, initial int64) *History {
-	r.history = NewHistory(id, initial)
-	return r.history
+	h := NewHistory(id, initial)
+	r.history.Store(h)
+	return h
 }
 
 // Spend records one spend in the phase's history (History.Spend); without
 // one it only runs spend.
 func (r *Run) Spend(ctx context.Context, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
-	return r.history.Spend(ctx, client, amount, spend)
+	return r.History().Spend(ctx, client, amount, spend)
 }
 
 // History is the phase's history (nil before Record).
-func (r *Run) History() *History { return r.history }
+func (r *Run) History() *History { return r.history.Load() }
 
 // checked fills o.History from the phase's history, unless the phase did,
-// and forgets the history.
+// and forgets the history. After Ctrl-C it does not check: the clean-up
+// has a few seconds, and the phase is not judged.
 func (r *Run) checked(o *Outcome) {
-	if o.History == nil {
-		o.History = r.history.Check(o.Verdict)
+	h := r.history.Swap(nil)
+	switch {
+	case o.History != nil:
+	case r.Interrupted():
+		o.History = h.unchecked(o.Verdict, "interrupted by Ctrl-C: the history was not checked")
+	default:
+		o.History = h.Check(o.Verdict)
 	}
-	r.history = nil
 }
 
 // historyMiss names a phase whose history verdict is not the one the

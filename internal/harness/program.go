@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -117,7 +118,7 @@ type Run struct {
 	child        bool
 	served       int // a copy's exit code, once it has served
 	row          *row
-	history      *History // the phase's record of its spends (history.go)
+	history      atomic.Pointer[History] // the phase's record of its spends (history.go); spenders cut short may still add to it
 }
 
 // errServed ends a -procs copy's lesson once it has spent: the parent
@@ -166,8 +167,9 @@ func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, oth
 // spenders is the run's N spenders, each calling spend to take amount, in
 // -procs processes, each spend recorded in the run's history.
 func (r *Run) spenders(amount int64, spend func(context.Context) (bool, error)) spenders {
-	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also, History: r.history,
-		Spend: func(ctx context.Context, i int) (bool, error) { return r.history.Spend(ctx, i, amount, spend) }}
+	h := r.History()
+	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also, History: h,
+		Spend: func(ctx context.Context, i int) (bool, error) { return h.Spend(ctx, i, amount, spend) }}
 }
 
 var (

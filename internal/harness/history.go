@@ -109,6 +109,17 @@ func (h *History) Check(v wallet.Verdict) *Linearizability {
 	return h.verdict(ops, hv)
 }
 
+// CheckUnless is Check, unless the run was interrupted: then it does not
+// check (unknown), so that the clean-up after Ctrl-C keeps its seconds.
+func (h *History) CheckUnless(v wallet.Verdict, interrupted bool) *Linearizability {
+	if interrupted {
+		return h.unchecked(v, notChecked)
+	}
+	return h.Check(v)
+}
+
+const notChecked = "interrupted by Ctrl-C: the history was not checked"
+
 // unchecked is the verdict of a history that was not checked, and why.
 func (h *History) unchecked(v wallet.Verdict, why string) *Linearizability {
 	if h == nil || v == (wallet.Verdict{}) {
@@ -178,13 +189,8 @@ func (r *Run) History() *History { return r.history.Load() }
 // and forgets the history. After Ctrl-C it does not check: the clean-up
 // has a few seconds, and the phase is not judged.
 func (r *Run) checked(o *Outcome) {
-	h := r.history.Swap(nil)
-	switch {
-	case o.History != nil:
-	case r.Interrupted():
-		o.History = h.unchecked(o.Verdict, "interrupted by Ctrl-C: the history was not checked")
-	default:
-		o.History = h.Check(o.Verdict)
+	if h := r.history.Swap(nil); o.History == nil {
+		o.History = h.CheckUnless(o.Verdict, r.Interrupted())
 	}
 }
 

@@ -556,7 +556,7 @@ func (s *Store) spendForUpdate(ctx context.Context, id, amount int64, work time.
 	if err != nil {
 		return false, fmt.Errorf("wallet: lock wallet %d: %w", id, err)
 	}
-	sawRead(ctx, bal)
+	sawRead(ctx, bal) // tells a history that records this spend what it read (reads.go)
 	if bal < amount {
 		return false, nil
 	}

@@ -54,6 +54,7 @@ func LockKey(prefix string, id int64) string {
 // and returns an error that matches ctx.Err() and, when the context was
 // cancelled with a cause (as a lock's watchdog does), that cause too.
 func Spend(ctx context.Context, rdb redis.Cmdable, key string, amount int64, work time.Duration) (bool, error) {
+	rdb = observed(ctx, rdb) // a history recording this spend sees the GET (reads.go)
 	bal, err := rdb.Get(ctx, key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("%w at %s", ErrNoWallet, key)
@@ -61,7 +62,6 @@ func Spend(ctx context.Context, rdb redis.Cmdable, key string, amount int64, wor
 	if err != nil {
 		return false, fmt.Errorf("wallet: read %s: %w", key, err)
 	}
-	sawRead(ctx, bal)
 	if bal < amount {
 		return false, nil
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -103,4 +104,19 @@ func TestProgram_writesTheHistoryPage(t *testing.T) {
 	if code, ok := New("step1-race", "test:", &strings.Builder{}, &strings.Builder{}).Parse([]string{"-history", filepath.Join(t.TempDir(), "no", "h.html")}, nil, nil); ok || code != 2 {
 		t.Errorf("-history in a missing folder: Parse = %d, %v; want 2", code, ok)
 	}
+}
+
+// BenchmarkHistory_spend is what recording adds to one spend: the clock
+// read twice, a context that carries the read's observer, a mutex and a
+// copy into the log. A spend is a round trip or more (some 100 µs on
+// loopback); this is well under 1 % of that.
+func BenchmarkHistory_spend(b *testing.B) {
+	h := NewHistory(wallet.DemoWallet, 100)
+	ctx := b.Context()
+	spend := func(context.Context) (bool, error) { return true, nil }
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			h.Spend(ctx, 0, 10, spend)
+		}
+	})
 }

@@ -66,10 +66,11 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 		return p.Fail(err)
 	}
 	defer s.Close(p.Stderr, balanceKey, lockKey)
-	ctx = s.Context() // ends at Ctrl-C
 	r := harness.NewReport(p.Step)
 	b := Bench{Setting: c, Step: p.Step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey, Initial: initial, Amount: amount}
 	for _, st := range strategies {
+		// Burst hands each spend the session's context (it ends at Ctrl-C),
+		// carrying what the history needs to record the spend.
 		run, balance, err := b.Burst(st, func(ctx context.Context, run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
 		if err != nil {
 			return p.Fail(err)

@@ -297,6 +297,7 @@ func (s *Store) Balance(ctx context.Context, id int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("wallet: read wallet %d: %w", id, err)
 	}
+	sawRead(ctx, bal)
 	return bal, nil
 }
 
@@ -370,6 +371,7 @@ func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err 
 	if err != nil {
 		return 0, withCause(ctx, fmt.Errorf("wallet: claim wallet %d with fence %d: %w", id, fence, err))
 	}
+	sawRead(ctx, balance)
 	return balance, nil
 }
 
@@ -496,6 +498,7 @@ func (s *Store) spendVersioned(ctx context.Context, id, amount int64, work time.
 		if err != nil {
 			return false, conflicts, fmt.Errorf("wallet: read wallet %d: %w", id, err)
 		}
+		sawRead(ctx, bal)
 		if bal < amount {
 			return false, conflicts, nil
 		}
@@ -553,6 +556,7 @@ func (s *Store) spendForUpdate(ctx context.Context, id, amount int64, work time.
 	if err != nil {
 		return false, fmt.Errorf("wallet: lock wallet %d: %w", id, err)
 	}
+	sawRead(ctx, bal) // tells a history that records this spend what it read (reads.go)
 	if bal < amount {
 		return false, nil
 	}

@@ -54,6 +54,7 @@ func LockKey(prefix string, id int64) string {
 // and returns an error that matches ctx.Err() and, when the context was
 // cancelled with a cause (as a lock's watchdog does), that cause too.
 func Spend(ctx context.Context, rdb redis.Cmdable, key string, amount int64, work time.Duration) (bool, error) {
+	rdb = observed(ctx, rdb) // a history recording this spend sees the GET (reads.go)
 	bal, err := rdb.Get(ctx, key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("%w at %s", ErrNoWallet, key)
@@ -131,6 +132,7 @@ func Balance(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("wallet: read %s: %w", key, err)
 	}
+	sawRead(ctx, bal)
 	return bal, nil
 }
 

@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v", drill.MinPartition, drill.MaxPartition))
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
+	historyFile := fs.String("history", "", "also write each run's history of spends (a window of one wallet) as porcupine's HTML page to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
 	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
 		return code
@@ -116,6 +117,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		bad = fmt.Errorf("-partition must be %v to %v, got %v", drill.MinPartition, drill.MaxPartition, c.Partition)
 	case c.First < 1 || c.First > math.MaxInt64-int64(c.Wallets):
 		bad = fmt.Errorf("-first-id must be at least 1 and leave room for -wallets ids below 2^63, got %d", c.First)
+	}
+	if *historyFile != "" && bad == nil {
+		bad = harness.CheckPageOf("-history", *historyFile)
 	}
 	if code, stop := harness.Refuse(fs, stderr, err1, err2, bad, harness.CheckPrefix(c.Prefix)); stop {
 		return code
@@ -215,6 +219,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// prints no object of its own.
 	rep := harness.NewReport(prog)
 	r.table()
+	if *historyFile != "" && len(r.rows) > 0 {
+		if err := drill.WritePage(*historyFile, r.rows); err != nil {
+			rep.Fail(stderr, fmt.Errorf("-history: %w", err))
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, harness.Why(ctx))

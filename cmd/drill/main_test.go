@@ -106,6 +106,7 @@ func matchesLesson(t *testing.T, want int, args ...string) {
 			DoubleGrants                     int   `json:"double_grants"`
 			Unknown                          int
 			Faults                           int
+			Linearizable                     string
 		}
 		if err := dec.Decode(&r); err != nil {
 			t.Fatalf("a row is not JSON: %v", err)
@@ -118,6 +119,9 @@ func matchesLesson(t *testing.T, want int, args ...string) {
 		name := fmt.Sprintf("%s %s seed %d", r.Nemesis, r.Strategy, r.Seed)
 		if r.Verdict != cell.Want || r.Want != cell.Want || r.OK != (cell.Want == lesson.OK) {
 			t.Errorf("%s: verdict %s (ok %v, want field %s), the lesson says %s", name, r.Verdict, r.OK, r.Want, cell.Want)
+		}
+		if w, _ := lesson.WantHistory(lesson.DrillStep, lesson.DrillPhase(r.Nemesis, r.Strategy)); r.Linearizable != w {
+			t.Errorf("%s: linearizable=%q, the lesson says %s", name, r.Linearizable, w)
 		}
 		if r.Faults != 1 {
 			t.Errorf("%s: %d faults injected, want 1", name, r.Faults)

@@ -70,7 +70,7 @@ func (r *report) add(res drill.Result) {
 		return
 	}
 	fmt.Fprintf(r.w, "%-8s %-7s seed %-3d %s  double grants %d, faults %d: %s\n",
-		res.Nemesis, res.Strategy, res.Seed, res.Check, res.DoubleGrants, res.Faults, res.Note)
+		res.Nemesis, res.Strategy, res.Seed, res.CheckLine(), res.DoubleGrants, res.Faults, res.Note)
 	if res.WindowMS != nil {
 		ms := func(p *int64) time.Duration { return time.Duration(*p) * time.Millisecond }
 		fmt.Fprintf(r.w, "    the old primary granted locks for %v after the cut; two primaries granted at once for %v, %d double grants between their holders; lost at the heal: %s\n",
@@ -190,6 +190,11 @@ func (r *report) judge(rep *harness.Report, stderr io.Writer) {
 		if !c.match() {
 			rep.Fail(stderr, fmt.Errorf("%s under %s: %d of %d seeds BROKEN, the lesson says %s (%s)",
 				c.strategy, c.nemesis, c.broken, c.seeds, c.want.Want, c.want.What))
+		}
+	}
+	for _, res := range r.rows {
+		if err := res.HistoryMiss(); err != nil {
+			rep.Fail(stderr, err)
 		}
 	}
 }

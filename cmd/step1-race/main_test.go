@@ -54,8 +54,9 @@ func TestRun_brokenEveryRun(t *testing.T) {
 			t.Fatalf("line %d %q is not a check line: %v", i+1, line, err)
 		}
 		// The line must be what Check says about its own numbers, for the
-		// defaults: 50 spenders taking 10 each from 100.
-		if want := wallet.Check(100, 10, accepted, balance).String(); line != want {
+		// defaults: 50 spenders taking 10 each from 100, and the history
+		// of fifty spends that all read 100 is not linearizable.
+		if want := wallet.Check(100, 10, accepted, balance).String() + " linearizable=no"; line != want {
 			t.Errorf("line %d = %q, want %q", i+1, line, want)
 		}
 		if word != "BROKEN" {
@@ -80,8 +81,11 @@ func TestRun_procsBrokenEveryRun(t *testing.T) {
 		t.Fatalf("run = %d, want 0 and nothing on stderr; stderr:\n%s", code, stderr.String())
 	}
 	var got struct {
-		Procs  int             `json:"procs"`
-		Phases []lesson.Result `json:"phases"`
+		Procs  int `json:"procs"`
+		Phases []struct {
+			lesson.Result
+			Linearizable string `json:"linearizable"`
+		} `json:"phases"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
@@ -90,7 +94,7 @@ func TestRun_procsBrokenEveryRun(t *testing.T) {
 		t.Fatalf("procs = %d and %d phases, want 4 and 5:\n%s", got.Procs, len(got.Phases), stdout.String())
 	}
 	for i, p := range got.Phases {
-		if !checkLine.MatchString(p.Check) || p.Verdict != "BROKEN" || !p.Match() {
+		if !checkLine.MatchString(p.Check+" linearizable="+p.Linearizable) || p.Linearizable != "no" || p.Verdict != "BROKEN" || !p.Match() {
 			t.Errorf("run %d: %+v, want a BROKEN check line: step 1 has no lock, in one process or four", i+1, p)
 		}
 	}
@@ -137,7 +141,7 @@ func TestRun_secondRunOnThePrefixIsRefused(t *testing.T) {
 }
 
 // A check line; with unknown outcomes it names them and a range.
-var checkLine = regexp.MustCompile(`^accepted=\d+ (unknown=\d+ )?balance=-?\d+ expected=-?\d+(\.\.-?\d+)? (OK|BROKEN)$`)
+var checkLine = regexp.MustCompile(`^accepted=\d+ (unknown=\d+ )?balance=-?\d+ expected=-?\d+(\.\.-?\d+)? (OK|BROKEN) linearizable=(yes|no|unknown)$`)
 
 // Ctrl-C stops the runs, prints the ones measured, cleans up and exits
 // 130; with Redis frozen it still returns within the clean-up bound and
@@ -195,7 +199,7 @@ func TestRun_ctrlCWithProcs(t *testing.T) {
 		stdout, _ := testenv.InterruptProcs(t, run, testenv.CtrlC{
 			Args: []string{"-procs", "4", "-work", "30s"}, Key: balance, After: 1500 * time.Millisecond,
 		})
-		if want := "accepted=0 balance=100 expected=100 OK\n"; stdout != want {
+		if want := "accepted=0 balance=100 expected=100 OK linearizable=unknown\n"; stdout != want {
 			t.Errorf("stdout = %q, want %q: the spends cut short by Ctrl-C, none of unknown outcome", stdout, want)
 		}
 	})

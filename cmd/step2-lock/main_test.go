@@ -59,7 +59,7 @@ func TestRun_okEveryRun(t *testing.T) {
 		if code != 0 || stderr != "" {
 			t.Fatalf("run %d (-release %s) = %d, want 0; stderr:\n%s", i+1, method, code, stderr)
 		}
-		want := "accepted=10 balance=0 expected=0 OK\n" +
+		want := "accepted=10 balance=0 expected=0 OK linearizable=yes\n" +
 			fmt.Sprintf("lock key left behind: no (released with %s, Redis %s)\n", used, version)
 		if stdout != want {
 			t.Fatalf("run %d (-release %s) printed:\n%s\nwant:\n%s", i+1, method, stdout, want)
@@ -83,22 +83,27 @@ func TestRun_procsOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runStep(t, "-prefix", prefix, "-procs", "4", "-release", "lua")
-	want := "accepted=10 balance=0 expected=0 OK\n" +
+	want := "accepted=10 balance=0 expected=0 OK linearizable=yes\n" +
 		fmt.Sprintf("lock key left behind: no (released with lua, Redis %s)\n", version)
 	if code != 0 || stderr != "" || stdout != want {
 		t.Fatalf("run = %d, want 0; stdout:\n%s\nwant:\n%s\nstderr:\n%s", code, stdout, want, stderr)
 	}
 	code, stdout, stderr = runStep(t, "-prefix", prefix, "-procs", "4", "-json")
 	var got struct {
-		Procs          int             `json:"procs"`
-		FailedReleases int             `json:"failed_releases"`
-		Phases         []lesson.Result `json:"phases"`
+		Procs          int `json:"procs"`
+		FailedReleases int `json:"failed_releases"`
+		Phases         []struct {
+			lesson.Result
+			Linearizable string `json:"linearizable"`
+			HistoryOps   int    `json:"history_ops"`
+		} `json:"phases"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
 		t.Fatalf("run -json = %d (%v); stdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
 	}
-	if got.Procs != 4 || got.FailedReleases != 0 || len(got.Phases) != 1 || got.Phases[0].Check != "accepted=10 balance=0 expected=0 OK" {
-		t.Errorf("got %+v, want procs 4, no failed release and the OK check line", got)
+	if got.Procs != 4 || got.FailedReleases != 0 || len(got.Phases) != 1 || got.Phases[0].Check != "accepted=10 balance=0 expected=0 OK" ||
+		got.Phases[0].Linearizable != "yes" || got.Phases[0].HistoryOps != 50 {
+		t.Errorf("got %+v, want procs 4, no failed release, the OK check line and a linearizable history of the 50 spends, merged from the four processes", got)
 	}
 	if n := rdb.Exists(t.Context(), wallet.BalanceKey(prefix, wallet.DemoWallet), wallet.LockKey(prefix, wallet.DemoWallet)).Val(); n != 0 {
 		t.Fatalf("%d keys left behind", n)
@@ -258,7 +263,7 @@ func TestRun_ctrlC(t *testing.T) {
 	})
 }
 
-var checkThenLock = regexp.MustCompile(`^accepted=\d+ balance=\d+ expected=\d+ OK\nlock key left behind: no \(released with \w+, Redis [\d.]+\)\n$`)
+var checkThenLock = regexp.MustCompile(`^accepted=\d+ balance=\d+ expected=\d+ OK linearizable=(yes|unknown)\nlock key left behind: no \(released with \w+, Redis [\d.]+\)\n$`)
 
 func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
 

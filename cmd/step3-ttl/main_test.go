@@ -31,8 +31,9 @@ func runStep(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // A phase prints three lines: a header naming it and its settings, then
-// (indented) what happened and the check line.
-var phaseLines = regexp.MustCompile(`^phase (\d): (.+)\n  (.+)\n  (accepted=\d+ balance=-?\d+ expected=-?\d+ (?:OK|BROKEN))\n$`)
+// (indented) what happened and the check line, which ends with the
+// history's verdict.
+var phaseLines = regexp.MustCompile(`^phase (\d): (.+)\n  (.+)\n  (accepted=\d+ balance=-?\d+ expected=-?\d+ (?:OK|BROKEN)) linearizable=(yes|no|unknown)\n$`)
 
 // Each phase must give its verdict on every run with the defaults, and
 // -phase all must run the three in order. The runs go side by side, each on
@@ -61,6 +62,9 @@ func TestRun_defaultsGiveTheLessonsVerdicts(t *testing.T) {
 					t.Fatalf("stdout is not phase %s's three lines:\n%s", tt.phase, stdout)
 				}
 				story, check := m[3], m[4]
+				if want, _ := lesson.WantHistory(step, tt.phase); m[5] != want {
+					t.Errorf("linearizable=%s, the lesson says %s", m[5], want)
+				}
 				if want := lesson.Want(step, tt.phase); !strings.HasSuffix(check, " "+want) {
 					t.Errorf("check line %q, want %s", check, want)
 				}
@@ -173,7 +177,7 @@ func TestRun_ctrlC(t *testing.T) {
 	balance := wallet.BalanceKey("", wallet.DemoWallet)
 	t.Run("mid-phase", func(t *testing.T) {
 		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: []string{"-phase", "2"}, Key: balance, After: time.Second})
-		want := regexp.MustCompile(`^phase 2: .+\n  interrupted by Ctrl-C: the check counts only the spends made before it\n  accepted=\d+ balance=\d+ expected=\d+ OK\n$`)
+		want := regexp.MustCompile(`^phase 2: .+\n  interrupted by Ctrl-C: the check counts only the spends made before it\n  accepted=\d+ balance=\d+ expected=\d+ OK linearizable=unknown\n$`)
 		if !want.MatchString(stdout) {
 			t.Errorf("stdout = %q, want phase 2's header, that it was interrupted, and its check line", stdout)
 		}

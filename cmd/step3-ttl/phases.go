@@ -66,7 +66,7 @@ func (e *env) crowd(ctx context.Context, r *harness.Run, watch bool, setting str
 		return o, err
 	}
 	var mu sync.Mutex
-	tally := wallet.Hammer(e.n, func(int) (bool, error) {
+	spend := func(ctx context.Context) (bool, error) { // one spender; r.Spend records it
 		l, err := e.acquire(ctx, r)
 		if err != nil {
 			return false, err
@@ -89,7 +89,8 @@ func (e *env) crowd(ctx context.Context, r *harness.Run, watch bool, setting str
 			o.Problems = append(o.Problems, rerr.Error())
 		}
 		return ok, err
-	})
+	}
+	tally := wallet.Hammer(e.n, func(i int) (bool, error) { return r.Spend(ctx, i, amount, spend) })
 	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
 	f.Unknown, o.Figures = tally.Unknown, &f
 	v, err := r.Check(e.balanceKey, initial, amount, tally.Accepted, tally.Unknown)
@@ -127,7 +128,9 @@ func (e *env) takenOver(ctx context.Context, r *harness.Run) (harness.Outcome, e
 			tookOver <- nil
 		}
 	}()
-	ok, spendErr := wallet.Spend(work, r.Redis, e.balanceKey, amount, e.work)
+	ok, spendErr := r.Spend(work, 0, amount, func(ctx context.Context) (bool, error) {
+		return wallet.Spend(ctx, r.Redis, e.balanceKey, amount, e.work)
+	})
 	cause := context.Cause(work)
 	stop()
 	if err := <-tookOver; err != nil {

@@ -54,7 +54,7 @@ func TestRun_eachStrategyIsOKTenTimesInTen(t *testing.T) {
 			for i := range 10 {
 				// A long -wait: this test is about the balance, not speed.
 				code, stdout, stderr := runStep(t, "-strategy", s.Name, "-wait", "60s")
-				want := fmt.Sprintf("%-12s %s", s.Name+":", "accepted=10 balance=0 expected=0 OK")
+				want := fmt.Sprintf("%-12s %s", s.Name+":", "accepted=10 balance=0 expected=0 OK linearizable=yes")
 				if code != 0 || !strings.Contains(stdout, want+"\n") || stderr != "" {
 					t.Fatalf("run %d: exit %d, want 0 and %q\nstdout:\n%s\nstderr:\n%s", i+1, code, want, stdout, stderr)
 				}
@@ -74,7 +74,7 @@ func TestRun_printsOneCheckLineAndOneTableRowPerStrategy(t *testing.T) {
 		}
 		checks := 0
 		for line := range strings.Lines(stdout) {
-			if strings.HasPrefix(line, s.Name+":") && strings.HasSuffix(line, " OK\n") {
+			if strings.HasPrefix(line, s.Name+":") && strings.HasSuffix(line, " OK linearizable=yes\n") {
 				checks++
 			}
 		}
@@ -227,7 +227,7 @@ func TestRun_ctrlC(t *testing.T) {
 	args := []string{"-strategy", "lockstep", "-n", "20", "-work", "50ms", "-wait", "60s"}
 	t.Run("mid-run", func(t *testing.T) {
 		stdout, stderr := testenv.Interrupt(t, run, testenv.CtrlC{Args: args, Key: balance, After: 100 * time.Millisecond})
-		if !strings.HasPrefix(stdout, "lockstep:    accepted=") || !strings.Contains(stdout, " OK\n") || !strings.Contains(stdout, "\nlockstep     LinearBackoff") {
+		if !strings.HasPrefix(stdout, "lockstep:    accepted=") || !strings.Contains(stdout, " OK linearizable=unknown\n") || !strings.Contains(stdout, "\nlockstep     LinearBackoff") {
 			t.Errorf("stdout should hold the check line and the row of what ran:\n%s", stdout)
 		}
 		if !strings.Contains(stderr, "interrupted by Ctrl-C during lockstep: its row counts only the spends made before it") || strings.Contains(stderr, "commandstats") {

@@ -184,11 +184,11 @@ func TestRun_onePhaseText(t *testing.T) {
 		phase string
 		want  []string
 	}{
-		{"1", []string{"phase 1: ", "A: wakes, writes 90: accepted, and stale", "accepted=2 balance=90 expected=80 BROKEN"}},
-		{"1b", []string{"phase 1b: the fence checked on write only", "reads 100 without claiming the row", "A: wakes, writes 90 with fence 1: accepted", "B: writes 90 with fence 2: accepted, the row's fence was 1", "accepted=2 balance=90 expected=80 BROKEN"}},
-		{"2", []string{"phase 2: ", "with fence 1", "with fence 2", "refused, the row carries fence 2 (B's): A's was the stale write", "accepted=1 balance=90 expected=90 OK"}},
-		{"3", []string{"phase 3: 20 fenced spenders, some stalling past the TTL\n", "between read and write (TTL 200ms): 2\n", "stale writes refused: ", " OK\n"}},
-		{"4", []string{"phase 4: ", "version conflicts: ", "accepted=10 balance=0 expected=0 OK"}},
+		{"1", []string{"phase 1: ", "A: wakes, writes 90: accepted, and stale", "accepted=2 balance=90 expected=80 BROKEN linearizable=no"}},
+		{"1b", []string{"phase 1b: the fence checked on write only", "reads 100 without claiming the row", "A: wakes, writes 90 with fence 1: accepted", "B: writes 90 with fence 2: accepted, the row's fence was 1", "accepted=2 balance=90 expected=80 BROKEN linearizable=no"}},
+		{"2", []string{"phase 2: ", "with fence 1", "with fence 2", "refused, the row carries fence 2 (B's): A's was the stale write", "accepted=1 balance=90 expected=90 OK linearizable=yes"}},
+		{"3", []string{"phase 3: 20 fenced spenders, some stalling past the TTL\n", "between read and write (TTL 200ms): 2\n", "stale writes refused: ", " OK linearizable=yes\n"}},
+		{"4", []string{"phase 4: ", "version conflicts: ", "accepted=10 balance=0 expected=0 OK linearizable=yes"}},
 	}
 	for _, tt := range tests {
 		t.Run("phase "+tt.phase, func(t *testing.T) {
@@ -384,7 +384,7 @@ func TestRun_explicitWalletOfAnotherRunIsRefused(t *testing.T) {
 	if strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, want) {
 		t.Errorf("second run: stderr %q, want one line starting %q", msg, want)
 	}
-	if out := <-done; !strings.HasPrefix(out, "exit 0\n") || !strings.Contains(out, " OK\n") {
+	if out := <-done; !strings.HasPrefix(out, "exit 0\n") || !strings.Contains(out, " OK linearizable=yes\n") {
 		t.Errorf("first run:\n%s", out)
 	}
 }
@@ -537,7 +537,7 @@ func TestRun_phase3SaysWhenTheCounterWentBackwards(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := <-done
-	if !strings.HasPrefix(out, "exit 0\n") || !strings.Contains(out, "spenders refused because the fence counter went backwards") || !strings.Contains(out, " OK\n") {
+	if !strings.HasPrefix(out, "exit 0\n") || !strings.Contains(out, "spenders refused because the fence counter went backwards") || !strings.Contains(out, " OK linearizable=yes\n") {
 		t.Errorf("want exit 0, OK and the counter going backwards named:\n%s", out)
 	}
 	if strings.Contains(out, "\n  spenders refused without a stall (a busy machine") {

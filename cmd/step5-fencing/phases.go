@@ -19,6 +19,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // moves are what each holder does: take the lease, read the balance, write
@@ -40,12 +41,14 @@ func (c *config) play(phase string, acquire func(context.Context, lock.Client, s
 		if err := r.Fresh(ctx, initial); err != nil {
 			return harness.Outcome{}, err
 		}
+		call := history.Now() // the two spends' history: both from here to their end
 		s, err := holders(ctx, c.Work, phase == "1b", moves{
 			acquire: func(ctx context.Context) (*lock.Lock, error) { return acquire(ctx, r.Redis, r.LockKey, c.TTL) },
 			read:    func(ctx context.Context, fence int64) (int64, error) { return read(r.Store, ctx, r.ID, fence) },
 			write:   func(ctx context.Context, fence, bal int64) error { return write(r.Store, ctx, r.ID, fence, bal) },
 		})
 		if err == nil {
+			s.Record(r.History(), call, amount)
 			s.Highest, err = r.Store.Fence(ctx, r.ID)
 		}
 		if err != nil {
@@ -140,13 +143,15 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 		stalled[i] = true
 	}
 	tally := wallet.Hammer(c.N, func(i int) (bool, error) {
-		ok, err := harness.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
-			fences[i] = fence
-			work := c.Work
-			if stalled[i] {
-				work = c.Pause // past the lease, between the read and the write
-			}
-			return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
+		ok, err := r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
+			return harness.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
+				fences[i] = fence
+				work := c.Work
+				if stalled[i] {
+					work = c.Pause // past the lease, between the read and the write
+				}
+				return r.Store.SpendFenced(ctx, r.ID, fence, amount, work)
+			})
 		})
 		errs[i] = err
 		return ok, err
@@ -170,10 +175,12 @@ func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Out
 		return harness.Outcome{}, err
 	}
 	var conflicts atomic.Int64
-	tally := wallet.Hammer(c.N, func(int) (bool, error) {
-		ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.Work)
-		conflicts.Add(int64(n))
-		return ok, err
+	tally := wallet.Hammer(c.N, func(i int) (bool, error) {
+		return r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
+			ok, n, err := r.Store.SpendVersioned(ctx, r.ID, amount, c.Work)
+			conflicts.Add(int64(n))
+			return ok, err
+		})
 	})
 	if err := harness.Failed(tally, c.N); err != nil {
 		return harness.Outcome{}, err

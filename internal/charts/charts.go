@@ -14,13 +14,9 @@ package charts
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"example.com/walletlock/internal/harness"
 )
@@ -47,35 +43,6 @@ func render(w io.Writer, name string, data any) error {
 // names the flag (-html) and the fix, in one line.
 func CheckPage(path string) error { return CheckPageOf("-html", path) }
 
-// CheckPageOf is CheckPage for a page that another flag names.
-func CheckPageOf(flag, path string) error {
-	shown := harness.Printable(path)
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, harness.Printable(filepath.Join(path, "harness.html")))
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, harness.Printable(dir))
-	case err == nil && !fi.IsDir():
-		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, harness.Printable(dir))
-	case err != nil:
-		return fmt.Errorf("%s %s: %v", flag, shown, unwrapPath(err))
-	}
-	f, err := os.CreateTemp(dir, ".walletlock-page-*")
-	if err != nil {
-		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, harness.Printable(dir), unwrapPath(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-// unwrapPath is the reason of a file error, without the path it names.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
+// CheckPageOf is CheckPage for a page that another flag names
+// (harness.CheckPageOf, which every program's -history uses too).
+func CheckPageOf(flag, path string) error { return harness.CheckPageOf(flag, path) }

@@ -80,6 +80,8 @@ type Result struct {
 	OldPrimaryGrants   int    `json:"old_primary_grants,omitempty"`   // locks the old primary granted from the cut on
 	OldPrimaryMS       *int64 `json:"old_primary_ms,omitempty"`       // from the cut to the old primary's last grant
 	Lost               string `json:"lost,omitempty"`                 // what the healed primary lost
+
+	HistoryVerdict // its history's verdict (history.go)
 }
 
 // runner is the state of one run.
@@ -112,6 +114,7 @@ type runner struct {
 	sections []section
 	grab     func(Event) bool // set while the nemesis waits for a read
 	grabbed  chan grabbed
+	hist     drillHistory
 }
 
 type section struct {
@@ -154,6 +157,7 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	if err := c.Store.ResetRange(ctx, c.First, c.Wallets, c.Initial); err != nil {
 		return res, err
 	}
+	r.startHistory()
 	for i := range c.Procs {
 		if err := r.startSpender(i); err != nil {
 			r.stopSpenders(ctx)
@@ -376,6 +380,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 			}
 		case "spend":
 			delete(r.open, k)
+			r.hist.spent(sp.n, e)
 			switch e.Outcome {
 			case Accepted:
 				r.accepted[e.Wallet]++
@@ -398,6 +403,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 	for k, e := range r.open {
 		if k[0] == int64(sp.n) {
 			r.unknown[e.Wallet]++
+			r.hist.lost(sp.n, e, sp.endAt)
 			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
 			delete(r.open, k)
 		}
@@ -505,6 +511,7 @@ func (r *runner) judge(res *Result, balances []int64) {
 	v := wallet.CheckUnknown(r.c.Initial*int64(len(balances)), r.c.Amount, acc, unk, total)
 	v.OK = res.OK // the line sums the wallets; the verdict is theirs
 	res.Verdict, res.Check = v, v.String()
+	r.checkHistory(res, balances)
 	if r.c.Strategy != Version { // no lock, nothing granted
 		res.DoubleGrants = overlaps(r.sections)
 	}

@@ -31,6 +31,7 @@ import (
 	"example.com/walletlock/lock"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // SpenderEnv names the environment variable that makes the drill binary
@@ -90,10 +91,16 @@ type Event struct {
 	Outcome string `json:"outcome,omitempty"` // accepted, refused or unknown
 	Holder  string `json:"holder,omitempty"`  // the first 12 hex digits of the SHA-1 of the lock token
 	Fence   int64  `json:"fence,omitempty"`
-	Start   int64  `json:"start,omitempty"`  // Unix ns: the lock was granted (0: no critical section)
-	End     int64  `json:"end,omitempty"`    // Unix ns: the write returned
-	Why     string `json:"why,omitempty"`    // for a refusal or an unknown outcome
-	Server  string `json:"server,omitempty"` // with Identify: the server that granted the lock, as CLIENT INFO's laddr
+	Start   int64  `json:"start,omitempty"` // Unix ns: the lock was granted (0: no critical section)
+	End     int64  `json:"end,omitempty"`   // Unix ns: the write returned
+	Why     string `json:"why,omitempty"`   // for a refusal or an unknown outcome
+	// For the history (history.go): when the spend began, before the
+	// lock (Unix ns); the balance it read; its history.Result (0: it gave
+	// up before it touched the wallet).
+	Call   int64  `json:"call,omitempty"`
+	Read   *int64 `json:"read,omitempty"`
+	Result uint8  `json:"result,omitempty"`
+	Server string `json:"server,omitempty"` // with Identify: the server that granted the lock, as CLIENT INFO's laddr
 
 	proc int // the spender process, set by the drill as it reads the line
 }
@@ -251,7 +258,7 @@ func (s *spender) announce(e Event) {
 }
 
 func (s *spender) done(e Event, ok bool, err error) {
-	e.Ev, e.End = "spend", time.Now().UnixNano()
+	e.Ev, e.End, e.Result = "spend", time.Now().UnixNano(), uint8(history.Outcome(ok, err))
 	switch {
 	case errors.Is(err, wallet.ErrUnknownOutcome):
 		e.Outcome, e.Why = Unknown, err.Error()
@@ -269,7 +276,8 @@ func (s *spender) done(e Event, ok bool, err error) {
 func (s *spender) spend(ctx context.Context, id int64) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second) // bounded, but never cut short by stop
 	defer cancel()
-	e := Event{Req: s.req.Add(1), Wallet: id, Amount: s.c.Amount}
+	e := Event{Req: s.req.Add(1), Wallet: id, Amount: s.c.Amount, Call: time.Now().UnixNano()}
+	ctx = wallet.ObserveReads(ctx, func(b int64) { e.Read = &b }) // the Store tells the history what it read
 	if s.c.Strategy == Version {
 		e.Start = time.Now().UnixNano()
 		s.announce(e)

@@ -124,6 +124,7 @@ func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 			}
 			defer cancel()
 			o, err := ph.Run(ctx, r)
+			r.checked(&o)
 			return ran{o, err}
 		}
 		got, done := ran{}, true
@@ -158,10 +159,11 @@ func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 			figures = o // a wallet row's figures go under "figures" (step 5)
 		}
 		if cut != "" {
-			r.Report.Interrupted(ph.Name, o.Verdict, figures) // measured, but not what the lesson is about
+			r.Report.InterruptedChecked(ph.Name, o.Verdict, o.History, figures) // measured, but not what the lesson is about
 			break
 		}
-		r.Report.Add(ph.Name, o.Verdict, figures)
+		r.Report.AddChecked(ph.Name, o.Verdict, o.History, figures)
+		p.Keep(ph.Name, o.History)
 		for _, problem := range o.Problems {
 			problems = append(problems, fmt.Sprintf("phase %s: %s", ph.Name, problem))
 		}
@@ -180,7 +182,7 @@ func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 		}
 		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, at)
 		r.Report.Interrupt()
-		return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+		return p.Finish(r.Report)
 	case failure != nil && len(r.Report.Phases()) == 0:
 		return p.Fail(failure) // nothing to report
 	case failure != nil:
@@ -189,7 +191,7 @@ func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 	for _, problem := range problems {
 		r.Report.Fail(p.Stderr, errors.New(problem))
 	}
-	return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+	return p.Finish(r.Report)
 }
 
 // show prints a phase, unless -json.
@@ -209,7 +211,7 @@ func (p *Program) show(r *Run, name string, o Outcome) {
 	if o.Story != "" {
 		lines = append([]string{o.Story}, lines...)
 	}
-	for _, line := range append(lines, o.Verdict.String()) {
+	for _, line := range append(lines, CheckLine(o.Verdict, o.History)) {
 		fmt.Fprintln(p.Stdout, "  "+line)
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // procsEnv marks a process as one of the -procs copies; it holds how many
@@ -87,6 +88,10 @@ type spenders struct {
 	// Also, if not nil, collects errors beside the spends' own (step 2's
 	// failed releases). A copy sends its own to Run with its tally.
 	Also *Errors
+
+	// History, if not nil, is where Spend records each spend (history.go).
+	// A copy sends its record with its tally; run merges them.
+	History *History
 }
 
 // run runs the spenders and returns their tally, as wallet.Hammer does.
@@ -150,6 +155,9 @@ func (sp spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io
 	if sp.Also != nil {
 		r.Also = messages(sp.Also.List())
 	}
+	if sp.History != nil {
+		r.Ops = sp.History.log.Ops()
+	}
 	if err := enc.Encode(r); err != nil {
 		return 1
 	}
@@ -166,6 +174,9 @@ type copyTally struct {
 	Unknown  int      `json:"unknown"`
 	Errors   []string `json:"errors,omitempty"`
 	Also     []string `json:"also,omitempty"`
+	// Ops are its spends as it recorded them, timed on history.Now's
+	// clock, which every process on the machine shares.
+	Ops []history.Op `json:"ops,omitempty"`
 }
 
 // add counts a copy's tally into t, and its other errors into also.

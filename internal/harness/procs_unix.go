@@ -84,11 +84,17 @@ func (sp spenders) runCopies(ctx context.Context) wallet.Tally {
 	})()
 
 	var t wallet.Tally
+	first := 0 // the copy's first spender, numbered across the copies
 	for _, c := range copies {
 		r, err := c.tally(giveUp)
+		first += c.share
 		if err == nil {
 			r.add(&t, sp.Also)
+			sp.History.merge(r.Ops, first-c.share)
 			continue
+		}
+		if sp.History != nil {
+			sp.History.log.Lose(c.share) // what it spent is missing from the history
 		}
 		// Its spenders may have written or not: each spend's outcome is
 		// unknown.

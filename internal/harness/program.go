@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/history"
 )
 
 // Program is what a step program declares before its lesson runs: its
@@ -30,6 +32,8 @@ type Program struct {
 	walletID      *int64 // -wallet-id, for a row program (WithWallet)
 	json          *bool
 	procs         *int
+	historyFile   *string           // -history (history.go)
+	sections      []history.Section // the histories it draws
 	args          []string
 }
 
@@ -40,6 +44,7 @@ func New(step, prefix string, stdout, stderr io.Writer) *Program {
 	p := &Program{Step: step, Flags: fs, Stdout: stdout, Stderr: stderr, defaultPrefix: prefix}
 	p.prefix = fs.String("prefix", prefix, "prefix of the Redis keys this run writes")
 	p.json = fs.Bool("json", false, "print the result as one JSON object instead of the text")
+	p.withHistory()
 	return p
 }
 
@@ -71,6 +76,9 @@ func (p *Program) Parse(args []string, n func() int, checks func() []error) (cod
 		return code, false
 	}
 	errs := []error{CheckPrefix(*p.prefix)}
+	if *p.historyFile != "" {
+		errs = append(errs, CheckPageOf("-history", *p.historyFile))
+	}
 	if checks != nil {
 		errs = append(errs, checks()...)
 	}
@@ -111,6 +119,7 @@ type Run struct {
 	child        bool
 	served       int // a copy's exit code, once it has served
 	row          *row
+	history      atomic.Pointer[History] // the phase's record of its spends (history.go); spenders cut short may still add to it
 }
 
 // errServed ends a -procs copy's lesson once it has spent: the parent
@@ -129,7 +138,8 @@ var errServed = errors.New("harness: a -procs copy has served its spends")
 // clean-up deadline; an error then says what was not measured.
 func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, others []string, spend func(ctx context.Context) (bool, error)) (wallet.Tally, wallet.Verdict, error) {
 	if r.child {
-		r.served = r.spenders(spend).serve(ctx, os.Stdin, r.p.Stdout, r.p.Stderr, os.Getenv(procsEnv))
+		r.Record(wallet.DemoWallet, initial)
+		r.served = r.spenders(amount, spend).serve(ctx, os.Stdin, r.p.Stdout, r.p.Stderr, os.Getenv(procsEnv))
 		return wallet.Tally{}, wallet.Verdict{}, errServed
 	}
 	if err := r.Reset(ctx, key, initial, others...); err != nil {
@@ -138,7 +148,7 @@ func (r *Run) Hammer(ctx context.Context, key string, initial, amount int64, oth
 		}
 		return wallet.Tally{}, wallet.Verdict{}, err
 	}
-	tally, ok := Await(r.session, func() wallet.Tally { return r.crowd(ctx, spend) })
+	tally, ok := Await(r.session, func() wallet.Tally { return r.spenders(amount, spend).run(ctx) })
 	if !ok { // Ctrl-C, and Redis did not answer the spenders in time
 		return tally, wallet.Verdict{}, errNoAnswer
 	}
@@ -158,7 +168,9 @@ func (r *Run) Reset(ctx context.Context, key string, balance int64, others ...st
 			return fmt.Errorf("free %s: %w", strings.Join(others, ", "), err)
 		}
 	}
-	return wallet.Set(ctx, r.Redis, key, balance)
+	err := wallet.Set(ctx, r.Redis, key, balance)
+	r.Record(wallet.DemoWallet, balance) // the phase's history starts here (Run.Spend), one wallet whatever its key
+	return err
 }
 
 // Check reads the balance at key back, even after Ctrl-C (Cleanup), and
@@ -174,15 +186,12 @@ func (r *Run) Check(key string, initial, amount int64, accepted, unknown int) (w
 	return wallet.CheckUnknown(initial, amount, accepted, unknown, balance), nil
 }
 
-// crowd runs the N spenders: goroutines of this process, or -procs copies.
-func (r *Run) crowd(ctx context.Context, spend func(context.Context) (bool, error)) wallet.Tally {
-	return r.spenders(spend).run(ctx)
-}
-
-// spenders is the run's N spenders, each calling spend, in -procs processes.
-func (r *Run) spenders(spend func(context.Context) (bool, error)) spenders {
-	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also,
-		Spend: func(ctx context.Context, _ int) (bool, error) { return spend(ctx) }}
+// spenders is the run's N spenders, each calling spend to take amount, in
+// -procs processes, each spend recorded in the run's history.
+func (r *Run) spenders(amount int64, spend func(context.Context) (bool, error)) spenders {
+	h := r.History()
+	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also, History: h,
+		Spend: func(ctx context.Context, i int) (bool, error) { return h.Spend(ctx, i, amount, spend) }}
 }
 
 var (
@@ -245,6 +254,7 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 			break // Ctrl-C, or the run lease was lost: see below
 		}
 		o, err := lesson(ctx, r)
+		r.checked(&o)
 		if o.Verdict == (wallet.Verdict{}) && err != nil { // nothing measured
 			if s.Interrupted() || ctx.Err() != nil {
 				if err != errNotStarted {
@@ -255,17 +265,18 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 			return p.Fail(err)
 		}
 		if !p.JSON() {
-			fmt.Fprintln(p.Stdout, o.Verdict)
+			fmt.Fprintln(p.Stdout, CheckLine(o.Verdict, o.History))
 			for _, line := range o.Lines {
 				fmt.Fprintln(p.Stdout, line)
 			}
 		}
 		if s.Interrupted() {
-			r.Report.Interrupted(phase, o.Verdict, o.Figures) // measured, but not what the lesson is about
+			r.Report.InterruptedChecked(phase, o.Verdict, o.History, o.Figures) // measured, but not what the lesson is about
 			partial = errCut
 			break
 		}
-		r.Report.Add(phase, o.Verdict, o.Figures)
+		r.Report.AddChecked(phase, o.Verdict, o.History, o.Figures)
+		p.Keep(phase, o.History)
 		if err != nil {
 			return p.Fail(err)
 		}
@@ -295,7 +306,7 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, when)
 		r.Report.Interrupt()
 	}
-	return r.Report.Finish(p.Stdout, p.Stderr, p.JSON())
+	return p.Finish(r.Report)
 }
 
 var errCut = errors.New("cut short")
@@ -305,11 +316,12 @@ var errCut = errors.New("cut short")
 // and its lines. Every program with phases returns one (steps 1, 2, 3
 // and 5).
 type Outcome struct {
-	Verdict  wallet.Verdict `json:"-"`
-	Figures  any            `json:"figures"`
-	Setting  string         `json:"-"` // the phase's settings, in its first line (step 3); "": the lesson's account of it
-	Story    string         `json:"-"` // what happened, the line above the check line (step 3)
-	Lines    []string       `json:"-"` // the phase's lines: above the check line (step 5), below it (steps 1 and 2)
-	Warnings []string       `json:"-"` // printed on stderr; the exit code stays
-	Problems []string       `json:"-"` // what went wrong beyond the verdict: each makes the run exit 1
+	Verdict  wallet.Verdict   `json:"-"`
+	Figures  any              `json:"figures"`
+	Setting  string           `json:"-"` // the phase's settings, in its first line (step 3); "": the lesson's account of it
+	Story    string           `json:"-"` // what happened, the line above the check line (step 3)
+	Lines    []string         `json:"-"` // the phase's lines: above the check line (step 5), below it (steps 1 and 2)
+	Warnings []string         `json:"-"` // printed on stderr; the exit code stays
+	Problems []string         `json:"-"` // what went wrong beyond the verdict: each makes the run exit 1
+	History  *Linearizability `json:"-"` // the history's verdict: set by the loop from the run's history (history.go)
 }

@@ -151,14 +151,17 @@ func (r *Run) open(ctx context.Context, o Row) (string, error) {
 }
 
 // Fresh puts the wallet back to balance with fence 0, and forgets the lease
-// and the fence counter, so that a phase's fences start at 1.
+// and the fence counter, so that a phase's fences start at 1. It starts
+// the phase's history (Record).
 func (r *Run) Fresh(ctx context.Context, balance int64) error {
 	if r.Redis != nil {
 		if err := r.Redis.Del(ctx, r.LockKey, lock.FenceKey(r.LockKey)).Err(); err != nil {
 			return fmt.Errorf("redis: %w", err)
 		}
 	}
-	return r.Store.Reset(ctx, r.ID, balance)
+	err := r.Store.Reset(ctx, r.ID, balance)
+	r.Record(r.ID, balance) // the phase's history starts here (Run.Spend)
+	return err
 }
 
 // Outcome reads the row's balance and checks it against the accepted

@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/lesson"
+	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
 )
 
 // Every spend of a phase is recorded (wallet/history): its call and
-// return on the process's clock, the balance it read where the strategy
-// reads through Redis, and its result. With the setting of the starting
-// balances before and the read-back after, that is a history porcupine
+// return on the process's clock, the balance it read (through Redis, or
+// in PostgreSQL, where the Store tells it: seePostgresReads), and its
+// result. With the setting of the starting balances before and the
+// read-back after, that is a history porcupine
 // checks for linearizability: the row's "linearizable", beside the
 // balance check's OK or BROKEN.
 
@@ -45,6 +48,18 @@ func (s *readSeen) Get(ctx context.Context, key string) *redis.StringCmd {
 		s.read = n
 	}
 	return cmd
+}
+
+// seePostgresReads returns ctx, told the balance a PostgreSQL strategy's
+// spend reads (wallet.ObserveReads: the Store reads inside its spends),
+// and where it lands; nil when the run records nothing.
+func (r *runner) seePostgresReads(ctx context.Context) (context.Context, *atomic.Int64) {
+	if r.cfg.History == HistoryOff {
+		return ctx, nil
+	}
+	read := new(atomic.Int64)
+	read.Store(history.NoRead)
+	return wallet.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
 }
 
 // redis is the client a spend reads its balance through: r.rdb, seen by

@@ -66,11 +66,12 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 		return p.Fail(err)
 	}
 	defer s.Close(p.Stderr, balanceKey, lockKey)
-	ctx = s.Context() // ends at Ctrl-C
 	r := harness.NewReport(p.Step)
 	b := Bench{Setting: c, Step: p.Step, Session: s, Redis: rdb, BalanceKey: balanceKey, LockKey: lockKey, Initial: initial, Amount: amount}
 	for _, st := range strategies {
-		run, balance, err := b.Burst(st, func(run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
+		// Burst hands each spend the session's context (it ends at Ctrl-C),
+		// carrying what the history needs to record the spend.
+		run, balance, err := b.Burst(st, func(ctx context.Context, run *Run) (bool, error) { return spend(ctx, rdb, run, st) })
 		if err != nil {
 			return p.Fail(err)
 		}
@@ -78,6 +79,7 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 			break // Ctrl-C, and nothing left to check
 		}
 		run.Verdict = wallet.CheckUnknown(initial, amount, run.Tally.Accepted, run.Tally.Unknown, balance)
+		run.Linearizable = run.History.CheckUnless(run.Verdict, run.Cut)
 		if !p.JSON() {
 			run.PrintCheck(p.Stdout)
 		}
@@ -87,10 +89,11 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 		if run.Cut {
 			break // measured, but not what the lesson is about: b.Report says so
 		}
-		r.Add(st.Name, run.Verdict, nil)
+		r.AddChecked(st.Name, run.Verdict, run.Linearizable, nil)
+		p.Keep(st.Name, run.Linearizable)
 	}
 	b.Report(r, p.Stdout, p.Stderr, p.JSON())
-	return r.Finish(p.Stdout, p.Stderr, p.JSON())
+	return p.Finish(r)
 }
 
 // Bench runs one burst of spenders per strategy within a harness.Session, on
@@ -118,7 +121,7 @@ type Bench struct {
 // balance could not be read back. A run that Ctrl-C cut short but that
 // was read back is returned with Cut set. The error is for Redis failing
 // otherwise, or the session losing its lease.
-func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64, error) {
+func (b *Bench) Burst(st Strategy, spend func(context.Context, *Run) (bool, error)) (*Run, int64, error) {
 	strategy, s := st.Name, b.Session
 	if s.Interrupted() {
 		b.stopped = "before " + strategy
@@ -134,7 +137,10 @@ func (b *Bench) Burst(st Strategy, spend func(*Run) (bool, error)) (*Run, int64,
 			return measured{err: err}
 		}
 		run := Start(ctx, b.Redis, st.Name, st.Retry)
-		run.Stop(ctx, wallet.Hammer(b.N, func(int) (bool, error) { return spend(run) }))
+		run.History = harness.NewHistory(wallet.DemoWallet, b.Initial) // every spend recorded
+		run.Stop(ctx, wallet.Hammer(b.N, func(i int) (bool, error) {
+			return run.History.Spend(ctx, i, b.Amount, func(ctx context.Context) (bool, error) { return spend(ctx, run) })
+		}))
 		return measured{run: run}
 	})
 	if ctx.Err() != nil && !s.Interrupted() {

@@ -46,11 +46,13 @@ type Run struct {
 	wallet.Verdict  // set by the caller once the balance is read back
 	Tally           wallet.Tally
 	Wall            time.Duration
-	Cut             bool            // ctx ended while the spenders ran (Ctrl-C)
-	Attempts        int             // lock attempts, all spenders together
-	Waits           []time.Duration // per obtained lock: from calling Obtain to holding it
-	Commands        int64           // Redis commands while it ran, -1 if unknown
-	Released        []error         // releases that failed after a spend
+	Cut             bool                     // ctx ended while the spenders ran (Ctrl-C)
+	Attempts        int                      // lock attempts, all spenders together
+	Waits           []time.Duration          // per obtained lock: from calling Obtain to holding it
+	Commands        int64                    // Redis commands while it ran, -1 if unknown
+	Released        []error                  // releases that failed after a spend
+	History         *harness.History         // every spend, as Burst recorded it
+	Linearizable    *harness.Linearizability // its verdict, set with Verdict
 
 	mu     sync.Mutex
 	start  time.Time
@@ -107,7 +109,7 @@ func (r *Run) Errors() []error { return slices.Concat(r.Tally.Errors, r.Released
 // PrintCheck prints the strategy's check line and, when some spends had
 // an unknown outcome, how many of them the balance says landed.
 func (r *Run) PrintCheck(w io.Writer) {
-	fmt.Fprintf(w, "%-12s %s\n", r.Strategy+":", r.Verdict)
+	fmt.Fprintf(w, "%-12s %s\n", r.Strategy+":", harness.CheckLine(r.Verdict, r.Linearizable))
 	if r.Unknown > 0 && r.Landed >= 0 {
 		fmt.Fprintf(w, "%-12s %d of the %d spends with an unknown outcome landed\n", "", r.Landed, r.Unknown)
 	}

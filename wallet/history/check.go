@@ -41,12 +41,13 @@ type Limits struct {
 // wallets) within seconds.
 var DefaultLimits = Limits{Ops: 400_000, WalletOps: 20_000, Timeout: 10 * time.Second}
 
-// Check checks the log's history. A log that dropped operations (it was
-// full) has holes, and its verdict is Unsure.
+// Check checks the log's history. A log that is missing operations (it
+// was full, or a spender process sent none) has holes: its verdict is
+// Unsure.
 func (l *Log) Check(lim Limits) Verdict {
 	if d := l.Dropped(); d > 0 {
 		return Verdict{Linearizable: Unsure, Ops: l.Len(),
-			Why: fmt.Sprintf("the log was full: it kept %d operations and dropped %d", l.Len(), d)}
+			Why: fmt.Sprintf("the history has holes: it kept %d operations and is missing %d", l.Len(), d)}
 	}
 	return Check(l.Ops(), lim)
 }

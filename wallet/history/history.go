@@ -68,7 +68,7 @@ func (r Result) String() string {
 const NoRead int64 = math.MinInt64
 
 // Op is one operation of a history. Call and Return are times on the
-// process's clock (Now), taken before the call and after it returned.
+// clock of Now, taken before the call and after it returned.
 type Op struct {
 	Wallet       int64
 	Client       int // who made it (a worker's number): a row of the page
@@ -80,13 +80,15 @@ type Op struct {
 
 var epoch = time.Now()
 
-// Now is the time on the process's monotonic clock, in nanoseconds: every
-// operation of a history is timed on it, so that their calls and returns
-// compare.
-func Now() int64 { return int64(time.Since(epoch)) }
+// Now is the time in Unix nanoseconds: the wall clock when this process
+// started, plus the monotonic time since. Every operation of a history
+// is timed on it, so that calls and returns compare, also between
+// processes on one machine (the -procs copies, the drill's spenders),
+// while a step of the wall clock during a run moves nothing.
+func Now() int64 { return epoch.UnixNano() + int64(time.Since(epoch)) }
 
 // At is t on the clock of Now; t must come from time.Now in this process.
-func At(t time.Time) int64 { return int64(t.Sub(epoch)) }
+func At(t time.Time) int64 { return epoch.UnixNano() + int64(t.Sub(epoch)) }
 
 // Outcome sorts what a spend returned into a Result: an error matching
 // wallet.ErrUnknownOutcome is Unknown, wallet.ErrStaleFence RefusedStale,
@@ -164,15 +166,24 @@ func (l *Log) Ops() []Op {
 	return out
 }
 
-// Len is how many operations the log kept; Dropped how many it did not,
-// because it was full.
+// Len is how many operations the log kept.
 func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.n
 }
 
-// Dropped is how many operations Add refused because the log was full.
+// Lose counts n operations that happened but never reached the log (a
+// spender process that ended without sending its own): the history has
+// holes, as when the log is full, and its Check is unknown.
+func (l *Log) Lose(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dropped += n
+}
+
+// Dropped is how many operations the log is missing: those Add refused
+// because the log was full, and those Lose counted.
 func (l *Log) Dropped() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -109,8 +109,35 @@ func TestLog_keepsAtMostItsCap(t *testing.T) {
 	if l.Len() != 3 || l.Dropped() != 2 || len(l.Ops()) != 3 {
 		t.Fatalf("got %d kept, %d dropped; want 3 and 2", l.Len(), l.Dropped())
 	}
-	if v := l.Check(DefaultLimits); v.Linearizable != Unsure || !strings.Contains(v.Why, "dropped 2") {
+	if v := l.Check(DefaultLimits); v.Linearizable != Unsure || !strings.Contains(v.Why, "missing 2") {
 		t.Errorf("a log with holes: got %s (%s), want unknown", v, v.Why)
+	}
+}
+
+func TestLog_loseLeavesHoles(t *testing.T) {
+	l := NewLog(0)
+	l.Add(spend(0, 0, 1, 10, NoRead, Accepted))
+	l.Lose(4) // a spender process that sent none of its four spends
+	if l.Len() != 1 || l.Dropped() != 4 {
+		t.Fatalf("got %d kept, %d missing; want 1 and 4", l.Len(), l.Dropped())
+	}
+	if v := l.Check(DefaultLimits); v.Linearizable != Unsure {
+		t.Errorf("a log with holes: got %s (%s), want unknown", v, v.Why)
+	}
+}
+
+// TestNow_isTheWallClock: Now and At give Unix nanoseconds, so that two
+// processes on one machine time their operations on one clock.
+func TestNow_isTheWallClock(t *testing.T) {
+	before := time.Now()
+	now := Now()
+	after := time.Now()
+	const slack = int64(time.Second) // the wall clock may be slewed since the process started
+	if now < before.UnixNano()-slack || now > after.UnixNano()+slack {
+		t.Errorf("Now() = %d, want about %d (Unix ns)", now, before.UnixNano())
+	}
+	if at := At(after); at < now {
+		t.Errorf("At(a later time) = %d, before Now() = %d", at, now)
 	}
 }
 

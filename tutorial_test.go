@@ -804,11 +804,6 @@ func headings(t *testing.T, page string) map[string]bool {
 	return found
 }
 
-// writtenAlongside are deep dives that other changes write at the same
-// time as the pages that link to them: a link to one that is not here yet
-// is logged, not failed. Drop a page from the list once it has landed.
-var writtenAlongside = map[string]bool{"docs/fair-lock.md": true}
-
 var mdLink = regexp.MustCompile(`\]\(([^)#\s]*)(?:#([^)\s]+))?\)`)
 
 // Every link from one page to another, or to a section, [text](#fragment)
@@ -830,10 +825,6 @@ func TestTutorial_linksReachAHeading(t *testing.T) {
 			if target != "" {
 				file = filepath.Join(filepath.Dir(page), filepath.FromSlash(target))
 				if _, err := os.Stat(file); err != nil {
-					if writtenAlongside[filepath.ToSlash(file)] {
-						t.Logf("%s links to %s, a page written alongside this one and not here yet", page, target)
-						continue
-					}
 					t.Errorf("%s links to %s, which is not a file of this repo", page, target)
 					continue
 				}

@@ -96,13 +96,13 @@ func AddFlags(p *harness.Program) *Flags {
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest a spend may take, waiting for its lock included")
 	fs.Int64Var(&c.FirstID, "first-id", 0, "first PostgreSQL wallet id this run uses; 0 derives one from -prefix, so that runs\nwith different prefixes never share a wallet (ids another run holds are refused)")
 	fs.StringVar(&f.HTML, "html", "", "also write the report, with charts, as one HTML page to this file")
-	fs.StringVar(&f.History, "history", "", "also write the histories, a window of one wallet per strategy, as porcupine's HTML page to this file")
+	fs.Lookup("history").Usage = "also write the histories, a window of one wallet per strategy, as porcupine's HTML page to this file"
 	return f
 }
 
 // Check completes the Config from the flags once they are parsed
 // (Resolve), for the harness's checks: an error is one line, without
-// ErrBadConfig's words. checkPage refuses a page (-html, -history) that
+// ErrBadConfig's words. checkPage refuses a page (-html) that
 // could not be written, before any work (charts.CheckPageOf).
 func (f *Flags) Check(checkPage func(flag, path string) error) []error {
 	f.Prefix = f.p.Prefix()
@@ -110,9 +110,9 @@ func (f *Flags) Check(checkPage func(flag, path string) error) []error {
 	if f.HTML != "" {
 		errs = append(errs, checkPage("-html", f.HTML))
 	}
-	if f.History != "" {
+	// -history is the harness's flag (every program has it), checked there.
+	if f.History = f.p.Flags.Lookup("history").Value.String(); f.History != "" {
 		f.Config.History = HistoryPage
-		errs = append(errs, checkPage("-history", f.History))
 	}
 	return errs
 }

@@ -117,3 +117,41 @@ func inUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
 }
+
+// BenchmarkRun_historyRecording measures what recording every spend's
+// history costs step 6: the default load with lock and atomic (the
+// fastest strategy, where a recorder's cost would show first), run with
+// the history recorded and checked and then with nothing recorded, in
+// turn, so that both see the same machine. It reports each strategy's
+// rate with recording as a share of its rate without (1 = no cost).
+func BenchmarkRun_historyRecording(b *testing.B) {
+	rdb := testenv.Redis(b)
+	c := loadtest.Defaults()
+	c.Strategies = []string{"lock", "atomic"}
+	c.Prefix = testenv.Prefix(b, rdb)
+	c.FirstID = testenv.WalletID(b)
+	env, err := loadtest.Dial(b.Context(), c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	rates := map[loadtest.HistoryMode]map[string]float64{}
+	for b.Loop() {
+		for _, mode := range []loadtest.HistoryMode{loadtest.HistoryCheck, loadtest.HistoryOff} {
+			c.History = mode
+			rep, err := loadtest.Run(b.Context(), env, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rates[mode] == nil {
+				rates[mode] = map[string]float64{}
+			}
+			for _, r := range rep.Rows {
+				rates[mode][r.Strategy] += r.PerSecond
+			}
+		}
+	}
+	for _, s := range c.Strategies {
+		b.ReportMetric(rates[loadtest.HistoryCheck][s]/rates[loadtest.HistoryOff][s], s+"-recorded/off")
+	}
+}

@@ -8,7 +8,7 @@
 //
 // Expect, on every run (the numbers vary, the verdict does not):
 //
-//	accepted=50 balance=90 expected=-400 BROKEN
+//	accepted=50 balance=90 expected=-400 BROKEN linearizable=no
 //
 // Run it with:
 //

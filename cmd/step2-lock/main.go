@@ -11,7 +11,7 @@
 //
 // Expect, on every run:
 //
-//	accepted=10 balance=0 expected=0 OK
+//	accepted=10 balance=0 expected=0 OK linearizable=yes
 //	lock key left behind: no (released with lua, Redis 7.0.15)
 //
 // Run it with:

@@ -20,13 +20,13 @@
 //
 //	phase 1: ttl 600ms, work 1.2s, no watchdog
 //	  3 of 3 releases found the lease gone and deleted nothing
-//	  accepted=3 balance=80 expected=70 BROKEN
+//	  accepted=3 balance=80 expected=70 BROKEN linearizable=no
 //	phase 2: ttl 600ms, work 1.2s, watchdog every 200ms
 //	  0 of 3 releases found the lease gone and deleted nothing
-//	  accepted=3 balance=70 expected=70 OK
+//	  accepted=3 balance=70 expected=70 OK linearizable=yes
 //	phase 3: lease taken over 400ms into the work, watchdog every 200ms
 //	  the watchdog cancelled the spend before its write, cause: lock: not held (its lease ran out, or another holder has the key)
-//	  accepted=0 balance=100 expected=100 OK
+//	  accepted=0 balance=100 expected=100 OK linearizable=yes
 //
 // Run it with:
 //

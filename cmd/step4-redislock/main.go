@@ -10,9 +10,9 @@
 // them: jitter makes the fewest lock attempts, and exponential takes
 // longer than lockstep.
 //
-//	lockstep:    accepted=10 balance=0 expected=0 OK
-//	exponential: accepted=10 balance=0 expected=0 OK
-//	jitter:      accepted=10 balance=0 expected=0 OK
+//	lockstep:    accepted=10 balance=0 expected=0 OK linearizable=yes
+//	exponential: accepted=10 balance=0 expected=0 OK linearizable=yes
+//	jitter:      accepted=10 balance=0 expected=0 OK linearizable=yes
 //
 // Run it with:
 //

@@ -16,7 +16,7 @@
 //	  B: takes the lease with fence 2 once A's has expired (A paused 208ms), reads 100 without claiming the row
 //	  A: wakes, writes 90 with fence 1: accepted, the row's fence was 0
 //	  B: writes 90 with fence 2: accepted, the row's fence was 1; B read 100 before A's spend, so A's spend is lost
-//	  accepted=2 balance=90 expected=80 BROKEN
+//	  accepted=2 balance=90 expected=80 BROKEN linearizable=no
 //
 // Run it with `go run ./cmd/step5-fencing` or `go run ./cmd/step5-fencing -phase 1b -json`.
 // It exits 0 when every phase gives the verdict the lesson promises, 1 when

@@ -201,10 +201,16 @@ func repoCopy(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
 	t.Cleanup(func() {
+		// As root, PostgreSQL's data may be in a temporary folder, which
+		// down removes with the server it stops.
+		raw, err := os.ReadFile(filepath.Join(root, ".services", "pg.dir"))
+		_, started := os.Stat(filepath.Join(root, ".services", "pg.started"))
 		runServices(t, root, nil, "", "down")
-		// As root, PostgreSQL's data may be in a temporary folder.
-		if dir, err := os.ReadFile(filepath.Join(root, ".services", "pg.dir")); err == nil {
-			os.RemoveAll(strings.TrimSpace(string(dir)))
+		if dir := strings.TrimSpace(string(raw)); err == nil && strings.HasPrefix(filepath.Base(dir), "walletlock-pg.") {
+			if _, gone := os.Stat(dir); started == nil && gone == nil {
+				t.Errorf("down left PostgreSQL's temporary folder %s behind", dir)
+			}
+			os.RemoveAll(dir)
 		}
 	})
 	return root

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -96,9 +97,18 @@ func (m *machine) down(ctx context.Context) error {
 		m.say("stopped redis-server")
 	}
 	if _, err := os.Stat(m.state("pg.started")); err == nil {
-		if dir, err := os.ReadFile(m.state("pg.dir")); err == nil {
-			if pg, err := launch.OpenPostgresCluster(strings.TrimSpace(string(dir))); err == nil {
+		if raw, err := os.ReadFile(m.state("pg.dir")); err == nil {
+			dir := strings.TrimSpace(string(raw))
+			if pg, err := launch.OpenPostgresCluster(dir); err == nil {
 				pg.Stop(ctx)
+			}
+			// A temporary folder (the repository's own one was out of the
+			// user postgres's reach) would outlive the clone: it goes with
+			// the server, and the next up starts afresh.
+			if dir != m.state("pg") && strings.HasPrefix(filepath.Base(dir), "walletlock-pg.") {
+				if os.RemoveAll(dir) == nil {
+					os.Remove(m.state("pg.dir"))
+				}
 			}
 		}
 		os.Remove(m.state("pg.started"))

@@ -7,16 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
 )
 
 // Every spend of a phase is recorded (wallet/history): its call and
-// return on the process's clock, the balance it read (through Redis, or
-// in PostgreSQL, where the Store tells it: seePostgresReads), and its
+// return on the process's clock, the balance it read (wallet's reads,
+// in Redis or in PostgreSQL, tell it: seeReads), and its
 // result. With the setting of the starting balances before and the
 // read-back after, that is a history porcupine
 // checks for linearizability: the row's "linearizable", beside the
@@ -35,40 +33,17 @@ const (
 // 90,000 spends); a check they cut short is "unknown", never "yes".
 var historyLimits = history.DefaultLimits
 
-// readSeen reads through a client and remembers the balance the spend
-// read, for its record.
-type readSeen struct {
-	redis.Cmdable
-	read int64 // history.NoRead until a GET answers a number
-}
-
-func (s *readSeen) Get(ctx context.Context, key string) *redis.StringCmd {
-	cmd := s.Cmdable.Get(ctx, key)
-	if n, err := cmd.Int64(); err == nil {
-		s.read = n
-	}
-	return cmd
-}
-
-// seePostgresReads returns ctx, told the balance a PostgreSQL strategy's
-// spend reads (wallet.ObserveReads: the Store reads inside its spends),
-// and where it lands; nil when the run records nothing.
-func (r *runner) seePostgresReads(ctx context.Context) (context.Context, *atomic.Int64) {
+// seeReads returns ctx, told the balance a spend reads
+// (wallet.ObserveReads: wallet.Spend's GET and the Store's reads inside
+// its spends tell it), and where it lands; nil when the run records
+// nothing.
+func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) {
 	if r.cfg.History == HistoryOff {
 		return ctx, nil
 	}
 	read := new(atomic.Int64)
 	read.Store(history.NoRead)
 	return wallet.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
-}
-
-// redis is the client a spend reads its balance through: r.rdb, seen by
-// the history when the run records one.
-func (c call) redis(r *runner) redis.Cmdable {
-	if c.seen != nil {
-		return c.seen
-	}
-	return r.rdb
 }
 
 // record adds one spend to the phase's log.

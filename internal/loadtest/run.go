@@ -740,7 +740,7 @@ func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, 
 	start := time.Now()
 	spendCtx, cancel := context.WithDeadline(withPoolClock(r.spends, clock), start.Add(r.cfg.Timeout))
 	defer cancel()
-	spendCtx, pgRead := r.seePostgresReads(spendCtx)
+	spendCtx, read := r.seeReads(spendCtx)
 	c := call{ctx: spendCtx, wait: spendCtx, id: id, pool: clock}
 	if s.locks {
 		// run ends before r.spends does, never after: ending with either,
@@ -750,17 +750,11 @@ func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, 
 		defer cancelWait()
 		c.wait = wait
 	}
-	if r.rdb != nil && r.cfg.History != HistoryOff {
-		c.seen = &readSeen{Cmdable: r.rdb, read: history.NoRead}
-	}
 	o := s.spend(r, c)
 	took := time.Since(start)
 	o.read = history.NoRead
-	if c.seen != nil {
-		o.read = c.seen.read
-	}
-	if pgRead != nil && o.read == history.NoRead {
-		o.read = pgRead.Load()
+	if read != nil {
+		o.read = read.Load()
 	}
 	// A watchdog's refresh may wait beside the spend's own call.
 	o.pooled = min(clock.total(), took)

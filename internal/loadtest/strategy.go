@@ -132,7 +132,6 @@ type call struct {
 	wait context.Context // the wait for a lock: ctx, ended early when the phase ends
 	id   int64
 	pool *poolClock // what the spend's calls have waited for a connection so far
-	seen *readSeen  // the client the spend reads Redis through, for its record; nil: r.rdb
 }
 
 // lockWait is the time since start, when the spend began to take its
@@ -160,7 +159,7 @@ type outcome struct {
 }
 
 func spendNone(r *runner, c call) outcome {
-	ok, err := wallet.Spend(c.ctx, c.redis(r), wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	return outcome{ok: ok, err: err, attempts: 1}
 }
 
@@ -178,7 +177,7 @@ func waitFailed(c call, err error) outcome {
 // lease gone is an error, but a write that landed still counts.
 func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
 	work, stop := keepAlive(c.ctx)
-	ok, err := wallet.Spend(work, c.redis(r), wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(work, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	stop()
 	if rerr := release(c.ctx); rerr != nil && err == nil {
 		err = rerr
@@ -205,7 +204,7 @@ func spendFair(r *runner, c call) outcome {
 	}
 	waited := c.lockWait(start)
 	key := wallet.BalanceKey(r.cfg.Prefix, c.id)
-	w := &writeLater{Cmdable: c.redis(r), p: r.rdb.Pipeline()}
+	w := &writeLater{Cmdable: r.rdb, p: r.rdb.Pipeline()}
 	work, stop := l.Watch(c.ctx)
 	ok, err := wallet.Spend(work, w, key, r.cfg.Amount, r.cfg.Work)
 	stop()

@@ -477,13 +477,9 @@ func DatabaseURL() string {
 // as postgres://host:port/db (never the user or password), what went wrong
 // and the fix.
 func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
-	raw := DatabaseURL()
-	if userinfoNeedsEscaping(raw) {
-		return nil, errDatabaseURLEscaping
-	}
-	cfg, err := pgxpool.ParseConfig(raw)
+	cfg, err := poolConfig()
 	if err != nil {
-		return nil, errDatabaseURLInvalid
+		return nil, err
 	}
 	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -502,11 +498,21 @@ func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 // PostgresConfig reads DATABASE_URL (or the default) with the parser
 // ConnectPostgres uses. Its errors quote no part of the URL.
 func PostgresConfig() (*pgx.ConnConfig, error) {
+	cfg, err := poolConfig()
+	if err != nil {
+		return nil, err
+	}
+	return cfg.ConnConfig, nil
+}
+
+// poolConfig is DATABASE_URL (or the default) parsed, the one parser of
+// it: pool settings such as pool_max_conns apart from the connection's.
+func poolConfig() (*pgxpool.Config, error) {
 	raw := DatabaseURL()
 	if userinfoNeedsEscaping(raw) {
 		return nil, errDatabaseURLEscaping
 	}
-	cfg, err := pgx.ParseConfig(raw)
+	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return nil, errDatabaseURLInvalid
 	}

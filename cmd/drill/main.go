@@ -63,6 +63,7 @@ import (
 	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 const prog = "drill"
@@ -144,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer pool.Close()
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return fail(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 const (
@@ -60,9 +61,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// A plain lease and plain SQL: A's stale write lands on top of B's.
 		{Name: "1", Run: c.play("1", lock.Acquire, balance, write)},
 		// Fences checked on write only: a fence orders writes, and both land.
-		{Name: "1b", Run: c.play("1b", lock.AcquireFenced, balance, (*wallet.Store).WriteFencedOnly)},
+		{Name: "1b", Run: c.play("1b", lock.AcquireFenced, balance, (*postgres.Store).WriteFencedOnly)},
 		// The read claims the row with its fence: A's stale write is refused.
-		{Name: "2", Run: c.play("2", lock.AcquireFenced, (*wallet.Store).Claim, (*wallet.Store).WriteFenced)},
+		{Name: "2", Run: c.play("2", lock.AcquireFenced, (*postgres.Store).Claim, (*postgres.Store).WriteFenced)},
 		// Fifty spenders through harness.Fenced, a few stalling past the TTL.
 		{Name: "3", Run: c.fencedSpenders},
 		// No lock and no Redis: a version column.
@@ -77,9 +78,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // A plain read and a plain write, which know no fence.
-func balance(s *wallet.Store, ctx context.Context, id, _ int64) (int64, error) {
+func balance(s *postgres.Store, ctx context.Context, id, _ int64) (int64, error) {
 	return s.Balance(ctx, id)
 }
-func write(s *wallet.Store, ctx context.Context, id, _, bal int64) error {
+func write(s *postgres.Store, ctx context.Context, id, _, bal int64) error {
 	return s.Write(ctx, id, bal)
 }

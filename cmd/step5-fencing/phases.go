@@ -20,6 +20,7 @@ import (
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // moves are what each holder does: take the lease, read the balance, write
@@ -35,8 +36,8 @@ type moves struct {
 // row with read and write given its fence. In 1b A wakes between B's read
 // and B's write.
 func (c *config) play(phase string, acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error),
-	read func(*wallet.Store, context.Context, int64, int64) (int64, error),
-	write func(*wallet.Store, context.Context, int64, int64, int64) error) func(context.Context, *harness.Run) (harness.Outcome, error) {
+	read func(*postgres.Store, context.Context, int64, int64) (int64, error),
+	write func(*postgres.Store, context.Context, int64, int64, int64) error) func(context.Context, *harness.Run) (harness.Outcome, error) {
 	return func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
 		if err := r.Fresh(ctx, initial); err != nil {
 			return harness.Outcome{}, err

@@ -32,6 +32,7 @@ import (
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // SpenderEnv names the environment variable that makes the drill binary
@@ -140,7 +141,7 @@ type spender struct {
 	fair    *fair.Lock
 	redlock *redlock.Nodes // for redlock and redlock-fenced
 	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
-	store   *wallet.Store
+	store   *postgres.Store
 
 	out     sync.Mutex
 	enc     *json.Encoder
@@ -161,7 +162,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@ package harness
 
 // Fencing, step 5's join of a lease with a fencing token from Redis
 // (lock.AcquireFenced) and a wallet row in PostgreSQL that refuses writes
-// from an older token (wallet.Store): Fenced, its Heal (which step 6's
+// from an older token (postgres.Store): Fenced, its Heal (which step 6's
 // fenced strategy calls too), and Refusals, phase 3's count of what
 // PostgreSQL refused. It lives here, beside the row program (rows.go),
 // because lock knows nothing of wallets and wallet nothing of locks.
@@ -29,7 +29,7 @@ import (
 
 // Fenced takes the lease on key with a fencing token, runs write with that
 // token and gives the lease back. write must hand the fence to the
-// database with every read and write (wallet.Store.Claim and WriteFenced
+// database with every read and write (postgres.Store.Claim and WriteFenced
 // do), so that PostgreSQL, not the lease, decides whether the write lands.
 //
 // When write fails with a *wallet.StaleFenceError, nothing was written. Fenced

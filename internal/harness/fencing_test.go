@@ -12,6 +12,7 @@ import (
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // A TTL far longer than any test: leases here end by Release or by the
@@ -20,7 +21,7 @@ const ttl = time.Minute
 
 type fixture struct {
 	rdb   redis.UniversalClient
-	store *wallet.Store
+	store *postgres.Store
 	key   string // the lock key
 	id    int64  // the wallet, holding 100 at the start
 }
@@ -31,7 +32,7 @@ func setup(t *testing.T) fixture {
 	defer cancel()
 	rdb := testenv.Redis(t)
 	pool := testenv.Postgres(t)
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}

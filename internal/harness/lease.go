@@ -2,7 +2,7 @@
 // runs, with the repo's own lock: a lease on the key prefix+"run" that a
 // watchdog keeps alive. A second run on the same prefix is refused at once,
 // instead of resetting and deleting the first run's keys; PostgreSQL rows
-// carry the prefix as their owner (wallet.Store.Owned), so runs on other
+// carry the prefix as their owner (postgres.Store.Owned), so runs on other
 // prefixes cannot touch them either.
 //
 // A run that dies leaves the lease to expire on its own within LeaseTTL.

@@ -15,6 +15,7 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // Program is what a step program declares before its lesson runs: its
@@ -109,9 +110,9 @@ type Run struct {
 	N      int    // the spenders
 	Also   Errors // errors beside the spends' own (step 2's failed releases), from every copy
 
-	Store   *wallet.Store // a row program's: owned by the prefix, it resets and deletes only this run's row
-	ID      int64         // the wallet row
-	LockKey string        // the row's lock key; its fence counter is lock.FenceKey(LockKey)
+	Store   *postgres.Store // a row program's: owned by the prefix, it resets and deletes only this run's row
+	ID      int64           // the wallet row
+	LockKey string          // the row's lock key; its fence counter is lock.FenceKey(LockKey)
 
 	p            *Program
 	session      *Session        // nil for a row program without Redis

@@ -21,6 +21,7 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // WithWallet adds -wallet-id: the PostgreSQL wallet row the run uses, and
@@ -72,7 +73,7 @@ type row struct {
 // Rows runs the phases of a row program on the wallet -wallet-id names.
 // It connects to PostgreSQL, then to Redis, and takes the run lease on
 // the prefix, so that a second run on it is refused instead of resetting
-// this one's row and keys. The row is the prefix's too (wallet.Store.Owned):
+// this one's row and keys. The row is the prefix's too (postgres.Store.Owned):
 // a run on another prefix that asks for the same id is refused with a
 // *wallet.OwnedError. Without NeedRedis it takes the lease if Redis
 // answers and runs without one if not. It prints the versions, and sets
@@ -111,7 +112,7 @@ func (r *Run) open(ctx context.Context, o Row) (string, error) {
 		return "", err
 	}
 	r.row.pool = pool
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return "", err
 	}

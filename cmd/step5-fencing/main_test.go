@@ -24,6 +24,7 @@ import (
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // jsonReport mirrors the -json output, with each phase's figures kept raw
@@ -275,7 +276,7 @@ func TestRun_phase4WithoutRedis(t *testing.T) {
 func TestRun_databaseURLPasswordNeverShown(t *testing.T) {
 	const password = "s3cr@tPzq9"
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+password+"@127.0.0.1:1/walletlock?sslmode=disable")
-	_, werr := services.ConnectPostgres(t.Context())
+	_, werr := postgres.Connect(t.Context())
 	if werr == nil {
 		t.Fatal("ConnectPostgres reached a server at 127.0.0.1:1")
 	}

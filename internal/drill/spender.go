@@ -27,7 +27,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/redlock"
-	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
@@ -157,7 +156,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("bad %s", SpenderEnv)
 	}
 	ctx := context.Background()
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return err
 	}

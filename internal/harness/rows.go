@@ -107,7 +107,7 @@ func (p *Program) Rows(ctx context.Context, o Row, settings map[string]any, phas
 func (r *Run) open(ctx context.Context, o Row) (string, error) {
 	// PostgreSQL first: every phase needs it, and a bad DATABASE_URL must
 	// be reported before anything runs.
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -117,7 +117,7 @@ func (r *Run) open(ctx context.Context, o Row) (string, error) {
 		return "", err
 	}
 	r.Store = store.Owned(r.Prefix)
-	pg, err := services.PostgresVersion(ctx, pool)
+	pg, err := postgres.Version(ctx, pool)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // Connection pools are sized to the workers, within limits. With the
@@ -64,7 +65,7 @@ type Env struct {
 // of cfg, and
 // opens every connection of the pools up front,
 // so that the first strategy does not pay for dialling them. Its errors are
-// services.Connect's and services.ConnectPostgres's: one line that names the
+// services.Connect's and postgres.Connect's: one line that names the
 // address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
@@ -104,7 +105,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		}
 	}
 	if needPostgres {
-		probe, err := services.ConnectPostgres(ctx)
+		probe, err := postgres.Connect(ctx)
 		if err != nil {
 			env.Close()
 			return nil, err

@@ -334,7 +334,7 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 	if !needPostgres {
 		return nil
 	}
-	v, err := services.PostgresVersion(ctx, env.Postgres)
+	v, err := postgres.Version(ctx, env.Postgres)
 	if err != nil {
 		return err
 	}

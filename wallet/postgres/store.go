@@ -63,7 +63,7 @@ func (s *Store) Owned(owner string) *Store {
 // exist yet. It may be called any number of times, concurrently too.
 func OpenStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
-		return nil, errors.New("wallet: OpenStore needs a pool (see ConnectPostgres)")
+		return nil, errors.New("wallet: OpenStore needs a pool (see Connect)")
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {

@@ -882,7 +882,7 @@ var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
 
 func TestPostgresVersion(t *testing.T) {
 	pool := testenv.Postgres(t)
-	v, err := services.PostgresVersion(testCtx(t), pool)
+	v, err := postgres.Version(testCtx(t), pool)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
 	}

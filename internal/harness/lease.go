@@ -63,7 +63,7 @@ type Lease struct {
 	ctx        context.Context
 	lost       context.CancelCauseFunc // ends ctx
 	stop       context.CancelFunc      // stops the watchdog
-	done       chan struct{} // closed when the watchdog has stopped
+	done       chan struct{}           // closed when the watchdog has stopped
 }
 
 // TakeLease acquires the lease on prefix. It returns an error matching

@@ -7,7 +7,7 @@
 // holder a fence above every fence before it. Five phases: 1, a plain
 // lease (BROKEN); 1b, fences checked on write only (BROKEN: a fence orders
 // writes, it does not make a read fresh); 2, fences claimed on read (OK);
-// 3, fifty spenders through harness.Fenced, a few stalling past the TTL
+// 3, fifty spenders through fencing.Fenced, a few stalling past the TTL
 // (OK); 4, no Redis, a version column (OK). These verdicts never vary
 // (fences and pauses do):
 //
@@ -30,6 +30,7 @@ import (
 	"io"
 	"time"
 
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -51,30 +52,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h.Flags.DurationVar(&c.TTL, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
 	h.Flags.DurationVar(&c.Pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
 	h.Flags.DurationVar(&c.Work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
-	h.Flags.IntVar(&c.N, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", harness.MaxRowSpenders))
+	h.Flags.IntVar(&c.N, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", fencing.MaxSpenders))
 	h.Flags.IntVar(&c.Stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
 	h.Flags.StringVar(&c.Phase, "phase", "all", "which phase to run: 1, 1b, 2, 3, 4 or all")
 	// The phases in the lesson's order, each on a fresh row and fence
 	// counter. 1, 1b and 2 play two holders of one lease (phases.go) with
 	// the moves given: which lease, which read, which write.
-	phases := []harness.Phase{
+	phases := []fencing.Phase{
 		// A plain lease and plain SQL: A's stale write lands on top of B's.
 		{Name: "1", Run: c.play("1", lock.Acquire, balance, write)},
 		// Fences checked on write only: a fence orders writes, and both land.
 		{Name: "1b", Run: c.play("1b", lock.AcquireFenced, balance, (*postgres.Store).WriteFencedOnly)},
 		// The read claims the row with its fence: A's stale write is refused.
 		{Name: "2", Run: c.play("2", lock.AcquireFenced, (*postgres.Store).Claim, (*postgres.Store).WriteFenced)},
-		// Fifty spenders through harness.Fenced, a few stalling past the TTL.
+		// Fifty spenders through fencing.Fenced, a few stalling past the TTL.
 		{Name: "3", Run: c.fencedSpenders},
 		// No lock and no Redis: a version column.
 		{Name: "4", Run: c.versionColumn, NoRedis: true},
 	}
-	f := (*harness.RowFlags)(c)
-	var chosen []harness.Phase
+	f := (*fencing.Flags)(c)
+	var chosen []fencing.Phase
 	if code, ok := h.Parse(args, nil, func() (errs []error) { chosen, errs = f.Check(h.WalletID(), phases); return errs }); !ok {
 		return code
 	}
-	return h.Rows(ctx, f.Row(chosen), f.Settings(h), chosen)
+	return fencing.Rows(ctx, h, f.Row(chosen), f.Settings(h), chosen)
 }
 
 // A plain read and a plain write, which know no fence.

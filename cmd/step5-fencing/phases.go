@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -37,8 +38,8 @@ type moves struct {
 // and B's write.
 func (c *config) play(phase string, acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error),
 	read func(*postgres.Store, context.Context, int64, int64) (int64, error),
-	write func(*postgres.Store, context.Context, int64, int64, int64) error) func(context.Context, *harness.Run) (harness.Outcome, error) {
-	return func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	write func(*postgres.Store, context.Context, int64, int64, int64) error) func(context.Context, *fencing.Run) (harness.Outcome, error) {
+	return func(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 		if err := r.Fresh(ctx, initial); err != nil {
 			return harness.Outcome{}, err
 		}
@@ -63,7 +64,7 @@ func (c *config) play(phase string, acquire func(context.Context, lock.Client, s
 // and its write. A's write may be refused for a stale fence (Story.AErr);
 // any other error ends the story. A's release fails, its lease having
 // expired while it paused: that is the point, so it is not reported.
-func holders(ctx context.Context, work time.Duration, between bool, m moves) (s harness.Story, err error) {
+func holders(ctx context.Context, work time.Duration, between bool, m moves) (s fencing.Story, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // lets B go if A fails
 	if s.Stale = "A"; between {
@@ -127,14 +128,14 @@ func holders(ctx context.Context, work time.Duration, between bool, m moves) (s 
 	return s, nil
 }
 
-// config is what the flags set (harness.RowFlags, which checks them).
-type config harness.RowFlags
+// config is what the flags set (fencing.Flags, which checks them).
+type config fencing.Flags
 
-// Phase 3. Every spender goes through harness.Fenced; a few, chosen at
+// Phase 3. Every spender goes through fencing.Fenced; a few, chosen at
 // random, pause past the TTL between their read and their write, as in a
 // long GC, and write when they wake. The wallet holds enough for everyone,
 // so every stalled spender has a write to be refused.
-func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+func (c *config) fencedSpenders(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 	start := int64(c.N) * amount
 	if err := r.Fresh(ctx, start); err != nil {
 		return harness.Outcome{}, err
@@ -145,7 +146,7 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 	}
 	tally := wallet.Hammer(c.N, func(i int) (bool, error) {
 		ok, err := r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
-			return harness.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
+			return fencing.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
 				fences[i] = fence
 				work := c.Work
 				if stalled[i] {
@@ -171,7 +172,7 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 // Phase 4. No lock and no Redis: a spender's UPDATE lands only if the
 // row's version is the one it read; otherwise it reads again. For teams
 // that own the database, this is all the correctness the wallet needs.
-func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+func (c *config) versionColumn(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 	if err := r.Fresh(ctx, initial); err != nil {
 		return harness.Outcome{}, err
 	}

@@ -3,7 +3,8 @@
 // read), connects within ConnectTimeout, and turns a refusal into one line
 // that says what is wrong and how to fix it, never showing a password. It
 // also reads the servers' versions and Redis's command counters for the
-// reports.
+// reports, and REDLOCK_ADDRS, the independent nodes of step 6's Redlock
+// (RedlockAddrs), for internal/loadtest and cmd/services.
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and

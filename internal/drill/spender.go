@@ -26,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/redlock"
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
@@ -138,8 +138,8 @@ type spender struct {
 	c       SpenderConfig
 	rdb     redis.UniversalClient
 	fair    *fair.Lock
-	redlock *redlock.Nodes // for redlock and redlock-fenced
-	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
+	redlock *loadtest.RedlockNodes // for redlock and redlock-fenced
+	pool    *pgxpool.Pool          // redlock-fenced takes its fences from a sequence
 	store   *postgres.Store
 
 	out     sync.Mutex
@@ -171,7 +171,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		for i, a := range c.Nodes {
 			clients[i] = NewClient(a)
 		}
-		s.redlock = redlock.New(c.Nodes, clients...)
+		s.redlock = loadtest.NewRedlockNodes(c.Nodes, clients...)
 		defer s.redlock.Close()
 	} else if c.Strategy != Version {
 		switch {

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet/postgres"
 )
@@ -57,7 +56,7 @@ type Env struct {
 
 	// Redlock is the nodes of the redlock strategy; nil when the run
 	// has none.
-	Redlock *redlock.Nodes
+	Redlock *RedlockNodes
 }
 
 // Dial connects to the services the strategies of cfg need, and to Redis
@@ -99,7 +98,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)
 	if slices.Contains(cfg.Strategies, Redlock) {
-		if env.Redlock, err = dialRedlock(ctx, cfg, env.calls); err != nil {
+		if env.Redlock, err = openRedlock(ctx, cfg, env.calls); err != nil {
 			env.Close()
 			return nil, err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
@@ -289,7 +288,7 @@ type runner struct {
 	store   *postgres.Store       // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *fair.Lock            // nil when the run has no fair strategy
 	redsync *redsync.Redsync      // nil when the run has no redsync strategy
-	redlock *redlock.Nodes        // nil when the run has no redlock strategy
+	redlock *RedlockNodes         // nil when the run has no redlock strategy
 	calls   *services.CallCounter // commands sent to Redis; nil: not counted
 	w       *wallets
 	lease   *harness.Lease

@@ -3,9 +3,10 @@
 // read), connects to Redis within ConnectTimeout, and turns a refusal into
 // one line that says what is wrong and how to fix it, never showing a
 // password. It also reads the server's version and Redis's command
-// counters for the reports. PostgreSQL's half, which needs pgx, is in
-// wallet/postgres (Connect), so that a program without PostgreSQL does
-// not link it.
+// counters for the reports, and REDLOCK_ADDRS, the independent nodes of
+// step 6's Redlock (RedlockAddrs), for internal/loadtest and cmd/services.
+// PostgreSQL's half, which needs pgx, is in wallet/postgres (Connect), so
+// that a program without PostgreSQL does not link it.
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and

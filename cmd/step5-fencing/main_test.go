@@ -28,6 +28,9 @@ import (
 	"example.com/walletlock/wallet/postgres"
 )
 
+// defaultPrefix is the -prefix step 5 uses when not told one.
+const defaultPrefix = wallet.DefaultPrefix + "step5:"
+
 // jsonReport mirrors the -json output, with each phase's figures kept raw
 // until the phase is known.
 type jsonReport struct {

@@ -1,6 +1,7 @@
 package fencing
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -22,6 +23,17 @@ type Flags struct {
 	TTL, Pause, Work time.Duration
 	N, Stalls        int
 	Phase            string
+}
+
+// Run parses args, checks the flags and picks the phases -phase names from
+// all (a bad flag: one line and exit 2), then runs them (Rows). It returns
+// the exit code.
+func (f *Flags) Run(ctx context.Context, p *harness.Program, args []string, all []Phase) int {
+	var chosen []Phase
+	if code, ok := p.Parse(args, nil, func() (errs []error) { chosen, errs = f.Check(p.WalletID(), all); return errs }); !ok {
+		return code
+	}
+	return Rows(ctx, p, f.Row(chosen), f.Settings(p), chosen)
 }
 
 // Check picks the phases -phase names from all, and checks the flags; id

@@ -167,9 +167,10 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	for _, p := range c.ports {
 		// Failover after 3 s without a master, not the default 15 s: a
 		// teaching cluster on one machine, where a silent node is a
-		// stopped one.
+		// stopped one. A replica gets its first copy at once, not 5 s
+		// later: cluster-up waits for it.
 		err := launch.StartRedisDaemon(ctx, fmt.Sprintf("%s/%d", c.dir, p), "127.0.0.1", p,
-			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000")
+			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0")
 		if err != nil {
 			return fail(err)
 		}

@@ -43,10 +43,11 @@ type Cluster struct {
 
 // StartCluster starts spec's masters and replicas as cluster nodes with
 // their files in dir (see StartClusterNode), joins them into one cluster
-// and returns once it is ready: every node knows all the others and says
-// cluster_state:ok, and every replica is in sync with its master. On an
-// error the Cluster holds the nodes started so far, whose logs may say
-// what went wrong; they stay in g until KillAll.
+// and returns once it is ready: every node knows all the others, which of
+// them are replicas, and says cluster_state:ok, and every replica is in
+// sync with its master. On an error the Cluster holds the nodes started
+// so far, whose logs may say what went wrong; they stay in g until
+// KillAll.
 func (g *Group) StartCluster(ctx context.Context, dir string, spec ClusterSpec) (*Cluster, error) {
 	c := &Cluster{Replicas: make([][]*Redis, spec.Masters)}
 	start := func(name string) (*Redis, clusterNode, error) {
@@ -134,17 +135,10 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 		return nil
 	}
 	for i, n := range all {
-		if n.announce == 0 {
-			continue
-		}
-		if err := do(i, "CONFIG", "SET", "cluster-announce-port", n.announce); err != nil {
-			return err
-		}
-		if n.bus == 0 {
-			continue
-		}
-		if err := do(i, "CONFIG", "SET", "cluster-announce-bus-port", n.bus); err != nil {
-			return err
+		if n.announce != 0 { // only StartCluster's nodes, whose bus port is known
+			if err := do(i, "CONFIG", "SET", "cluster-announce-port", n.announce, "cluster-announce-bus-port", n.bus); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range masters {
@@ -172,13 +166,11 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 	err := await(ctx, "the cluster nodes did not meet", func() string {
 		for i, c := range clients {
 			text, err := c.ClusterNodes(ctx).Result()
-			switch {
-			case err != nil:
+			if err != nil {
 				return fmt.Sprintf("%s: %v", all[i].addr, err)
-			case strings.Count(strings.TrimSpace(text), "\n")+1 != len(all):
-				return fmt.Sprintf("%s knows %d nodes of %d", all[i].addr, strings.Count(strings.TrimSpace(text), "\n")+1, len(all))
-			case strings.Contains(text, "handshake"):
-				return fmt.Sprintf("%s is still in a handshake", all[i].addr)
+			}
+			if known := strings.Count(strings.TrimSpace(text), "\n") + 1; known != len(all) || strings.Contains(text, "handshake") {
+				return fmt.Sprintf("%s knows %d of %d nodes, or some only by a handshake", all[i].addr, known, len(all))
 			}
 		}
 		return ""
@@ -208,6 +200,9 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 					return fmt.Sprintf("%s says %s:%s, not %s", all[i].addr, want[0], got, want[1])
 				}
 			}
+			if seen := replicasSeen(c.ClusterNodes(ctx).Val()); seen != len(replicas) {
+				return fmt.Sprintf("%s sees %d replicas of %d", all[i].addr, seen, len(replicas))
+			}
 		}
 		for k := range replicas {
 			c := clients[len(masters)+k]
@@ -217,6 +212,18 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 		}
 		return ""
 	})
+}
+
+// replicasSeen counts the replicas in the text of CLUSTER NODES: the lines
+// whose flags (the third field) say slave.
+func replicasSeen(nodes string) int {
+	n := 0
+	for line := range strings.SplitSeq(nodes, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && slices.Contains(strings.Split(f[2], ","), "slave") {
+			n++
+		}
+	}
+	return n
 }
 
 // slotShare is the first and last slot of master i of n: the same shares

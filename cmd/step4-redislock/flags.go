@@ -1,0 +1,58 @@
+package main
+
+// Step 4's flags, and the harness call that runs one burst of spenders per
+// strategy (main.go).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/redislockx"
+	"example.com/walletlock/wallet"
+)
+
+const (
+	step            = "step4-redislock"
+	initial, amount = 100, 10 // each burst's balance, and each spend
+)
+
+// env is what the flags set, and the run's keys.
+type env struct {
+	redislockx.Setting
+	balanceKey, lockKey string
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	h := harness.New(step, wallet.DefaultPrefix+"step4:", stdout, stderr)
+	which := h.Flags.String("strategy", "all", "lockstep, exponential, jitter or all")
+	var e env
+	h.Flags.IntVar(&e.N, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
+	h.Flags.DurationVar(&e.Work, "work", 2*time.Millisecond, "time between the read and the write, at most 1h")
+	h.Flags.DurationVar(&e.TTL, "ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
+	h.Flags.DurationVar(&e.Wait, "wait", 10*time.Second, "how long each spender waits for the lock, at most 1h")
+	var chosen []redislockx.Strategy
+	if code, ok := h.Parse(args, nil, func() []error {
+		var err error
+		chosen, err = pick(*which)
+		return []error{err, e.Check()}
+	}); !ok {
+		return code
+	}
+	e.Prefix = h.Prefix()
+	e.balanceKey, e.lockKey = wallet.BalanceKey(e.Prefix, wallet.DemoWallet), wallet.LockKey(e.Prefix, wallet.DemoWallet)
+	return redislockx.Compare(ctx, h, e.Setting, e.balanceKey, e.lockKey, initial, amount, chosen, e.spend)
+}
+
+// pick returns the strategies -strategy names (harness.Pick).
+func pick(value string) ([]redislockx.Strategy, error) {
+	names := make([]string, len(strategies))
+	for i, s := range strategies {
+		names[i] = s.Name
+	}
+	picked, err := harness.Pick("-strategy", value, names)
+	return slices.DeleteFunc(slices.Clone(strategies), func(s redislockx.Strategy) bool { return !slices.Contains(picked, s.Name) }), err
+}

@@ -26,10 +26,8 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-const (
-	step            = "step2-lock"
-	initial, amount = 100, 10 // the starting balance, and each spend
-)
+const step = "step2-lock"
+const initial, amount = 100, 10 // the starting balance, and each spend
 
 func main() { harness.Main(run) }
 

@@ -12,16 +12,14 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-const (
-	step            = "step3-ttl"
-	initial, amount = 100, 10 // each phase's balance, and each spend
-)
-
-// env is what the flags set, and the run's keys.
+// env is what the flags set and the run's keys: the phases are its methods.
 type env struct {
 	harness.LockFlags   // -n, -ttl and -work; no -wait: acquire waits for every spender's turn
 	balanceKey, lockKey string
 }
+
+const step = "step3-ttl"
+const initial, amount = 100, 10 // each phase's balance, and each spend
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, wallet.DefaultPrefix+"step3:", stdout, stderr)

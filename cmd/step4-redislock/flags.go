@@ -15,12 +15,8 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-const (
-	step            = "step4-redislock"
-	initial, amount = 100, 10 // each burst's balance, and each spend
-)
-
-// env is what the flags set, and the run's keys.
+// env is the setting the flags give redislockx.Compare, and the run's
+// keys; spend is its method.
 type env struct {
 	redislockx.Setting
 	balanceKey, lockKey string

@@ -29,6 +29,9 @@ import (
 	"example.com/walletlock/wallet"
 )
 
+const step = "step4-redislock"
+const initial, amount = 100, 10 // each burst's balance, and each spend
+
 func main() { harness.Main(run) } // run (flags.go): the flags, then redislockx.Compare
 
 // The strategies compared, all three correct; what differs is the cost.

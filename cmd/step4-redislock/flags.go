@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -25,16 +24,14 @@ type env struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, wallet.DefaultPrefix+"step4:", stdout, stderr)
 	which := h.Flags.String("strategy", "all", "lockstep, exponential, jitter or all")
+	f := h.AddLockFlags(harness.LockFlags{N: 50, TTL: 2 * time.Second, Wait: 10 * time.Second, Work: 2 * time.Millisecond})
 	var e env
-	h.Flags.IntVar(&e.N, "n", 50, fmt.Sprintf("concurrent spenders, at most %d", harness.MaxN))
-	h.Flags.DurationVar(&e.Work, "work", 2*time.Millisecond, "time between the read and the write, at most 1h")
-	h.Flags.DurationVar(&e.TTL, "ttl", 2*time.Second, "lock TTL, at least 1ms and at most 1h")
-	h.Flags.DurationVar(&e.Wait, "wait", 10*time.Second, "how long each spender waits for the lock, at most 1h")
 	var chosen []redislockx.Strategy
 	if code, ok := h.Parse(args, nil, func() []error {
 		var err error
 		chosen, err = pick(*which)
-		return []error{err, e.Check()}
+		e.Setting = redislockx.Setting{N: f.N, Work: f.Work, TTL: f.TTL, Wait: f.Wait}
+		return []error{err, e.Check()} // redislockx's checks: it refuses -ttl 0, which redislock would take
 	}); !ok {
 		return code
 	}

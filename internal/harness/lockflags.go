@@ -1,8 +1,10 @@
 package harness
 
-// The flags of a lesson whose spenders each hold a lock for their spend
-// (steps 2 and 3), and their checks, so that each step's main.go names its
-// defaults in one line and every such step refuses bad values alike.
+// The flags of a lesson whose spenders each hold a lock for their spend,
+// and their checks, so that a step names its defaults in one line and
+// refuses bad values as the others do: step 2 declares and checks them
+// here, step 3 checks them (its usage lines speak of phases), step 4
+// declares them (redislockx.Setting checks them).
 
 import (
 	"errors"

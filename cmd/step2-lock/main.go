@@ -35,7 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, wallet.DefaultPrefix+"step2:", stdout, stderr).WithProcs()
 	release := h.Flags.String("release", "auto", "how Release deletes the key: lua, delex (Redis 8.4+) or auto")
 	f := h.AddLockFlags(harness.LockFlags{N: 50, TTL: 2 * time.Second, Wait: 5 * time.Second, Work: 2 * time.Millisecond})
-	if code, ok := h.Parse(args, func() int { return f.N }, func() []error { return append([]error{checkRelease(*release)}, f.Check()...) }); !ok {
+	if code, ok := h.Parse(args, func() int { return f.N }, func() []error { return append([]error{checkRelease(*release)}, f.Check(lock.CheckTTL)...) }); !ok {
 		return code
 	}
 	balanceKey, lockKey := wallet.BalanceKey(h.Prefix(), wallet.DemoWallet), wallet.LockKey(h.Prefix(), wallet.DemoWallet)

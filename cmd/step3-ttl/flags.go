@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
@@ -35,7 +36,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := h.Parse(args, nil, func() []error {
 		var err error
 		chosen, err = harness.Choose("-phase", *only, e.phases())
-		return append([]error{err}, e.Check()...)
+		return append([]error{err}, e.Check(lock.CheckTTL)...)
 	}); !ok {
 		return code
 	}

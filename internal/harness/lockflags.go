@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"example.com/walletlock/lock"
 )
 
 // LockFlags are how many spenders run (-n), the lock's TTL (-ttl), how
@@ -39,15 +37,16 @@ func (p *Program) AddLockFlags(def LockFlags) *LockFlags {
 }
 
 // Check returns the flags' errors, nil for those that pass, in the order
-// Refuse goes through them: a TTL the lock refuses (lock.CheckTTL), then
+// Refuse goes through them: a TTL the lock refuses (validTTL, the lock's
+// own check: lock.CheckTTL; the harness does not link the lock), then
 // -n under 1, -wait not above 0 or -work under 0 in one line, then the
 // bounds (MaxN, MaxDuration), which keep a spender's wait far from
 // overflowing a time.Duration.
-func (f *LockFlags) Check() []error {
+func (f *LockFlags) Check(validTTL func(time.Duration) error) []error {
 	var err error
 	switch {
-	case lock.CheckTTL(f.TTL) != nil:
-		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(f.TTL))
+	case validTTL(f.TTL) != nil:
+		err = fmt.Errorf("-ttl: %w", validTTL(f.TTL))
 	case f.wait && (f.N < 1 || f.Wait <= 0 || f.Work < 0):
 		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
 	case f.N < 1 || f.Work < 0:

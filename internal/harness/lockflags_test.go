@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/walletlock/lock"
 )
 
 // A lock lesson's flags refuse bad values with the first problem, in one
@@ -32,7 +34,7 @@ func TestLockFlags_refuseTheFirstBadValue(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			p := New("prog", "walletlock:test:", &stdout, &stderr)
 			f := p.AddLockFlags(LockFlags{N: 3, TTL: time.Second, Wait: tt.wait, Work: time.Millisecond})
-			code, ok := p.Parse(tt.args, nil, f.Check)
+			code, ok := p.Parse(tt.args, nil, func() []error { return f.Check(lock.CheckTTL) })
 			if tt.want == "" {
 				if !ok || stderr.Len() > 0 {
 					t.Fatalf("Parse(%q) = %d, %v (%q); want it to go on", tt.args, code, ok, stderr.String())

@@ -25,4 +25,7 @@
 // it would refuse them until the counter had climbed back on its own. So
 // when PostgreSQL refuses a fence, Fenced raises the counter to the fence
 // PostgreSQL holds, and the next holder gets a fence above it.
+//
+// Used by cmd/step5-fencing, and by internal/loadtest's fenced strategy
+// (step 6, the drill and the workshop through it).
 package fencing

@@ -27,7 +27,7 @@ help: ## list the targets
 # this module it imports (cmd/services's TestMakefile_listsEveryPackage
 # keeps it so).
 SERVICES = .services/bin/services
-SERVICES_PKGS = cmd/services internal/services internal/launch internal/redlock lock lock/internal/core
+SERVICES_PKGS = cmd/services internal/services internal/launch wallet wallet/postgres
 $(SERVICES): go.mod go.sum $(wildcard $(addsuffix /*,$(SERVICES_PKGS)))
 	@$(GO) build -o $@ ./cmd/services
 

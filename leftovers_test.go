@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // TestNoLeftovers checks what a whole test run promises: no key and no
@@ -59,7 +60,7 @@ func TestNoLeftovers(t *testing.T) {
 			len(keys), strings.Join(list, ", "))
 	}
 
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ var ErrFenceOverflow = errors.New("lock: fence above 2^53, the largest a Redis s
 // incrementing the key's fence counter happen in one script, so l.Fence is
 // greater than zero and greater than every fence handed out before for
 // this key. Hand the fence to the database with every write and let it
-// refuse writes from an older fence (see wallet.Store.SpendFenced).
+// refuse writes from an older fence (see postgres.Store.SpendFenced).
 //
 // The counter lives at FenceKey(key) and never expires. It returns the
 // same errors as Acquire. The key is checked on every attempt, and so is

@@ -44,8 +44,8 @@ func (r readsSeen) Get(ctx context.Context, key string) *redis.StringCmd {
 	return cmd
 }
 
-// sawRead tells ctx's observer, if it has one, the balance just read.
-func sawRead(ctx context.Context, balance int64) {
+// ReadSeen tells ctx's observer, if it has one, the balance just read.
+func ReadSeen(ctx context.Context, balance int64) {
 	if seen, ok := ctx.Value(readsKey{}).(func(int64)); ok {
 		seen(balance)
 	}

@@ -132,7 +132,7 @@ func Balance(ctx context.Context, rdb redis.Cmdable, key string) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("wallet: read %s: %w", key, err)
 	}
-	sawRead(ctx, bal)
+	ReadSeen(ctx, bal)
 	return bal, nil
 }
 

@@ -61,8 +61,8 @@ import (
 	"example.com/walletlock/internal/drill"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/launch"
-	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 const prog = "drill"
@@ -139,12 +139,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := launch.RedisBinary(); err != nil {
 		return fail(err)
 	}
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	defer pool.Close()
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return fail(err)
 	}

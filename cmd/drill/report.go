@@ -23,7 +23,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/lesson"
-	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 type report struct {
@@ -42,7 +42,7 @@ func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config,
 	if rv == "" {
 		rv = "?"
 	}
-	pv, _ := services.PostgresVersion(ctx, pool)
+	pv, _ := postgres.Version(ctx, pool)
 	where := "on loopback ports"
 	if slices.ContainsFunc(nemeses, drill.IsPartition) {
 		where += " (the partition's: in three network namespaces of its own)"

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // config is the configured Redis and PostgreSQL, as internal/services
@@ -33,7 +34,7 @@ func readConfig() (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg, err := services.PostgresConfig()
+	pg, err := postgres.Config()
 	if err != nil {
 		return nil, err
 	}

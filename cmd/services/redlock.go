@@ -1,7 +1,7 @@
 package main
 
 // The three independent Redis nodes of step 6's redlock strategy
-// (REDLOCK_ADDRS, read by internal/redlock; by default 127.0.0.1:6380,
+// (REDLOCK_ADDRS, read by internal/services; by default 127.0.0.1:6380,
 // 6381 and 6382): local redis-server processes with no persistence, their
 // files in .services/redlock-PORT/. A node that already answers is used as
 // it is; redlock-down (and down) stop only the nodes redlock-up started.
@@ -18,11 +18,11 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/launch"
-	"example.com/walletlock/internal/redlock"
+	"example.com/walletlock/internal/services"
 )
 
 func redlockNodes() ([]string, error) {
-	addrs, err := redlock.Addrs()
+	addrs, err := services.RedlockAddrs()
 	if err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "redlock: "))
 	}

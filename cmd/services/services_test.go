@@ -756,7 +756,7 @@ func TestServices_noPasswordOnTheCommandLine(t *testing.T) {
 // cluster-up starts six nodes and joins them, cluster-up again finds them
 // running, and cluster-down stops exactly those.
 func TestServices_clusterUpAndDown(t *testing.T) {
-	binaries(t, "redis-server", "redis-cli")
+	binaries(t, "redis-server")
 	first := clusterPorts(t)
 	root := t.TempDir()
 	env := []string{"CLUSTER_PORT=" + strconv.Itoa(first)}

@@ -1,53 +1,24 @@
 package main
 
-// What step 2 checks besides the balance, and adds to its report.
+// What step 2 checks besides the balance, and adds to its report; and its
+// own flag.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
-// releaseMethod asks the server its version and how Release will delete
-// the lock key there, from the answer Release itself goes by
-// (lock.HasDelex, asked once per client): "delex" where the server has
-// DELEX and -release is not lua, "lua" otherwise. -release delex on a
-// server without DELEX is an error that names the fix.
-func releaseMethod(ctx context.Context, r *harness.Run, release string) (version, method string, err error) {
-	if version, err = services.RedisVersion(ctx, r.Redis); err != nil {
-		return "", "", err
+// checkRelease is step 2's own flag check, before the harness's
+// (LockFlags.Check).
+func checkRelease(release string) error {
+	if release != "auto" && release != "lua" && release != "delex" {
+		return fmt.Errorf("-release: unknown release method %q (want auto, lua or delex)", release)
 	}
-	delex, err := lock.HasDelex(ctx, r.Redis)
-	switch {
-	case err != nil:
-		return "", "", fmt.Errorf("ask whether Redis has DELEX: %w", err)
-	case release == "delex" && !delex:
-		return "", "", fmt.Errorf("-release delex needs Redis 8.4 or later, this server is Redis %s; use -release lua or auto", version)
-	case delex && release != "lua":
-		return version, "delex", nil
-	}
-	return version, "lua", nil
-}
-
-// checks are step 2's own flag checks, after the harness's.
-func checks(release string, n int, ttl, wait, work time.Duration) []error {
-	var err error
-	switch {
-	case release != "auto" && release != "lua" && release != "delex":
-		err = fmt.Errorf("-release: unknown release method %q (want auto, lua or delex)", release)
-	case lock.CheckTTL(ttl) != nil:
-		err = fmt.Errorf("-ttl: %w", lock.CheckTTL(ttl))
-	case n < 1 || wait <= 0 || work < 0:
-		err = errors.New("-n must be at least 1, -wait above 0 and -work at least 0")
-	}
-	return []error{err, harness.CheckMax("-n", n, harness.MaxN),
-		harness.CheckDuration("-ttl", ttl), harness.CheckDuration("-wait", wait), harness.CheckDuration("-work", work)}
+	return nil
 }
 
 // outcome is the run's check, and whether the lock key is left behind,

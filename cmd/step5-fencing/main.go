@@ -1,27 +1,9 @@
-// Step 5: fencing tokens, checked by PostgreSQL.
+// Step 5: fencing tokens, checked by PostgreSQL. A holder that pauses past
+// its TTL wakes believing it still holds the lock, and writes; so the wallet
+// lives in a PostgreSQL row, which refuses a write whose fence is older than
+// the row's. Phases 1 and 1b are BROKEN, 2, 3 and 4 OK, on every run.
 //
-// No lease can tell its holder that it has expired: a holder that pauses
-// past its TTL (a long GC, a frozen VM) wakes, still believes it holds the
-// lock, and writes. So the wallet now lives in a PostgreSQL row, which has
-// the last word; Redis keeps the lease and a counter that gives every
-// holder a fence above every fence before it. Five phases: 1, a plain
-// lease (BROKEN); 1b, fences checked on write only (BROKEN: a fence orders
-// writes, it does not make a read fresh); 2, fences claimed on read (OK);
-// 3, fifty spenders through harness.Fenced, a few stalling past the TTL
-// (OK); 4, no Redis, a version column (OK). These verdicts never vary
-// (fences and pauses do):
-//
-//	phase 1b: the fence checked on write only: two writes computed from one read both land
-//	  A: takes the lease with fence 1, reads 100 without claiming the row, pauses
-//	  B: takes the lease with fence 2 once A's has expired (A paused 208ms), reads 100 without claiming the row
-//	  A: wakes, writes 90 with fence 1: accepted, the row's fence was 0
-//	  B: writes 90 with fence 2: accepted, the row's fence was 1; B read 100 before A's spend, so A's spend is lost
-//	  accepted=2 balance=90 expected=80 BROKEN linearizable=no
-//
-// Run it with `go run ./cmd/step5-fencing` or `go run ./cmd/step5-fencing -phase 1b -json`.
-// It exits 0 when every phase gives the verdict the lesson promises, 1 when
-// one does not or a service fails, 2 on bad flags, 130 after Ctrl-C, once
-// it has deleted its wallet row (the prefix's own) and keys.
+//	go run ./cmd/step5-fencing            # or -phase 1b -json
 package main
 
 import (
@@ -30,56 +12,83 @@ import (
 	"io"
 	"time"
 
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 const (
-	step          = "step5-fencing"
-	defaultPrefix = wallet.DefaultPrefix + "step5:"
-	initial       = 100 // starting balance of phases 1, 1b, 2 and 4
-	amount        = 10  // every spend
+	step    = "step5-fencing"
+	initial = 100 // starting balance of phases 1, 1b, 2 and 4
+	amount  = 10  // every spend
 )
 
 func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	h := harness.New(step, defaultPrefix, stdout, stderr).WithWallet()
+	h := harness.New(step, wallet.DefaultPrefix+"step5:", stdout, stderr).WithWallet()
 	c := &config{}
 	h.Flags.DurationVar(&c.TTL, "ttl", 200*time.Millisecond, "lease TTL, at least 1ms and at most 1h")
 	h.Flags.DurationVar(&c.Pause, "pause", 400*time.Millisecond, "how long a stalled holder of phase 3 pauses between its read and its write; longer than -ttl, at most 1h")
 	h.Flags.DurationVar(&c.Work, "work", 2*time.Millisecond, "time between the read and the write of a spend, at most 1h")
-	h.Flags.IntVar(&c.N, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", harness.MaxRowSpenders))
+	h.Flags.IntVar(&c.N, "n", 50, fmt.Sprintf("spenders in phases 3 and 4, at most %d", fencing.MaxSpenders))
 	h.Flags.IntVar(&c.Stalls, "stalls", 5, "how many spenders of phase 3 stall past the TTL")
 	h.Flags.StringVar(&c.Phase, "phase", "all", "which phase to run: 1, 1b, 2, 3, 4 or all")
-	// The phases in the lesson's order, each on a fresh row and fence
-	// counter. 1, 1b and 2 play two holders of one lease (phases.go) with
-	// the moves given: which lease, which read, which write.
-	phases := []harness.Phase{
+	// Each phase on a fresh row; 1, 1b and 2 play the two holders below.
+	phases := []fencing.Phase{
 		// A plain lease and plain SQL: A's stale write lands on top of B's.
 		{Name: "1", Run: c.play("1", lock.Acquire, balance, write)},
 		// Fences checked on write only: a fence orders writes, and both land.
-		{Name: "1b", Run: c.play("1b", lock.AcquireFenced, balance, (*wallet.Store).WriteFencedOnly)},
+		{Name: "1b", Run: c.play("1b", lock.AcquireFenced, balance, (*postgres.Store).WriteFencedOnly)},
 		// The read claims the row with its fence: A's stale write is refused.
-		{Name: "2", Run: c.play("2", lock.AcquireFenced, (*wallet.Store).Claim, (*wallet.Store).WriteFenced)},
-		// Fifty spenders through harness.Fenced, a few stalling past the TTL.
+		{Name: "2", Run: c.play("2", lock.AcquireFenced, (*postgres.Store).Claim, (*postgres.Store).WriteFenced)},
+		// Fifty spenders through fencing.Fenced, a few stalling past the TTL.
 		{Name: "3", Run: c.fencedSpenders},
 		// No lock and no Redis: a version column.
 		{Name: "4", Run: c.versionColumn, NoRedis: true},
 	}
-	f := (*harness.RowFlags)(c)
-	var chosen []harness.Phase
-	if code, ok := h.Parse(args, nil, func() (errs []error) { chosen, errs = f.Check(h.WalletID(), phases); return errs }); !ok {
-		return code
-	}
-	return h.Rows(ctx, f.Row(chosen), f.Settings(h), chosen)
+	return (*fencing.Flags)(c).Run(ctx, h, args, phases)
 }
 
-// A plain read and a plain write, which know no fence.
-func balance(s *wallet.Store, ctx context.Context, id, _ int64) (int64, error) {
-	return s.Balance(ctx, id)
-}
-func write(s *wallet.Store, ctx context.Context, id, _, bal int64) error {
-	return s.Write(ctx, id, bal)
+// holders is the story of phases 1, 1b and 2 in the order it happens: two
+// holders of one lease, A and B, spend from one row; A pauses between its
+// read and its write, its lease expiring meanwhile. In 1b (between) A wakes
+// between B's read and B's write. play judges A's write (Story.AErr).
+func holders(ctx context.Context, work time.Duration, between bool, m moves) (s fencing.Story, err error) {
+	la, err := m.acquire(ctx) // A takes the lease
+	if err != nil {
+		return s, fmt.Errorf("holder A: %w", err)
+	}
+	defer la.Release(ctx)                                 // fails: A's lease expires while it pauses, which is the point
+	if s.ReadA, err = m.read(ctx, la.Fence); err != nil { // A reads
+		return s, fmt.Errorf("holder A: %w", err)
+	}
+	paused := time.Now()      // A pauses, and meanwhile
+	lb, err := m.acquire(ctx) // B takes the lease (Acquire retries until A's has expired)
+	if err != nil {
+		return s, fmt.Errorf("holder B: %w", err)
+	}
+	defer lb.Release(ctx)
+	if s.ReadB, err = m.read(ctx, lb.Fence); err != nil { // B reads what A read
+		return s, fmt.Errorf("holder B: %w", err)
+	}
+	if err := wallet.Work(ctx, work); err != nil {
+		return s, err
+	}
+	var bErr error
+	if !between {
+		bErr = m.write(ctx, lb.Fence, s.ReadB-amount) // B writes
+	}
+	s.PausedMS = float64(time.Since(paused).Microseconds()) / 1000 // A wakes
+	s.AErr = m.write(ctx, la.Fence, s.ReadA-amount)                // A writes what it read, long stale
+	if between {
+		bErr = m.write(ctx, lb.Fence, s.ReadB-amount) // B writes last
+	}
+	if bErr != nil {
+		return s, fmt.Errorf("holder B: %w", bErr)
+	}
+	s.FenceA, s.FenceB, s.AAccepted, s.BAccepted = la.Fence, lb.Fence, s.AErr == nil, true
+	return s, nil
 }

@@ -18,13 +18,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
+
+// defaultPrefix is the -prefix step 5 uses when not told one.
+const defaultPrefix = wallet.DefaultPrefix + "step5:"
 
 // jsonReport mirrors the -json output, with each phase's figures kept raw
 // until the phase is known.
@@ -72,7 +77,7 @@ func runJSON(t *testing.T, rdb redis.UniversalClient, pool *pgxpool.Pool, extra 
 	return r, nil
 }
 
-// checkPhases holds one run's phases to the lesson and to the harness.Story each
+// checkPhases holds one run's phases to the lesson and to the fencing.Story each
 // phase tells.
 func checkPhases(r jsonReport, stalls int) error {
 	var problems []string
@@ -93,7 +98,7 @@ func checkPhases(r jsonReport, stalls int) error {
 		}
 		switch p.Phase {
 		case "1", "1b", "2":
-			var t harness.Story
+			var t fencing.Story
 			if err := json.Unmarshal(p.Figures, &t); err != nil {
 				bad("phase %s figures: %v", p.Phase, err)
 				continue
@@ -111,7 +116,7 @@ func checkPhases(r jsonReport, stalls int) error {
 				bad("phase 2: %+v, %q: want A (fence 1) refused, B (fence 2) written", t, p.Check)
 			}
 		case "3":
-			var c harness.Refusals
+			var c fencing.Refusals
 			if err := json.Unmarshal(p.Figures, &c); err != nil {
 				bad("phase 3 figures: %v", err)
 				continue
@@ -275,7 +280,7 @@ func TestRun_phase4WithoutRedis(t *testing.T) {
 func TestRun_databaseURLPasswordNeverShown(t *testing.T) {
 	const password = "s3cr@tPzq9"
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+password+"@127.0.0.1:1/walletlock?sslmode=disable")
-	_, werr := services.ConnectPostgres(t.Context())
+	_, werr := postgres.Connect(t.Context())
 	if werr == nil {
 		t.Fatal("ConnectPostgres reached a server at 127.0.0.1:1")
 	}
@@ -509,7 +514,7 @@ func TestRun_postgresDownLeavesNoRowUnnamed(t *testing.T) {
 
 // Redis loses the fence counter mid-phase (a restart without persistence,
 // played here by deleting it): fences are handed out again, PostgreSQL
-// refuses them, harness.Fenced heals the counter, and phase 3 says so instead
+// refuses them, fencing.Fenced heals the counter, and phase 3 says so instead
 // of blaming a busy machine. The verdict holds.
 func TestRun_phase3SaysWhenTheCounterWentBackwards(t *testing.T) {
 	rdb, pool := testenv.Redis(t), testenv.Postgres(t)

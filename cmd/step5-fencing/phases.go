@@ -1,12 +1,13 @@
 package main
 
-// The phases. 1, 1b and 2 tell one story, two holders of one lease on one
-// wallet; what differs is what a holder does (its moves) and, in 1b, when
-// A wakes. Channels set the order, not sleeps. The one wait that is a
-// matter of time is B's acquire, which retries until A's lease has
-// expired, and Redis keeps that time: A's lease has expired before A
-// writes on every run, however slow the machine, and the verdicts never
-// vary. Then 3, a crowd of fenced spenders, and 4, no Redis at all.
+// The phases. 1, 1b and 2 tell one story (holders, in main.go), two
+// holders of one lease on one wallet; what differs is what a holder does
+// (its moves) and, in 1b, when A wakes. The program's order sets the
+// story's, not sleeps: the one wait that is a matter of time is B's
+// acquire, which retries until A's lease has expired, and Redis keeps
+// that time, so A's lease has expired before A writes on every run,
+// however slow the machine. Then 3, a crowd of fenced spenders, and 4, no
+// Redis at all.
 
 import (
 	"context"
@@ -16,10 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // moves are what each holder does: take the lease, read the balance, write
@@ -35,9 +38,9 @@ type moves struct {
 // row with read and write given its fence. In 1b A wakes between B's read
 // and B's write.
 func (c *config) play(phase string, acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error),
-	read func(*wallet.Store, context.Context, int64, int64) (int64, error),
-	write func(*wallet.Store, context.Context, int64, int64, int64) error) func(context.Context, *harness.Run) (harness.Outcome, error) {
-	return func(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+	read func(*postgres.Store, context.Context, int64, int64) (int64, error),
+	write func(*postgres.Store, context.Context, int64, int64, int64) error) func(context.Context, *fencing.Run) (harness.Outcome, error) {
+	return func(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 		if err := r.Fresh(ctx, initial); err != nil {
 			return harness.Outcome{}, err
 		}
@@ -47,6 +50,9 @@ func (c *config) play(phase string, acquire func(context.Context, lock.Client, s
 			read:    func(ctx context.Context, fence int64) (int64, error) { return read(r.Store, ctx, r.ID, fence) },
 			write:   func(ctx context.Context, fence, bal int64) error { return write(r.Store, ctx, r.ID, fence, bal) },
 		})
+		if s.Stale = map[bool]string{false: "A", true: "B"}[phase == "1b"]; err == nil && s.AErr != nil && !errors.Is(s.AErr, wallet.ErrStaleFence) {
+			err = fmt.Errorf("holder A: %w", s.AErr) // a refusal for a stale fence is the story; anything else ends it
+		}
 		if err == nil {
 			s.Record(r.History(), call, amount)
 			s.Highest, err = r.Store.Fence(ctx, r.ID)
@@ -58,82 +64,14 @@ func (c *config) play(phase string, acquire func(context.Context, lock.Client, s
 	}
 }
 
-// holders plays A and B, each spending amount with work between its read
-// and its write. A's write may be refused for a stale fence (Story.AErr);
-// any other error ends the story. A's release fails, its lease having
-// expired while it paused: that is the point, so it is not reported.
-func holders(ctx context.Context, work time.Duration, between bool, m moves) (s harness.Story, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // lets B go if A fails
-	if s.Stale = "A"; between {
-		s.Stale = "B"
-	}
-	la, err := m.acquire(ctx) // A takes the lease,
-	if err != nil {
-		return s, fmt.Errorf("holder A: %w", err)
-	}
-	defer la.Release(ctx)
-	s.FenceA = la.Fence
-	if s.ReadA, err = m.read(ctx, la.Fence); err != nil { // reads,
-		return s, fmt.Errorf("holder A: %w", err)
-	}
-	paused, wakeA, aWrote, bDone := time.Now(), make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() { // and pauses, as in a long GC, while B
-		bDone <- func() error {
-			lb, err := m.acquire(ctx) // takes the lease (Acquire retries until A's has expired),
-			if err != nil {
-				return err
-			}
-			defer lb.Release(ctx)
-			s.FenceB = lb.Fence
-			if s.ReadB, err = m.read(ctx, lb.Fence); err != nil { // reads the balance A read,
-				return err
-			}
-			if err := wallet.Work(ctx, work); err != nil {
-				return err
-			}
-			if between { // (in phase 1b, A wakes now and writes first)
-				close(wakeA)
-				select {
-				case <-aWrote:
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return m.write(ctx, lb.Fence, s.ReadB-amount) // and writes.
-		}()
-	}()
-	var bErr error
-	select { // A wakes once B has written,
-	case <-wakeA:
-	case bErr = <-bDone:
-	}
-	if bErr != nil {
-		return s, fmt.Errorf("holder B: %w", bErr)
-	}
-	s.PausedMS = float64(time.Since(paused).Microseconds()) / 1000
-	s.AErr = m.write(ctx, la.Fence, s.ReadA-amount) // and writes what it read, long stale.
-	if s.AAccepted = s.AErr == nil; s.AErr != nil && !errors.Is(s.AErr, wallet.ErrStaleFence) {
-		return s, fmt.Errorf("holder A: %w", s.AErr)
-	}
-	close(aWrote)
-	if between { // B writes last
-		if err := <-bDone; err != nil {
-			return s, fmt.Errorf("holder B: %w", err)
-		}
-	}
-	s.BAccepted = true // B's write failing is an error above
-	return s, nil
-}
+// config is what the flags set (fencing.Flags, which checks them).
+type config fencing.Flags
 
-// config is what the flags set (harness.RowFlags, which checks them).
-type config harness.RowFlags
-
-// Phase 3. Every spender goes through harness.Fenced; a few, chosen at
+// Phase 3. Every spender goes through fencing.Fenced; a few, chosen at
 // random, pause past the TTL between their read and their write, as in a
 // long GC, and write when they wake. The wallet holds enough for everyone,
 // so every stalled spender has a write to be refused.
-func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+func (c *config) fencedSpenders(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 	start := int64(c.N) * amount
 	if err := r.Fresh(ctx, start); err != nil {
 		return harness.Outcome{}, err
@@ -144,7 +82,7 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 	}
 	tally := wallet.Hammer(c.N, func(i int) (bool, error) {
 		ok, err := r.Spend(ctx, i, amount, func(ctx context.Context) (bool, error) {
-			return harness.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
+			return fencing.Fenced(ctx, r.Redis, r.LockKey, c.TTL, func(ctx context.Context, fence int64) (bool, error) {
 				fences[i] = fence
 				work := c.Work
 				if stalled[i] {
@@ -170,7 +108,7 @@ func (c *config) fencedSpenders(ctx context.Context, r *harness.Run) (harness.Ou
 // Phase 4. No lock and no Redis: a spender's UPDATE lands only if the
 // row's version is the one it read; otherwise it reads again. For teams
 // that own the database, this is all the correctness the wallet needs.
-func (c *config) versionColumn(ctx context.Context, r *harness.Run) (harness.Outcome, error) {
+func (c *config) versionColumn(ctx context.Context, r *fencing.Run) (harness.Outcome, error) {
 	if err := r.Fresh(ctx, initial); err != nil {
 		return harness.Outcome{}, err
 	}
@@ -199,4 +137,12 @@ type versions struct {
 	Conflicts int64 `json:"conflicts"` // writes that found the version changed, and read again
 	Unknown   int   `json:"unknown"`   // spends whose outcome is unknown
 	Landed    int   `json:"landed"`    // how many of them the balance says landed; -1 if none fits
+}
+
+// A plain read and a plain write, which know no fence (phases 1 and 1b).
+func balance(s *postgres.Store, ctx context.Context, id, _ int64) (int64, error) {
+	return s.Balance(ctx, id)
+}
+func write(s *postgres.Store, ctx context.Context, id, _, bal int64) error {
+	return s.Write(ctx, id, bal)
 }

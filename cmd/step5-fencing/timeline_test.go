@@ -9,6 +9,7 @@ import (
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // Each order of the two holders with each kind of moves, on a real Redis
@@ -19,7 +20,7 @@ import (
 func TestHolders_everyOrderGivesTheSameWritesEveryRun(t *testing.T) {
 	t.Parallel()
 	rdb, pool := testenv.Redis(t), testenv.Postgres(t)
-	store, err := wallet.OpenStore(t.Context(), pool)
+	store, err := postgres.OpenStore(t.Context(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,12 @@
 // Step 6: every strategy side by side, under load.
 //
 // 64 workers spend from 16 wallets for 4 s per strategy, each on fresh
-// wallets: no lock (the control), the hand-built lock, bsm/redislock,
-// go-redsync, go-redsync over three nodes (redlock: `make redlock-up`
-// starts them; a default run without them leaves it out and says so), the
-// fair lock, a fenced lease checked by PostgreSQL, one Lua script that
-// checks and takes (atomic), a version column, and SELECT ... FOR UPDATE.
-// One row each: spends per second, attempts, refusals, errors, unknown
-// outcomes, lock-wait and spend latencies, Redis commands per spend, the
-// ceiling this machine allows, and the verdict. Expect none BROKEN and
-// every other row OK, each history linearizable (-history FILE.html draws
-// it); the rates depend on the machine. It takes about 45 s and ends with
-// a check line per strategy, summed over its wallets, such as:
+// wallets: none (no lock, the control), lock, redislock, redsync, redlock
+// (three nodes, `make redlock-up`; a default run without them leaves it
+// out and says so), fair, fenced, atomic, version and forupdate, each a
+// spend function of internal/loadtest/strategy.go. Expect none BROKEN and
+// every other row OK; it takes about 45 s and ends with a check line per
+// strategy, summed over its wallets, such as:
 //
 //	none:       accepted=67820 balance=15999832890 expected=15999321800 BROKEN linearizable=no
 //	fair:       accepted=16827 balance=15999831730 expected=15999831730 OK linearizable=yes
@@ -22,12 +17,6 @@
 //	go run ./cmd/step6-loadtest -strategy lock,forupdate -hot
 //	go run ./cmd/step6-loadtest -strategy lock,fair -hot -work 2ms -workers 2,8,50
 //	go run ./cmd/step6-loadtest -workers 1000 -wallets 10000 -json
-//
-// A run holds a lease on its -prefix and owns its wallets in PostgreSQL:
-// a second run on the prefix, or on ids another run holds, is refused.
-// Exit status: 0 when every strategy but none is OK, 1 when one is BROKEN,
-// measured nothing (no spend accepted, or over 5% failed) or a service
-// fails, 2 for bad flags, 130 after Ctrl-C (what was measured is printed).
 package main
 
 import (

@@ -25,6 +25,7 @@ import (
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // FormatVersion is the layout of the JSON document. It only changes when
@@ -77,12 +78,12 @@ func New(ctx context.Context, host string) (*Doc, error) {
 	if doc.Redis, err = services.RedisVersion(ctx, rdb); err != nil {
 		return nil, err
 	}
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
-	if doc.Postgres, err = services.PostgresVersion(ctx, pool); err != nil {
+	if doc.Postgres, err = postgres.Version(ctx, pool); err != nil {
 		return nil, err
 	}
 	return doc, nil

@@ -12,15 +12,13 @@ package drill
 // the drill can cut. A cluster node tells its replica where it is by the
 // address it announces: each master announces its proxy's port, and the
 // clients of the drill and the spenders dial the master itself instead
-// (ClusterSpec.Direct). Masters and replicas talk on the cluster bus
+// (SpenderConfig.Direct). Masters and replicas talk on the cluster bus
 // directly, so the election is not cut off.
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,9 +30,6 @@ import (
 // clusterNodeTimeout is how long a silent master has until its replica
 // takes over: short, as every node runs on this machine.
 const clusterNodeTimeout = time.Second
-
-// clusterSlots are the three masters' shares of the 16384 slots.
-var clusterSlots = [3][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
 
 // NewClusterClient returns a client for a cluster of the drill's own,
 // with the same short timeouts as NewClient. direct maps the address a
@@ -56,120 +51,22 @@ func NewClusterClient(seeds []string, direct map[string]string) *redis.ClusterCl
 // startCluster starts three masters, each announcing a proxy in front of
 // it, and a replica of each, and waits until the cluster is ok.
 func (r *runner) startCluster(ctx context.Context) error {
-	name := func(role string, i int) string {
-		return fmt.Sprintf("nodes-%s%d-%d-%d.conf", role, i, r.c.Seed, time.Now().UnixNano())
-	}
-	start := func(conf string) (*launch.Redis, int, error) {
-		s, err := r.procs.StartClusterNode(ctx, r.c.Dir, conf, clusterNodeTimeout)
-		if err != nil {
-			return nil, 0, err
-		}
-		return s, s.Bus, nil
-	}
 	r.direct = map[string]string{}
-	var buses []int
-	for i := range 3 {
-		m, bus, err := start(name("m", i))
-		if err != nil {
-			return err
-		}
-		r.masters = append(r.masters, m)
-		p, err := StartProxy(m.Addr)
-		if err != nil {
-			return err
-		}
-		r.proxies = append(r.proxies, p)
-		r.direct[p.Addr] = m.Addr
-		c := NewClient(m.Addr)
-		err = c.ConfigSet(ctx, "cluster-announce-port", strconv.Itoa(p.Port)).Err()
-		if err == nil {
-			err = c.ConfigSet(ctx, "cluster-announce-bus-port", strconv.Itoa(bus)).Err()
-		}
-		if err == nil {
-			err = c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", clusterSlots[i][0], clusterSlots[i][1]).Err()
-		}
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("drill: set up cluster master %s: %w", m.Addr, err)
-		}
-		buses = append(buses, bus)
+	cl, err := r.procs.StartCluster(ctx, r.c.Dir, launch.ClusterSpec{Masters: 3, Replicas: 1, NodeTimeout: clusterNodeTimeout,
+		Announce: func(_ int, m *launch.Redis) (int, error) {
+			p, err := StartProxy(m.Addr)
+			if err != nil {
+				return 0, err
+			}
+			r.proxies = append(r.proxies, p)
+			r.direct[p.Addr] = m.Addr
+			return p.Port, nil
+		}})
+	r.masters = cl.Masters
+	for _, rs := range cl.Replicas {
+		r.replicas = append(r.replicas, rs...)
 	}
-	for i := range 3 {
-		s, bus, err := start(name("r", i))
-		if err != nil {
-			return err
-		}
-		r.replicas = append(r.replicas, s)
-		buses = append(buses, bus)
-	}
-	first := NewClient(r.masters[0].Addr)
-	defer first.Close()
-	for i, s := range append(append([]*launch.Redis{}, r.masters...), r.replicas...)[1:] {
-		port := s.Port
-		if i+1 < 3 {
-			port = r.proxies[i+1].Port
-		}
-		if err := first.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", port, buses[i+1]).Err(); err != nil {
-			return fmt.Errorf("drill: CLUSTER MEET %s: %w", s.Addr, err)
-		}
-	}
-	all := append(append([]*launch.Redis{}, r.masters...), r.replicas...)
-	if err := poll(ctx, 20*time.Second, func() bool { return everyNodeKnows(ctx, all, 6) }); err != nil {
-		return fmt.Errorf("drill: the cluster nodes did not meet: %w", err)
-	}
-	for i, s := range r.replicas {
-		m := NewClient(r.masters[i].Addr)
-		id, err := m.ClusterMyID(ctx).Result()
-		m.Close()
-		c := NewClient(s.Addr)
-		if err == nil {
-			err = c.ClusterReplicate(ctx, id).Err()
-		}
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("drill: make %s a replica of %s: %w", s.Addr, r.masters[i].Addr, err)
-		}
-	}
-	if err := poll(ctx, 20*time.Second, func() bool { return clusterReady(ctx, all, r.replicas) }); err != nil {
-		return fmt.Errorf("drill: the cluster did not become ok: %w", err)
-	}
-	return nil
-}
-
-// everyNodeKnows reports whether every node lists n nodes, none of them
-// still in the handshake.
-func everyNodeKnows(ctx context.Context, nodes []*launch.Redis, n int) bool {
-	for _, s := range nodes {
-		c := NewClient(s.Addr)
-		text, err := c.ClusterNodes(ctx).Result()
-		c.Close()
-		if err != nil || strings.Count(strings.TrimSpace(text), "\n")+1 != n || strings.Contains(text, "handshake") {
-			return false
-		}
-	}
-	return true
-}
-
-// clusterReady reports whether every node says cluster_state:ok and every
-// replica is in sync with its master.
-func clusterReady(ctx context.Context, nodes, replicas []*launch.Redis) bool {
-	for _, s := range nodes {
-		c := NewClient(s.Addr)
-		info, err := c.ClusterInfo(ctx).Result()
-		c.Close()
-		if err != nil || !strings.Contains(info, "cluster_state:ok") {
-			return false
-		}
-	}
-	for _, s := range replicas {
-		c := NewClient(s.Addr)
-		info, err := c.Info(ctx, "replication").Result()
-		c.Close()
-		if err != nil || !strings.Contains(info, "master_link_status:up") {
-			return false
-		}
-	}
-	return true
+	return err
 }
 
 // clusterFailover cuts every replica off, waits for a holder whose lock
@@ -205,7 +102,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 	for _, p := range r.proxies {
 		p.Drop()
 	}
-	return r.awaitPromotion(ctx, target, found, "the cluster", func() bool { return r.clusterPromoted(ctx, r.replicas[victim]) },
+	return r.awaitPromotion(ctx, target, found, "the cluster", func() bool { return r.replicas[victim].Promoted(ctx) },
 		"cut the replicas off, killed the master of the wallet's slot, the cluster promoted its replica")
 }
 
@@ -239,16 +136,4 @@ func (r *runner) clusterReplicaHas(ctx context.Context, replica *launch.Redis, e
 	})
 	tok, err := get.Result()
 	return err == nil && holderID(tok) == e.Holder
-}
-
-// clusterPromoted reports whether the replica is now a master and the
-// cluster is ok in its eyes.
-func (r *runner) clusterPromoted(ctx context.Context, replica *launch.Redis) bool {
-	c := NewClient(replica.Addr)
-	defer c.Close()
-	role, err := c.Do(ctx, "ROLE").Slice()
-	if err != nil || len(role) == 0 || role[0] != "master" {
-		return false
-	}
-	return strings.Contains(c.ClusterInfo(ctx).Val(), "cluster_state:ok")
 }

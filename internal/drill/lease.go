@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/loadtest"
-	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // ErrBusy is returned by TakePrefix when another drill runs on the prefix.
@@ -70,8 +70,8 @@ func TakePrefix(ctx context.Context, pool *pgxpool.Pool, prefix string) (func(),
 //
 // Rows of anyone else it leaves alone, and store.ResetRange then refuses
 // them with a *wallet.OwnedError. store is the Store from
-// wallet.OpenStore, not an Owned one.
-func TakeOver(ctx context.Context, pool *pgxpool.Pool, store *wallet.Store, prefix string, first int64, n int) (string, error) {
+// postgres.OpenStore, not an Owned one.
+func TakeOver(ctx context.Context, pool *pgxpool.Pool, store *postgres.Store, prefix string, first int64, n int) (string, error) {
 	last := first + int64(n) - 1
 	rows, err := pool.Query(ctx, `SELECT owner, count(*), min(id), max(id) FROM walletlock_wallets
 		WHERE id BETWEEN $1 AND $2 AND owner <> '' GROUP BY owner ORDER BY owner`, first, last)

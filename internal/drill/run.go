@@ -19,6 +19,7 @@ import (
 	"example.com/walletlock/internal/launch"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // Nemeses, as -nemesis names them, in the order of the report.
@@ -43,18 +44,18 @@ type Config struct {
 	Nemesis, Strategy string
 	Seed              int64
 
-	Exe     string        // the binary to start as a spender (see SpenderRole)
-	Procs   int           // spender processes
-	Conc    int           // concurrent spends in each
-	First   int64         // wallet ids First .. First+Wallets-1, owned by Store
-	Wallets int           //
-	Initial int64         // starting balance of each wallet
-	Amount  int64         // each spend
-	TTL     time.Duration // of every lease
-	Work    time.Duration // between the read and the write
-	Prefix  string        // of the lock keys in the drill's own Redis
-	Store   *wallet.Store // an Owned store: Run resets the wallets
-	Dir     string        // for the sentinels' files
+	Exe     string          // the binary to start as a spender (see SpenderRole)
+	Procs   int             // spender processes
+	Conc    int             // concurrent spends in each
+	First   int64           // wallet ids First .. First+Wallets-1, owned by Store
+	Wallets int             //
+	Initial int64           // starting balance of each wallet
+	Amount  int64           // each spend
+	TTL     time.Duration   // of every lease
+	Work    time.Duration   // between the read and the write
+	Prefix  string          // of the lock keys in the drill's own Redis
+	Store   *postgres.Store // an Owned store: Run resets the wallets
+	Dir     string          // for the sentinels' files
 
 	Partition time.Duration // how long a partition lasts once a replica is promoted (see DefaultPartition)
 	Say       func(string)  // prints a line on stderr; may be nil

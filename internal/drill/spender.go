@@ -26,12 +26,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/redlock"
-	"example.com/walletlock/internal/services"
+	"example.com/walletlock/internal/loadtest"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // SpenderEnv names the environment variable that makes the drill binary
@@ -138,9 +138,9 @@ type spender struct {
 	c       SpenderConfig
 	rdb     redis.UniversalClient
 	fair    *fair.Lock
-	redlock *redlock.Nodes // for redlock and redlock-fenced
-	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
-	store   *wallet.Store
+	redlock *loadtest.RedlockNodes // for redlock and redlock-fenced
+	pool    *pgxpool.Pool          // redlock-fenced takes its fences from a sequence
+	store   *postgres.Store
 
 	out     sync.Mutex
 	enc     *json.Encoder
@@ -156,12 +156,12 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("bad %s", SpenderEnv)
 	}
 	ctx := context.Background()
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		for i, a := range c.Nodes {
 			clients[i] = NewClient(a)
 		}
-		s.redlock = redlock.New(c.Nodes, clients...)
+		s.redlock = loadtest.NewRedlockNodes(c.Nodes, clients...)
 		defer s.redlock.Close()
 	} else if c.Strategy != Version {
 		switch {

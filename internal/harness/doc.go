@@ -10,15 +10,16 @@
 // lesson: Program.Spenders for a crowd of spenders (steps 1 and 2), as
 // goroutines or, with -procs, as copies of the program started through
 // internal/launch (procs.go; a copy is told by Child), and one phase loop
-// for phases run in turn: Program.Phases on Redis keys (step 3),
-// Program.Rows on a wallet row in PostgreSQL guarded by a Redis lock
-// (step 5, rows.go, with its flags' checks in rowflags.go). fencing.go
-// joins a fenced lease and that row (Fenced, Heal, Refusals, Story): step
-// 5's lesson calls it, and step 6's fenced strategy heals with it.
+// for phases run in turn: Program.Phases on Redis keys (step 3), and
+// Program.Loop under internal/fencing's Rows, which runs step 5's phases
+// on a wallet row in PostgreSQL guarded by a Redis lock.
 //
-// The run lease here (lease.go) is a lease in Redis taken with the repo's
-// own lock: a TTL, a watchdog that refreshes it, and a context cancelled
-// when it is lost. The drill keeps a second one, in PostgreSQL
+// The harness links no lock and no PostgreSQL driver, so that step 1,
+// which has neither, does not link them: step 5's row and fencing live in
+// internal/fencing, the wallet's PostgreSQL half in wallet/postgres, and
+// the run lease here (lease.go) is a lease in Redis written with plain
+// commands, not with package lock: a TTL, a watchdog that refreshes it,
+// and a context cancelled when it is lost. The drill keeps a second one, in PostgreSQL
 // (internal/drill, TakePrefix), on purpose: the drill needs no Redis but
 // the servers it starts, kills and restarts empty (a lease there would not
 // survive its own faults), and its rows live in PostgreSQL. Its lease is

@@ -56,7 +56,7 @@ func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 }
 
 // PostgresDelete returns the command that deletes the wallet rows of owner
-// (a run's prefix, see wallet.Store.Owned) whose ids are given:
+// (a run's prefix, see postgres.Store.Owned) whose ids are given:
 //
 //	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'
 //

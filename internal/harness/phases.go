@@ -12,10 +12,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/lesson"
 	"example.com/walletlock/internal/services"
@@ -24,9 +27,8 @@ import (
 
 // Phase is one phase of a lesson, named as in lesson.Phases.
 type Phase struct {
-	Name    string
-	Run     func(ctx context.Context, r *Run) (Outcome, error)
-	NoRedis bool // a row program's phase that needs no Redis (step 5's phase 4)
+	Name string
+	Run  func(ctx context.Context, r *Run) (Outcome, error)
 }
 
 // Pick returns the names chosen by a list flag's value (-phase, -strategy,
@@ -60,12 +62,18 @@ func Pick(flag, value string, all []string) ([]string, error) {
 // Choose returns the phases a list flag's value names (Pick), in the
 // lesson's order, which is all's.
 func Choose(flag, value string, all []Phase) ([]Phase, error) {
+	return ChooseBy(flag, value, all, func(p Phase) string { return p.Name })
+}
+
+// ChooseBy is Choose for phases of another type (fencing.Phase), named by
+// name.
+func ChooseBy[P any](flag, value string, all []P, name func(P) string) ([]P, error) {
 	names := make([]string, len(all))
 	for i, p := range all {
-		names[i] = p.Name
+		names[i] = name(p)
 	}
 	picked, err := Pick(flag, value, names)
-	return slices.DeleteFunc(slices.Clone(all), func(p Phase) bool { return !slices.Contains(picked, p.Name) }), err
+	return slices.DeleteFunc(slices.Clone(all), func(p P) bool { return !slices.Contains(picked, name(p)) }), err
 }
 
 // Phases connects to Redis, takes the run lease on the prefix, sets the
@@ -89,10 +97,41 @@ func (p *Program) Phases(ctx context.Context, keys []string, settings map[string
 	r := &Run{Redis: rdb, Prefix: p.Prefix(), Report: NewReport(p.Step), p: p, session: s, parent: ctx, work: s.Context()}
 	r.Report.Set("redis_version", version)
 	r.Report.SetEach(settings)
-	return p.loop(r, phases, 0, func() { s.Close(p.Stderr, keys...) })
+	return p.Loop(r, phases, 0, func() { s.Close(p.Stderr, keys...) })
 }
 
-// loop runs the phases in turn, each bounded by limit (0: none), then
+// NewRun is a run for a program that opens its own services before its
+// phases (internal/fencing): it sets Redis, takes the run lease with
+// TakeLease, and hands the run to Loop. spenders is -n, for the lesson's
+// "50 " in a phase's title.
+func (p *Program) NewRun(ctx context.Context, spenders int) *Run {
+	return &Run{Prefix: p.Prefix(), Report: NewReport(p.Step), N: spenders, p: p, parent: ctx, work: ctx}
+}
+
+// TakeLease takes the run lease on the prefix with rdb (Start): from then
+// on the run's context also ends when the lease is lost.
+func (r *Run) TakeLease(ctx context.Context, rdb redis.UniversalClient) error {
+	s, err := Start(ctx, rdb, r.p.Step, r.Prefix)
+	if err != nil {
+		return err
+	}
+	r.session, r.work = s, s.Context()
+	return nil
+}
+
+// GiveBack deletes keys and gives the run lease back (Session.Close),
+// naming on stderr what it could not delete; without a lease it does
+// nothing.
+func (r *Run) GiveBack(stderr io.Writer, keys ...string) {
+	if r.session != nil {
+		r.session.Close(stderr, keys...)
+	}
+}
+
+// Context ends at Ctrl-C, and when the run lease is lost.
+func (r *Run) Context() context.Context { return r.work }
+
+// Loop runs the phases in turn, each bounded by limit (0: none), then
 // calls cleanup and ends the report. It returns the exit code.
 //
 // A phase prints "phase N: " and its Setting (the lesson's account of the
@@ -104,7 +143,7 @@ func (p *Program) Phases(ctx context.Context, keys []string, settings map[string
 // its story replaced and reported as interrupted, not judged; stderr says
 // where Ctrl-C came and the code is 130. Otherwise each Problem is one
 // line on stderr, and the code is the report's.
-func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func()) int {
+func (p *Program) Loop(r *Run, phases []Phase, limit time.Duration, cleanup func()) int {
 	ctx := r.work // ends at Ctrl-C, and when the run lease is lost
 	type ran struct {
 		o   Outcome
@@ -155,7 +194,7 @@ func (p *Program) loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 		ended++
 		p.show(r, ph.Name, o)
 		figures := o.Figures
-		if r.Store != nil {
+		if r.OneRow {
 			figures = o // a wallet row's figures go under "figures" (step 5)
 		}
 		if cut != "" {
@@ -199,7 +238,7 @@ func (p *Program) show(r *Run, name string, o Outcome) {
 	if p.JSON() {
 		return
 	}
-	if r.Store != nil {
+	if r.OneRow {
 		fmt.Fprintln(p.Stdout) // below the versions line, and between phases
 	}
 	if o.Setting == "" {

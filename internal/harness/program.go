@@ -98,10 +98,9 @@ func (p *Program) Fail(err error) int {
 }
 
 // Run is one run of a lesson: the Redis client, the prefix its keys live
-// under, and the report it adds its figures to; for a lesson on a wallet
-// row in PostgreSQL (step 5, Program.Rows), the row too. Its methods run
-// a spender program's spenders (steps 1 and 2), and give a row's phases a
-// fresh row and their check (rows.go).
+// under, and the report it adds its figures to. Its methods run a spender
+// program's spenders (steps 1 and 2); a lesson on a wallet row in
+// PostgreSQL (step 5) gets a fencing.Run, which adds the row.
 type Run struct {
 	Redis  redis.UniversalClient // nil when a row program's phases need no Redis
 	Prefix string
@@ -109,16 +108,13 @@ type Run struct {
 	N      int    // the spenders
 	Also   Errors // errors beside the spends' own (step 2's failed releases), from every copy
 
-	Store   *wallet.Store // a row program's: owned by the prefix, it resets and deletes only this run's row
-	ID      int64         // the wallet row
-	LockKey string        // the row's lock key; its fence counter is lock.FenceKey(LockKey)
+	OneRow bool // a row program's (internal/fencing): each phase's whole outcome is its -json "figures", and phases print apart
 
 	p            *Program
 	session      *Session        // nil for a row program without Redis
 	parent, work context.Context // the run's (it ends at Ctrl-C), and the work's (also when the run lease is lost)
 	child        bool
-	served       int // a copy's exit code, once it has served
-	row          *row
+	served       int                     // a copy's exit code, once it has served
 	history      atomic.Pointer[History] // the phase's record of its spends (history.go); spenders cut short may still add to it
 }
 

@@ -26,4 +26,3 @@ func (c *PostgresCluster) Stop(context.Context) error              { return errN
 func (c *PostgresCluster) Psql(context.Context, int, string) error { return errNoDaemons }
 func (c *PostgresCluster) PostgresVersion() string                 { return "" }
 func PackagedPsql(context.Context, int, string) error              { return errNoDaemons }
-func CreateCluster(context.Context, []string, int, string) error   { return errNoDaemons }

@@ -264,20 +264,3 @@ func (c *PostgresCluster) PostgresVersion() string {
 	}
 	return f[2]
 }
-
-// CreateCluster joins the empty cluster nodes at addrs into one Redis
-// Cluster, with replicas replicas per master, by redis-cli --cluster
-// create; what it says goes to the file log.
-func CreateCluster(ctx context.Context, addrs []string, replicas int, log string) error {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		return fmt.Errorf("redis-cli not found: %w", err)
-	}
-	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
-	os.WriteFile(log, out, 0o644)
-	if err != nil {
-		return fmt.Errorf("redis-cli --cluster create failed; see %s", log)
-	}
-	return nil
-}

@@ -10,6 +10,10 @@
 // process that started it, even by SIGKILL. Servers listen on free
 // loopback ports only.
 //
+// cluster.go joins cluster nodes into a Redis Cluster, masters with their
+// shares of the slots and replicas, and waits until every node agrees:
+// Group.StartCluster for nodes of a Group, CreateCluster for daemons.
+//
 // daemon_unix.go starts the other kind, servers that outlive the program
 // that started them (redis-server's daemonize, pg_ctl start), and finds
 // and stops them again by their pid files: cmd/services, behind `make up`.

@@ -49,7 +49,7 @@ type Config struct {
 	Timeout time.Duration // bounds each spend, waiting for its lock included
 
 	// Prefix is where the Redis keys go, and the owner of the PostgreSQL
-	// rows (see wallet.Store.Owned). Run holds a lease on it while it
+	// rows (see postgres.Store.Owned). Run holds a lease on it while it
 	// runs, so a second run on the same prefix is refused.
 	Prefix string
 	// FirstID is the first PostgreSQL wallet; a run uses FirstID ..

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // Connection pools are sized to the workers, within limits. With the
@@ -56,7 +56,7 @@ type Env struct {
 
 	// Redlock is the nodes of the redlock strategy; nil when the run
 	// has none.
-	Redlock *redlock.Nodes
+	Redlock *RedlockNodes
 }
 
 // Dial connects to the services the strategies of cfg need, and to Redis
@@ -64,7 +64,7 @@ type Env struct {
 // of cfg, and
 // opens every connection of the pools up front,
 // so that the first strategy does not pay for dialling them. Its errors are
-// services.Connect's and services.ConnectPostgres's: one line that names the
+// services.Connect's and postgres.Connect's: one line that names the
 // address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
@@ -98,13 +98,13 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)
 	if slices.Contains(cfg.Strategies, Redlock) {
-		if env.Redlock, err = dialRedlock(ctx, cfg, env.calls); err != nil {
+		if env.Redlock, err = openRedlock(ctx, cfg, env.calls); err != nil {
 			env.Close()
 			return nil, err
 		}
 	}
 	if needPostgres {
-		probe, err := services.ConnectPostgres(ctx)
+		probe, err := postgres.Connect(ctx)
 		if err != nil {
 			env.Close()
 			return nil, err

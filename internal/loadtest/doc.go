@@ -9,6 +9,7 @@
 //	lock       the hand-built lease of step 2, waiters retry after 5 to 15 ms
 //	redislock  bsm/redislock with step 4's jittered retries
 //	redsync    go-redsync's mutex on the one Redis, with the same retries
+//	redlock    go-redsync's mutex over three independent nodes: Redlock, a majority must agree
 //	fair       fair.Lock: waiters queue in Redis, a release hands off to the first
 //	fenced     a lease with a fencing token, checked by PostgreSQL (step 5)
 //	atomic     no lock: the work, then one Lua script that checks and takes
@@ -36,6 +37,9 @@
 // A run owns what it writes: it holds a lease on its key prefix and marks
 // its PostgreSQL rows as the prefix's, so a second run on the same prefix,
 // or on wallets another run holds, is refused (see Run and FirstIDFor).
+//
+// Redlock itself (RedlockNodes, in redlock.go) lives here too: the drill's
+// redlock and redlock-fenced spenders take the same lock.
 //
 // Run is the whole of it. cmd/step6-loadtest declares its flags with
 // AddFlags, dials with Flags.Dial, judges each row and ends with

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/redlock"
 )
 
 // Resolve completes c from the two flags that are not plain fields,
@@ -49,13 +48,13 @@ func ProgressTo(w io.Writer) io.Writer {
 }
 
 // DialLeavingOut is Dial, except that when leaveOut is true and
-// redlock's nodes do not answer (redlock.ErrNodesDown) it takes Redlock
+// redlock's nodes do not answer (ErrRedlockNodesDown) it takes Redlock
 // out of c.Strategies and dials again: those nodes come from `make
 // redlock-up`, not `make up`, so a default run goes on without them. It
 // returns what it left out, with why.
 func DialLeavingOut(ctx context.Context, c *Config, leaveOut bool) (*Env, map[string]string, error) {
 	env, err := Dial(ctx, *c)
-	if !leaveOut || !errors.Is(err, redlock.ErrNodesDown) {
+	if !leaveOut || !errors.Is(err, ErrRedlockNodesDown) {
 		return env, nil, err
 	}
 	leftOut := map[string]string{Redlock: err.Error()}

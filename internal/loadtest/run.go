@@ -19,11 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/harness"
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock/fair"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/history"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // settleTimeout bounds reading back the balances after a phase, and the
@@ -48,7 +48,7 @@ var stopBudget = harness.CleanupTimeout
 // needs in env it fails before anything runs.
 //
 // Run first takes a lease on cfg.Prefix (see internal/harness) and marks
-// the PostgreSQL rows it uses as the prefix's (wallet.Store.Owned): a
+// the PostgreSQL rows it uses as the prefix's (postgres.Store.Owned): a
 // second run on the same prefix, or on ids that another run holds, is
 // refused with an error saying so, before anything is written.
 //
@@ -285,10 +285,10 @@ func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context
 type runner struct {
 	cfg     Config
 	rdb     redis.UniversalClient // nil when no strategy spends through Redis
-	store   *wallet.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
+	store   *postgres.Store       // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *fair.Lock            // nil when the run has no fair strategy
 	redsync *redsync.Redsync      // nil when the run has no redsync strategy
-	redlock *redlock.Nodes        // nil when the run has no redlock strategy
+	redlock *RedlockNodes         // nil when the run has no redlock strategy
 	calls   *services.CallCounter // commands sent to Redis; nil: not counted
 	w       *wallets
 	lease   *harness.Lease
@@ -333,12 +333,12 @@ func (r *runner) prepare(ctx context.Context, env *Env, rep *Report) error {
 	if !needPostgres {
 		return nil
 	}
-	v, err := services.PostgresVersion(ctx, env.Postgres)
+	v, err := postgres.Version(ctx, env.Postgres)
 	if err != nil {
 		return err
 	}
 	rep.System.Postgres = v
-	store, err := wallet.OpenStore(ctx, env.Postgres)
+	store, err := postgres.OpenStore(ctx, env.Postgres)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/loadtest"
-	"example.com/walletlock/internal/redlock"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -495,8 +494,8 @@ func TestDial_redlockNodesDown(t *testing.T) {
 		t.Errorf("Dial took %v to fail, want a few seconds at most", took)
 	}
 	msg := err.Error()
-	if !errors.Is(err, redlock.ErrNodesDown) || strings.Contains(msg, "\n") {
-		t.Errorf("Dial = %q, want one line wrapping redlock.ErrNodesDown", msg)
+	if !errors.Is(err, loadtest.ErrRedlockNodesDown) || strings.Contains(msg, "\n") {
+		t.Errorf("Dial = %q, want one line wrapping loadtest.ErrRedlockNodesDown", msg)
 	}
 	for _, want := range []string{"1 of 3 answer", dead[0], dead[1], "make redlock-up"} {
 		if !strings.Contains(msg, want) {

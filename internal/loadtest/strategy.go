@@ -11,7 +11,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/redislockx"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
@@ -321,7 +321,7 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 	}
 }
 
-// spendFenced is harness.Fenced written out: that function takes one context
+// spendFenced is fencing.Fenced written out: that function takes one context
 // for the wait and the write and does not show the lock's Attempts, both of
 // which the load test needs. Like it, it runs no watchdog (PostgreSQL
 // refuses a holder that outlived its lease) and heals the fence counter
@@ -335,10 +335,10 @@ func spendFenced(r *runner, c call) outcome {
 	}
 	waited := c.lockWait(start)
 	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
-	// harness.Fenced would wait and write under one context; this loop cuts
+	// fencing.Fenced would wait and write under one context; this loop cuts
 	// only the wait when time is up, so it takes the lease itself and
 	// shares only the heal.
-	err = harness.Heal(c.ctx, r.rdb, key, err)
+	err = fencing.Heal(c.ctx, r.rdb, key, err)
 	// A lease that expired is what the fence is for: the release's result
 	// changes nothing, and a lease it failed to delete expires after TTL.
 	_ = l.Release(c.ctx)

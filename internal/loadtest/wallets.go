@@ -13,20 +13,21 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // wallets are the n wallets of a run, in bulk: setting up and reading back
 // 10,000 of them must take a few round trips, not 10,000. In Redis they are
 // the keys wallet.BalanceKey(prefix, id) (and the lock keys next to them,
 // see lockKeys); in PostgreSQL the rows first .. first+n-1 of
-// wallet.Store's table.
+// postgres.Store's table.
 type wallets struct {
 	prefix  string
 	first   int64
 	n       int
 	rdb     redis.UniversalClient
-	store   *wallet.Store // nil when no strategy of the run uses PostgreSQL
-	touched int           // the wallets 0 .. touched-1 may have keys in Redis
+	store   *postgres.Store // nil when no strategy of the run uses PostgreSQL
+	touched int             // the wallets 0 .. touched-1 may have keys in Redis
 }
 
 // batch is how many commands go into one Redis pipeline.

@@ -19,9 +19,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,7 +29,7 @@ const (
 	DefaultDatabaseURL = "postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable"
 )
 
-// ConnectTimeout bounds how long Connect and ConnectPostgres wait for a
+// ConnectTimeout bounds how long Connect (and wallet/postgres.Connect) wait for a
 // service to answer, so that a program with nothing to talk to says so
 // within a few seconds instead of hanging.
 const ConnectTimeout = 3 * time.Second
@@ -375,9 +372,9 @@ func validHost(h string) bool {
 	return true
 }
 
-// oneLine folds a multi-line driver error (pgx lists each address it tried
-// on a line of its own) into one line.
-func oneLine(err error) string {
+// OneLine folds a multi-line driver error (pgx lists each address it tried
+// on a line of its own) into one line: every report is one line.
+func OneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
@@ -399,7 +396,7 @@ func redisURL(opt *redis.UniversalOptions) string {
 // wrong and what to do. A reply from the server means it runs and refused
 // us for a reason of its own; only the rest asks whether it runs at all.
 func redisError(opt *redis.UniversalOptions, err error) error {
-	where, msg := redisURL(opt), oneLine(err)
+	where, msg := redisURL(opt), OneLine(err)
 	up := "make up"
 	if IsCluster(opt) {
 		where, up = "the Redis Cluster at "+where, "make cluster-up"
@@ -447,7 +444,7 @@ func handshakeError(where string, err error) error {
 			return -1
 		}
 		return r
-	}, oneLine(err))
+	}, OneLine(err))
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
 	var invalid x509.CertificateInvalidError
@@ -472,101 +469,14 @@ func DatabaseURL() string {
 	return DefaultDatabaseURL
 }
 
-// ConnectPostgres returns a pool for DATABASE_URL after checking that the
-// server answers. Like Connect, its error is one line that names the server
-// as postgres://host:port/db (never the user or password), what went wrong
-// and the fix.
-func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := poolConfig()
-	if err != nil {
-		return nil, err
-	}
-	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), oneLine(err))
-	}
-	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, postgresError(cfg.ConnConfig, err)
-	}
-	return pool, nil
-}
-
-// PostgresConfig reads DATABASE_URL (or the default) with the parser
-// ConnectPostgres uses. Its errors quote no part of the URL.
-func PostgresConfig() (*pgx.ConnConfig, error) {
-	cfg, err := poolConfig()
-	if err != nil {
-		return nil, err
-	}
-	return cfg.ConnConfig, nil
-}
-
-// poolConfig is DATABASE_URL (or the default) parsed, the one parser of
-// it: pool settings such as pool_max_conns apart from the connection's.
-func poolConfig() (*pgxpool.Config, error) {
+// PostgresURL returns DatabaseURL, refused with the fix when its user or
+// password holds a character that must be percent-encoded (pgx would
+// misread it, and quote part of it in its error). wallet/postgres.Config
+// parses what it returns.
+func PostgresURL() (string, error) {
 	raw := DatabaseURL()
 	if userinfoNeedsEscaping(raw) {
-		return nil, errDatabaseURLEscaping
+		return "", errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
 	}
-	cfg, err := pgxpool.ParseConfig(raw)
-	if err != nil {
-		return nil, errDatabaseURLInvalid
-	}
-	return cfg, nil
-}
-
-var (
-	errDatabaseURLEscaping = errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
-	// pgx redacts the password in its parse errors only as far as it can
-	// tell where it is; say only what is wrong.
-	errDatabaseURLInvalid = errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
-)
-
-// postgresURL names the server cfg points at, as postgres://host:port/db,
-// without the user and password.
-func postgresURL(cfg *pgx.ConnConfig) string {
-	return "postgres://" + net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))) + "/" + cfg.Database
-}
-
-// postgresError turns a failed first connection into one line that says
-// what is wrong and what to do. It quotes neither pgx's "failed to connect
-// to `user=...`" prefix nor a server message that names the user.
-func postgresError(cfg *pgx.ConnConfig, err error) error {
-	where := postgresURL(cfg)
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) && connErr.Unwrap() != nil {
-		err = connErr.Unwrap() // "127.0.0.1:5432 (localhost): ...", without the user
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// The server's words, with the user name (part of the URL's user
-		// info) taken out: PostgreSQL quotes it in authentication errors.
-		msg := pgErr.Message
-		if cfg.User != "" {
-			msg = strings.ReplaceAll(msg, `"`+cfg.User+`"`, `"(user)"`)
-		}
-		reply := fmt.Sprintf("%s (SQLSTATE %s)", oneLine(errors.New(msg)), pgErr.Code)
-		switch {
-		case pgErr.Code == "3D000": // invalid_catalog_name
-			return fmt.Errorf("%s: the server has no database %q (SQLSTATE 3D000): check the database name at the end of DATABASE_URL, or create the database", where, cfg.Database)
-		case pgErr.Code == "28P01" && cfg.Password == "": // invalid_password
-			return fmt.Errorf("%s refused the credentials (%s): DATABASE_URL has no password; the form is postgres://user:password@host:5432/db", where, reply)
-		case strings.HasPrefix(pgErr.Code, "28"): // invalid_password, invalid_authorization_specification
-			return fmt.Errorf("%s refused the credentials (%s): check the user and password in DATABASE_URL", where, reply)
-		default:
-			return fmt.Errorf("%s refused the connection (%s)", where, reply)
-		}
-	}
-	msg := oneLine(err)
-	switch {
-	case strings.Contains(msg, "server refused TLS connection"):
-		return fmt.Errorf("%s does not speak TLS (server refused TLS connection), which the sslmode of DATABASE_URL requires: use sslmode=disable (or prefer) for this server, or turn on ssl in its configuration", where)
-	case strings.Contains(msg, "tls error"):
-		return fmt.Errorf("%s: the TLS handshake failed (%s): check sslmode (and sslrootcert) in DATABASE_URL", where, msg)
-	}
-	return fmt.Errorf("%s is not reachable (%s): is PostgreSQL running? try `make up`", where, msg)
+	return raw, nil
 }

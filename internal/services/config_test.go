@@ -25,6 +25,7 @@ import (
 
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // hangGuard is how long a failing connect may take before a test calls it
@@ -203,7 +204,7 @@ func TestConnect_neverShowsTheUserInfo(t *testing.T) {
 					}
 				} else {
 					var pool *pgxpool.Pool
-					if pool, err = services.ConnectPostgres(t.Context()); err == nil {
+					if pool, err = postgres.Connect(t.Context()); err == nil {
 						pool.Close()
 					}
 				}
@@ -506,7 +507,7 @@ func TestConnectPostgres_badURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("DATABASE_URL", tt.url)
-			pool, err := services.ConnectPostgres(context.Background())
+			pool, err := postgres.Connect(context.Background())
 			if err == nil {
 				pool.Close()
 				t.Fatalf("ConnectPostgres accepted %q", tt.url)
@@ -520,7 +521,7 @@ func TestConnectPostgres_unreachable(t *testing.T) {
 	password := secret(t)
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+password+"@127.0.0.1:1/walletlock?sslmode=disable")
 	start := time.Now()
-	pool, err := services.ConnectPostgres(context.Background())
+	pool, err := postgres.Connect(context.Background())
 	if err == nil {
 		pool.Close()
 		t.Fatal("ConnectPostgres to 127.0.0.1:1 succeeded")
@@ -600,7 +601,7 @@ func TestConnectPostgres_refused(t *testing.T) {
 			tt.edit(&u)
 			t.Setenv("DATABASE_URL", u.String())
 			start := time.Now()
-			pool, err := services.ConnectPostgres(context.Background())
+			pool, err := postgres.Connect(context.Background())
 			if err == nil {
 				pool.Close()
 				t.Fatal("ConnectPostgres succeeded")
@@ -620,7 +621,7 @@ func TestConnectPostgres_refused(t *testing.T) {
 // take the password's tail for the host, and the error printed it.
 func TestConnectPostgres_atInThePassword(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://walletlock:s3cr@tPass@127.0.0.1:5432/walletlock?sslmode=disable")
-	pool, err := services.ConnectPostgres(context.Background())
+	pool, err := postgres.Connect(context.Background())
 	if err == nil {
 		pool.Close()
 		t.Fatal("ConnectPostgres accepted an unencoded @ in the password")

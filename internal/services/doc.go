@@ -1,9 +1,12 @@
 // Package services is where the programs find Redis and PostgreSQL: it
 // reads REDIS_URL, REDIS_ADDR and DATABASE_URL (the one place they are
-// read), connects within ConnectTimeout, and turns a refusal into one line
-// that says what is wrong and how to fix it, never showing a password. It
-// also reads the servers' versions and Redis's command counters for the
-// reports.
+// read), connects to Redis within ConnectTimeout, and turns a refusal into
+// one line that says what is wrong and how to fix it, never showing a
+// password. It also reads the server's version and Redis's command
+// counters for the reports, and REDLOCK_ADDRS, the independent nodes of
+// step 6's Redlock (RedlockAddrs), for internal/loadtest and cmd/services.
+// PostgreSQL's half, which needs pgx, is in wallet/postgres (Connect), so
+// that a program without PostgreSQL does not link it.
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and

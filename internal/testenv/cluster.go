@@ -2,9 +2,6 @@ package testenv
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +16,6 @@ import (
 type Cluster struct {
 	Masters  [3]*RedisServer
 	Replicas [3]*RedisServer
-
-	admin map[*RedisServer]*redis.Client // one per node, for setting it up
 }
 
 // ClusterNodeTimeout is how long a master of a Cluster may stay silent
@@ -33,61 +28,29 @@ const ClusterNodeTimeout = time.Second
 // binary the test skips, or fails when CI is set.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	if _, err := launch.RedisBinary(); err != nil {
+		unavailable(t, "redis-server", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := Cluster{admin: map[*RedisServer]*redis.Client{}}
-	t.Cleanup(func() {
-		for _, a := range c.admin {
-			a.Close()
-		}
-	})
-	start := func() *RedisServer {
-		return tie(t, func(ctx context.Context, g *launch.Group) (*launch.Redis, error) {
-			return g.StartClusterNode(ctx, t.TempDir(), "nodes.conf", ClusterNodeTimeout)
-		})
+	dir := t.TempDir() // removed after the nodes are killed, not while they write to it
+	cl, err := group(t).StartCluster(ctx, dir, launch.ClusterSpec{Masters: 3, Replicas: 1, NodeTimeout: ClusterNodeTimeout})
+	for _, s := range cl.Masters {
+		logOnFailure(t, s.Log)
 	}
+	for _, r := range cl.Replicas {
+		for _, s := range r {
+			logOnFailure(t, s.Log)
+		}
+	}
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	var c Cluster
 	for i := range c.Masters {
-		c.Masters[i] = start()
-		lo, hi := i*16384/3, (i+1)*16384/3-1
-		c.do(t, ctx, c.Masters[i], "CLUSTER", "ADDSLOTSRANGE", lo, hi)
+		c.Masters[i] = &RedisServer{Addr: cl.Masters[i].Addr, t: t, srv: cl.Masters[i]}
+		c.Replicas[i] = &RedisServer{Addr: cl.Replicas[i][0].Addr, t: t, srv: cl.Replicas[i][0]}
 	}
-	for i := range c.Replicas {
-		c.Replicas[i] = start()
-	}
-	all := c.nodes()
-	for _, s := range all[1:] {
-		_, port, _ := net.SplitHostPort(s.Addr)
-		c.do(t, ctx, all[0], "CLUSTER", "MEET", "127.0.0.1", port, s.srv.Bus)
-	}
-	waitFor(t, ctx, "every node to know the other five", func() bool {
-		for _, s := range all {
-			text, err := c.client(s).ClusterNodes(ctx).Result()
-			if err != nil || strings.Count(strings.TrimSpace(text), "\n") != 5 || strings.Contains(text, "handshake") {
-				return false
-			}
-		}
-		return true
-	})
-	for i, r := range c.Replicas {
-		id, err := c.client(c.Masters[i]).ClusterMyID(ctx).Result()
-		if err != nil {
-			t.Fatalf("testenv: CLUSTER MYID on %s: %v", c.Masters[i].Addr, err)
-		}
-		c.do(t, ctx, r, "CLUSTER", "REPLICATE", id)
-	}
-	waitFor(t, ctx, "the cluster to be ok and every replica in sync", func() bool {
-		for _, s := range all {
-			if !strings.Contains(c.client(s).ClusterInfo(ctx).Val(), "cluster_state:ok") {
-				return false
-			}
-		}
-		for _, r := range c.Replicas {
-			if !strings.Contains(c.client(r).Info(ctx, "replication").Val(), "master_link_status:up") {
-				return false
-			}
-		}
-		return true
-	})
 	return &c
 }
 
@@ -109,38 +72,5 @@ func (c *Cluster) Use(t testing.TB) *redis.ClusterClient {
 // Promoted reports whether the replica of master i is a master now and
 // says cluster_state:ok.
 func (c *Cluster) Promoted(ctx context.Context, i int) bool {
-	r := c.client(c.Replicas[i])
-	role, err := r.Do(ctx, "ROLE").Slice()
-	return err == nil && len(role) > 0 && role[0] == "master" &&
-		strings.Contains(r.ClusterInfo(ctx).Val(), "cluster_state:ok")
-}
-
-func (c *Cluster) nodes() []*RedisServer {
-	return append(c.Masters[:], c.Replicas[:]...)
-}
-
-// client is a client for node s alone, closed when the test ends.
-func (c *Cluster) client(s *RedisServer) *redis.Client {
-	if c.admin[s] == nil {
-		c.admin[s] = redis.NewClient(&redis.Options{Addr: s.Addr, DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
-	}
-	return c.admin[s]
-}
-
-func (c *Cluster) do(t testing.TB, ctx context.Context, s *RedisServer, args ...any) {
-	t.Helper()
-	if err := c.client(s).Do(ctx, args...).Err(); err != nil {
-		t.Fatalf("testenv: %s on %s: %v", strings.TrimSpace(fmt.Sprintln(args...)), s.Addr, err)
-	}
-}
-
-func waitFor(t testing.TB, ctx context.Context, what string, ok func() bool) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("testenv: gave up waiting for %s", what)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return c.Replicas[i].srv.Promoted(ctx)
 }

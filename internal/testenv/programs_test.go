@@ -9,6 +9,7 @@ import (
 
 	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // program behaves as every program here must: its name is this package's
@@ -26,7 +27,7 @@ func program(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if *service == "postgres" {
-		pool, perr := services.ConnectPostgres(ctx)
+		pool, perr := postgres.Connect(ctx)
 		if err = perr; err == nil {
 			pool.Close()
 		}

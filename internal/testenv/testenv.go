@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/services"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // unavailable skips the test, or fails it under CI.
@@ -53,7 +54,7 @@ func Redis(t testing.TB) redis.UniversalClient {
 // test ends.
 func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := services.ConnectPostgres(context.Background())
+	pool, err := postgres.Connect(context.Background())
 	if err != nil {
 		unavailable(t, "PostgreSQL", err)
 	}

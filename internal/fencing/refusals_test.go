@@ -1,4 +1,4 @@
-package harness_test
+package fencing_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/wallet"
 )
 
@@ -21,7 +21,7 @@ func TestCountRefusals_sortsRefusalsByWhy(t *testing.T) {
 	errs := []error{nil, stale(2), stale(3), nil, stale(4), unknown}
 	stalled := []bool{false, true, false, false, false, false}
 	tally := wallet.Tally{Accepted: 2, Unknown: 1, Errors: []error{stale(2), stale(3), stale(4), unknown}}
-	r, err := harness.CountRefusals(60, tally, fences, errs, stalled)
+	r, err := fencing.CountRefusals(60, tally, fences, errs, stalled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestCountRefusals_sortsRefusalsByWhy(t *testing.T) {
 	}
 
 	broken := errors.New("connection refused")
-	if _, err := harness.CountRefusals(60, wallet.Tally{Errors: []error{broken}}, []int64{1}, []error{broken}, []bool{false}); !errors.Is(err, broken) {
+	if _, err := fencing.CountRefusals(60, wallet.Tally{Errors: []error{broken}}, []int64{1}, []error{broken}, []bool{false}); !errors.Is(err, broken) {
 		t.Errorf("Count with a failed spend = %v, want it returned", err)
 	}
 }

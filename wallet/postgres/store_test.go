@@ -1,4 +1,4 @@
-package wallet_test
+package postgres_test
 
 import (
 	"cmp"
@@ -21,6 +21,7 @@ import (
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // testCtx bounds a test's database calls, so that nothing can hang.
@@ -32,10 +33,10 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // openStore returns a Store on the test database and its pool.
-func openStore(t *testing.T) (*wallet.Store, *pgxpool.Pool) {
+func openStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := testenv.Postgres(t)
-	s, err := wallet.OpenStore(testCtx(t), pool)
+	s, err := postgres.OpenStore(testCtx(t), pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
@@ -43,7 +44,7 @@ func openStore(t *testing.T) (*wallet.Store, *pgxpool.Pool) {
 }
 
 // newWallet creates a wallet only this test uses, deleted when it ends.
-func newWallet(t *testing.T, s *wallet.Store, balance int64) int64 {
+func newWallet(t *testing.T, s *postgres.Store, balance int64) int64 {
 	t.Helper()
 	id := testenv.WalletID(t)
 	if err := s.Reset(testCtx(t), id, balance); err != nil {
@@ -59,7 +60,7 @@ func newWallet(t *testing.T, s *wallet.Store, balance int64) int64 {
 	return id
 }
 
-func wantBalance(t *testing.T, s *wallet.Store, id, want int64) {
+func wantBalance(t *testing.T, s *postgres.Store, id, want int64) {
 	t.Helper()
 	got, err := s.Balance(testCtx(t), id)
 	if err != nil {
@@ -73,14 +74,14 @@ func wantBalance(t *testing.T, s *wallet.Store, id, want int64) {
 func TestOpenStore_twice(t *testing.T) {
 	pool := testenv.Postgres(t)
 	for i := range 2 {
-		if _, err := wallet.OpenStore(testCtx(t), pool); err != nil {
+		if _, err := postgres.OpenStore(testCtx(t), pool); err != nil {
 			t.Fatalf("OpenStore #%d: %v", i+1, err)
 		}
 	}
 }
 
 func TestOpenStore_nilPool(t *testing.T) {
-	if _, err := wallet.OpenStore(context.Background(), nil); err == nil {
+	if _, err := postgres.OpenStore(context.Background(), nil); err == nil {
 		t.Fatal("OpenStore(nil) succeeded, want an error")
 	}
 }
@@ -119,9 +120,9 @@ func TestOpenStore_concurrentlyOnAFreshSchema(t *testing.T) {
 	}
 	t.Cleanup(pool.Close)
 
-	var stores [8]*wallet.Store
+	var stores [8]*postgres.Store
 	tally := wallet.Hammer(len(stores), func(i int) (bool, error) {
-		s, err := wallet.OpenStore(ctx, pool)
+		s, err := postgres.OpenStore(ctx, pool)
 		stores[i] = s
 		return err == nil, err
 	})
@@ -486,7 +487,7 @@ func (h *hook) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryE
 // hookedStore returns a Store on a pool of its own that runs h, and the
 // application_name its connections carry, by which waiting finds them. Set
 // h's fields before the call the test is about, not during it.
-func hookedStore(t *testing.T, h *hook) (*wallet.Store, string) {
+func hookedStore(t *testing.T, h *hook) (*postgres.Store, string) {
 	t.Helper()
 	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
 	cfg, err := pgxpool.ParseConfig(services.DatabaseURL())
@@ -504,7 +505,7 @@ func hookedStore(t *testing.T, h *hook) (*wallet.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := wallet.OpenStore(testCtx(t), pool)
+	s, err := postgres.OpenStore(testCtx(t), pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
@@ -591,24 +592,24 @@ func TestSpend_ctxEndsAnywhere(t *testing.T) {
 		readErr     string // how the error of the read begins
 		readLocks   bool   // the read waits for a row lock
 		inTx        bool   // the write is inside a transaction, the COMMIT follows
-		spend       func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error)
+		spend       func(s *postgres.Store, ctx context.Context, id int64, work time.Duration) (bool, error)
 	}{
 		{
 			name: "SpendFenced", read: "SET fence =", write: "AND fence =", readErr: "wallet: claim", readLocks: true,
-			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+			spend: func(s *postgres.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
 				return s.SpendFenced(ctx, id, 1, 10, work)
 			},
 		},
 		{
 			name: "SpendVersioned", read: "SELECT balance, version", write: "AND version =", readErr: "wallet: read",
-			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+			spend: func(s *postgres.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
 				ok, _, err := s.SpendVersioned(ctx, id, 10, work)
 				return ok, err
 			},
 		},
 		{
 			name: "SpendForUpdate", read: "FOR UPDATE", write: "UPDATE walletlock_wallets", readErr: "wallet: lock", readLocks: true, inTx: true,
-			spend: func(s *wallet.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
+			spend: func(s *postgres.Store, ctx context.Context, id int64, work time.Duration) (bool, error) {
 				return s.SpendForUpdate(ctx, id, 10, work)
 			},
 		},
@@ -799,7 +800,7 @@ func waitFor(t *testing.T, ctx context.Context, cond func(context.Context) bool)
 }
 
 // hammer runs 20 spends of 10 on a wallet holding 100: exactly 10 may win.
-func hammer(t *testing.T, s *wallet.Store, id int64, spend func() (bool, error)) {
+func hammer(t *testing.T, s *postgres.Store, id int64, spend func() (bool, error)) {
 	t.Helper()
 	const n, initial, amount = 20, 100, 10
 	tally := wallet.Hammer(n, func(int) (bool, error) { return spend() })
@@ -881,7 +882,7 @@ var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
 
 func TestPostgresVersion(t *testing.T) {
 	pool := testenv.Postgres(t)
-	v, err := services.PostgresVersion(testCtx(t), pool)
+	v, err := postgres.Version(testCtx(t), pool)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
 	}

@@ -1,4 +1,4 @@
-package wallet
+package postgres
 
 // The PostgreSQL side: the same wallet, kept in one row, spent four ways.
 //
@@ -21,57 +21,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/walletlock/wallet"
 )
-
-// Errors the Store returns besides those of the database (wrapped, with a
-// "wallet:" prefix). A missing row is ErrNoWallet, as in Spend.
-var (
-	// ErrStaleFence means PostgreSQL refused a fenced claim or write because a
-	// newer fence holds the wallet. The error is a *StaleFenceError.
-	ErrStaleFence = errors.New("wallet: stale fence")
-	// ErrBadFence means a fence below 1: fences come from a counter that
-	// starts at 1, and 0 is what an unclaimed row holds.
-	ErrBadFence = errors.New("wallet: fence must be at least 1")
-	// ErrOwned means a wallet row belongs to another run (another owner,
-	// see Store.Owned): the Store neither resets nor deletes it. The error
-	// is an *OwnedError.
-	ErrOwned = errors.New("wallet: owned by another run")
-)
-
-// OwnedError is the error of a reset that found a row of another run. It
-// matches ErrOwned with errors.Is.
-type OwnedError struct {
-	ID    int64  // the first wallet in the range that another run owns
-	Owner string // that run's owner name (a key prefix)
-}
-
-func (e *OwnedError) Error() string {
-	return fmt.Sprintf("wallet: wallet %d in PostgreSQL belongs to the run with prefix %q: choose other wallet ids, or let that run end (it deletes its rows)", e.ID, e.Owner)
-}
-
-// Unwrap makes errors.Is(err, ErrOwned) true.
-func (e *OwnedError) Unwrap() error { return ErrOwned }
-
-// StaleFenceError is the error of a refused fenced claim or write. It matches
-// ErrStaleFence with errors.Is.
-//
-// Highest is the fence PostgreSQL holds for the wallet, read right after the
-// refusal. When it is above every fence the lock has handed out, the lock's
-// counter went backwards (Redis restarted without its data): raise the
-// counter to at least Highest and acquire again. The Store never retries on
-// its own, because only the lock holder can get a newer fence.
-type StaleFenceError struct {
-	ID      int64 // the wallet
-	Fence   int64 // the fence that was refused
-	Highest int64 // the fence the row carries
-}
-
-func (e *StaleFenceError) Error() string {
-	return fmt.Sprintf("wallet: stale fence: wallet %d refused fence %d, PostgreSQL holds fence %d", e.ID, e.Fence, e.Highest)
-}
-
-// Unwrap makes errors.Is(err, ErrStaleFence) true.
-func (e *StaleFenceError) Unwrap() error { return ErrStaleFence }
 
 //go:embed schema.sql
 var schemaSQL string
@@ -111,7 +63,7 @@ func (s *Store) Owned(owner string) *Store {
 // exist yet. It may be called any number of times, concurrently too.
 func OpenStore(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
 	if pool == nil {
-		return nil, errors.New("wallet: OpenStore needs a pool (see ConnectPostgres)")
+		return nil, errors.New("wallet: OpenStore needs a pool (see Connect)")
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -164,7 +116,7 @@ func (s *Store) write(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // transaction, did not happen; so does a failure that pgx knows came
 // before anything was sent (a context that had already ended, a busy or
 // closed connection). Anything else leaves the outcome unknown, and the
-// error then matches ErrUnknownOutcome too: a timeout, a lost connection,
+// error then matches wallet.ErrUnknownOutcome too: a timeout, a lost connection,
 // a context that ended while the statement was in flight, and a FATAL
 // reply, which ends the session and may arrive after the commit.
 func pgWriteError(err error) error {
@@ -183,7 +135,7 @@ func pgWriteError(err error) error {
 	} else if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	return fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err)
 }
 
 // withCause makes err, when ctx has ended, match ctx.Err() and the
@@ -204,7 +156,7 @@ func withCause(ctx context.Context, err error) error {
 }
 
 func noWallet(id int64) error {
-	return fmt.Errorf("%w for wallet %d in PostgreSQL", ErrNoWallet, id)
+	return fmt.Errorf("%w for wallet %d in PostgreSQL", wallet.ErrNoWallet, id)
 }
 
 // Reset creates wallet id with balance, or puts an existing one back to
@@ -219,13 +171,13 @@ func (s *Store) Reset(ctx context.Context, id, balance int64) error {
 // wallets in one round trip, a million in a hundred.
 //
 // A row that another owner set up is left alone: ResetRange then changes
-// nothing and returns an *OwnedError (see Owned).
+// nothing and returns an *wallet.OwnedError (see Owned).
 func (s *Store) ResetRange(ctx context.Context, first int64, n int, balance int64) error {
 	return s.ResetRangeEach(ctx, first, n, balance, nil)
 }
 
 // Balances reads the balances of the n wallets first .. first+n-1, in
-// order, in one query. It returns ErrNoWallet if any of them is missing.
+// order, in one query. It returns wallet.ErrNoWallet if any of them is missing.
 func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx,
 		"SELECT id, balance FROM walletlock_wallets WHERE id BETWEEN $1 AND $2",
@@ -248,7 +200,7 @@ func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, erro
 		return nil, fmt.Errorf("wallet: read balances: %w", err)
 	}
 	if seen != n {
-		return nil, fmt.Errorf("%w for %d of wallets %d to %d in PostgreSQL", ErrNoWallet, n-seen, first, first+int64(n)-1)
+		return nil, fmt.Errorf("%w for %d of wallets %d to %d in PostgreSQL", wallet.ErrNoWallet, n-seen, first, first+int64(n)-1)
 	}
 	return bal, nil
 }
@@ -297,7 +249,7 @@ func (s *Store) Balance(ctx context.Context, id int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("wallet: read wallet %d: %w", id, err)
 	}
-	sawRead(ctx, bal)
+	wallet.ReadSeen(ctx, bal)
 	return bal, nil
 }
 
@@ -318,7 +270,7 @@ func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
 // baseline, which loses every update made in between. The CHECK constraint
 // still refuses a negative balance.
 //
-// An error that matches ErrUnknownOutcome means the UPDATE was sent and
+// An error that matches wallet.ErrUnknownOutcome means the UPDATE was sent and
 // its reply never came: it may have landed. When ctx ends, the error
 // matches ctx.Err() and the context's cause.
 func (s *Store) Write(ctx context.Context, id, balance int64) error {
@@ -354,13 +306,13 @@ func (s *Store) Write(ctx context.Context, id, balance int64) error {
 // older, perhaps paused, holder still carries, and the two must not share
 // the row. (Redis heals: the refusal reports Highest for lock.RaiseFence.)
 //
-// It returns ErrBadFence for a fence below 1, a *StaleFenceError (matching
-// ErrStaleFence) when the row has seen this fence or a higher one,
-// ErrNoWallet when there is no such wallet. When ctx ends, the error
+// It returns wallet.ErrBadFence for a fence below 1, a *wallet.StaleFenceError (matching
+// wallet.ErrStaleFence) when the row has seen this fence or a higher one,
+// wallet.ErrNoWallet when there is no such wallet. When ctx ends, the error
 // matches ctx.Err() and the context's cause.
 func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err error) {
 	if fence < 1 {
-		return 0, fmt.Errorf("%w, got %d", ErrBadFence, fence)
+		return 0, fmt.Errorf("%w, got %d", wallet.ErrBadFence, fence)
 	}
 	err = s.pool.QueryRow(ctx,
 		"UPDATE walletlock_wallets SET fence = $2 WHERE id = $1 AND fence < $2 RETURNING balance",
@@ -371,17 +323,17 @@ func (s *Store) Claim(ctx context.Context, id, fence int64) (balance int64, err 
 	if err != nil {
 		return 0, withCause(ctx, fmt.Errorf("wallet: claim wallet %d with fence %d: %w", id, fence, err))
 	}
-	sawRead(ctx, balance)
+	wallet.ReadSeen(ctx, balance)
 	return balance, nil
 }
 
 // WriteFenced stores balance, computed from what Claim returned with the
 // same fence, only if no other fence has claimed the row since. It returns
-// the same errors as Claim, and one that matches ErrUnknownOutcome when
+// the same errors as Claim, and one that matches wallet.ErrUnknownOutcome when
 // the UPDATE was sent and its reply never came: it may have landed.
 func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error {
 	if fence < 1 {
-		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
+		return fmt.Errorf("%w, got %d", wallet.ErrBadFence, fence)
 	}
 	tag, err := s.write(ctx,
 		"UPDATE walletlock_wallets SET balance = $3, version = version + 1 WHERE id = $1 AND fence = $2",
@@ -407,7 +359,7 @@ func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error
 // It returns the same errors as WriteFenced.
 func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) error {
 	if fence < 1 {
-		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
+		return fmt.Errorf("%w, got %d", wallet.ErrBadFence, fence)
 	}
 	tag, err := s.write(ctx,
 		"UPDATE walletlock_wallets SET balance = $3, fence = $2, version = version + 1 WHERE id = $1 AND fence < $2",
@@ -426,13 +378,13 @@ func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) e
 // statement; in the meantime it can only have risen (or been Reset).
 func (s *Store) refused(ctx context.Context, id, fence int64) error {
 	highest, err := s.Fence(ctx, id)
-	if errors.Is(err, ErrNoWallet) {
+	if errors.Is(err, wallet.ErrNoWallet) {
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("%w: wallet %d refused fence %d, and then %w", ErrStaleFence, id, fence, err)
+		return fmt.Errorf("%w: wallet %d refused fence %d, and then %w", wallet.ErrStaleFence, id, fence, err)
 	}
-	return &StaleFenceError{ID: id, Fence: fence, Highest: highest}
+	return &wallet.StaleFenceError{ID: id, Fence: fence, Highest: highest}
 }
 
 // SpendFenced is Spend for a holder of fence: it claims and reads the
@@ -443,7 +395,7 @@ func (s *Store) refused(ctx context.Context, id, fence int64) error {
 // claim, which only shuts out older fences.
 //
 // Errors: those of Claim and WriteFenced, and Work's when ctx ends. An
-// error that matches ErrUnknownOutcome means the write was sent and its
+// error that matches wallet.ErrUnknownOutcome means the write was sent and its
 // reply never came: the spend may have landed. When ctx ends, the error
 // matches ctx.Err() and the context's cause, whichever call it ended.
 func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
@@ -459,7 +411,7 @@ func (s *Store) spendFenced(ctx context.Context, id, fence, amount int64, work t
 	if bal < amount {
 		return false, nil
 	}
-	if err := Work(ctx, work); err != nil {
+	if err := wallet.Work(ctx, work); err != nil {
 		return false, err
 	}
 	if err := s.WriteFenced(ctx, id, fence, bal-amount); err != nil {
@@ -478,7 +430,7 @@ func (s *Store) spendFenced(ctx context.Context, id, fence, amount int64, work t
 // The work is redone after each conflict; that is the price of optimism
 // when many spenders contend for one wallet.
 //
-// An error that matches ErrUnknownOutcome means the versioned UPDATE was
+// An error that matches wallet.ErrUnknownOutcome means the versioned UPDATE was
 // sent and its reply never came: the spend may have landed. When ctx ends,
 // the error matches ctx.Err() and the context's cause, whichever call it
 // ended.
@@ -498,11 +450,11 @@ func (s *Store) spendVersioned(ctx context.Context, id, amount int64, work time.
 		if err != nil {
 			return false, conflicts, fmt.Errorf("wallet: read wallet %d: %w", id, err)
 		}
-		sawRead(ctx, bal)
+		wallet.ReadSeen(ctx, bal)
 		if bal < amount {
 			return false, conflicts, nil
 		}
-		if err := Work(ctx, work); err != nil {
+		if err := wallet.Work(ctx, work); err != nil {
 			return false, conflicts, err
 		}
 		tag, err := s.write(ctx,
@@ -517,7 +469,7 @@ func (s *Store) spendVersioned(ctx context.Context, id, amount int64, work time.
 		conflicts++
 		// A random pause, so that the losers of one round do not all read
 		// again at the same instant and collide again.
-		if err := Work(ctx, rand.N(2*time.Millisecond)); err != nil {
+		if err := wallet.Work(ctx, rand.N(2*time.Millisecond)); err != nil {
 			return false, conflicts, err
 		}
 	}
@@ -533,7 +485,7 @@ func (s *Store) spendVersioned(ctx context.Context, id, amount int64, work time.
 // loses its connection releases it; there is no TTL to guess.
 //
 // Until the COMMIT is sent, a failure is certain: the transaction never
-// commits. An error that matches ErrUnknownOutcome means the COMMIT was
+// commits. An error that matches wallet.ErrUnknownOutcome means the COMMIT was
 // sent and its reply never came: the spend may have landed. When ctx ends,
 // the error matches ctx.Err() and the context's cause, whichever call it
 // ended.
@@ -556,11 +508,11 @@ func (s *Store) spendForUpdate(ctx context.Context, id, amount int64, work time.
 	if err != nil {
 		return false, fmt.Errorf("wallet: lock wallet %d: %w", id, err)
 	}
-	sawRead(ctx, bal) // tells a history that records this spend what it read (reads.go)
+	wallet.ReadSeen(ctx, bal) // tells a history that records this spend what it read (reads.go)
 	if bal < amount {
 		return false, nil
 	}
-	if err := Work(ctx, work); err != nil {
+	if err := wallet.Work(ctx, work); err != nil {
 		return false, err
 	}
 	if _, err := tx.Exec(ctx,
@@ -605,7 +557,7 @@ func (s *Store) ResetRangeEach(ctx context.Context, first int64, n int, balance 
 	defer unlockOwners(ctx, conn)
 	// The first row in lo..hi that another owner holds, as an error.
 	taken := func(lo, hi int64) error {
-		var owned OwnedError
+		var owned wallet.OwnedError
 		err := conn.QueryRow(ctx, `
 			SELECT id, owner FROM walletlock_wallets
 			WHERE id BETWEEN $1 AND $2 AND owner NOT IN ('', $3)

@@ -1,4 +1,4 @@
-package redlock_test
+package loadtest_test
 
 import (
 	"context"
@@ -12,16 +12,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/redlock"
+	"example.com/walletlock/internal/loadtest"
+	"example.com/walletlock/internal/services"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 )
 
-// nodes starts live redis-servers of the test's own and names dead
-// addresses where nothing listens, and returns Nodes over all of them,
+// startRedlock starts live redis-servers of the test's own and names dead
+// addresses where nothing listens (deadAddr), and returns RedlockNodes
+// over all of them,
 // live ones first. Each test runs on servers of its own, so its keys
 // need no prefix.
-func nodes(t *testing.T, live, dead int) *redlock.Nodes {
+func startRedlock(t *testing.T, live, dead int) *loadtest.RedlockNodes {
 	t.Helper()
 	var addrs []string
 	for range live {
@@ -34,26 +36,13 @@ func nodes(t *testing.T, live, dead int) *redlock.Nodes {
 	for i, a := range addrs {
 		clients[i] = redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1, DialTimeout: time.Second})
 	}
-	n := redlock.New(addrs, clients...)
+	n := loadtest.NewRedlockNodes(addrs, clients...)
 	t.Cleanup(n.Close)
 	return n
 }
 
-// deadAddr is a loopback address where nothing listens (another process
-// could take the port meanwhile; on a test machine that is rare enough).
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // holders returns how many nodes hold key.
-func holders(t *testing.T, n *redlock.Nodes, key string) int {
+func holders(t *testing.T, n *loadtest.RedlockNodes, key string) int {
 	t.Helper()
 	held := 0
 	for _, c := range n.Clients() {
@@ -65,8 +54,8 @@ func holders(t *testing.T, n *redlock.Nodes, key string) int {
 	return held
 }
 
-func TestAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
-	n := nodes(t, 3, 0)
+func TestRedlockAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
+	n := startRedlock(t, 3, 0)
 	var won atomic.Int32
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
@@ -91,8 +80,8 @@ func TestAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
 	}
 }
 
-func TestAcquire_aMajorityOfNodesIsEnough(t *testing.T) {
-	n := nodes(t, 2, 1)
+func TestRedlockAcquire_aMajorityOfNodesIsEnough(t *testing.T) {
+	n := startRedlock(t, 2, 1)
 	l, err := n.Acquire(t.Context(), "k", time.Second)
 	if err != nil {
 		t.Fatalf("Acquire with 2 of 3 nodes up = %v, want the lock", err)
@@ -108,12 +97,12 @@ func TestAcquire_aMajorityOfNodesIsEnough(t *testing.T) {
 	}
 }
 
-func TestAcquire_fewerThanAMajoritySaysHowManyAnswered(t *testing.T) {
-	n := nodes(t, 1, 2)
+func TestRedlockAcquire_fewerThanAMajoritySaysHowManyAnswered(t *testing.T) {
+	n := startRedlock(t, 1, 2)
 	start := time.Now()
 	_, err := n.Acquire(t.Context(), "k", time.Second)
-	if !errors.Is(err, redlock.ErrNoQuorum) {
-		t.Fatalf("Acquire with 1 of 3 nodes up = %v, want ErrNoQuorum", err)
+	if !errors.Is(err, loadtest.ErrRedlockNoQuorum) {
+		t.Fatalf("Acquire with 1 of 3 nodes up = %v, want ErrRedlockNoQuorum", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "1 of 3 nodes answered, 2 needed") || strings.Contains(msg, "\n") {
 		t.Errorf("error = %q, want one line saying 1 of 3 nodes answered, 2 needed", msg)
@@ -126,8 +115,8 @@ func TestAcquire_fewerThanAMajoritySaysHowManyAnswered(t *testing.T) {
 	}
 }
 
-func TestAcquire_waitsForARelease(t *testing.T) {
-	n := nodes(t, 3, 0)
+func TestRedlockAcquire_waitsForARelease(t *testing.T) {
+	n := startRedlock(t, 3, 0)
 	first, err := n.Acquire(t.Context(), "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -147,8 +136,8 @@ func TestAcquire_waitsForARelease(t *testing.T) {
 	}
 }
 
-func TestRelease_afterExpiryIsNotHeld(t *testing.T) {
-	n := nodes(t, 3, 0)
+func TestRedlockRelease_afterExpiryIsNotHeld(t *testing.T) {
+	n := startRedlock(t, 3, 0)
 	l, err := n.Acquire(t.Context(), "k", 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -160,18 +149,18 @@ func TestRelease_afterExpiryIsNotHeld(t *testing.T) {
 	if err := l.Release(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release after expiry = %v, want lock.ErrNotHeld", err)
 	}
-	var nilLock *redlock.Lock
+	var nilLock *loadtest.RedlockLock
 	if err := nilLock.Release(t.Context()); err != nil {
-		t.Errorf("Release of a nil Lock = %v, want nil", err)
+		t.Errorf("Release of a nil RedlockLock = %v, want nil", err)
 	}
 }
 
-func TestDial_saysHowManyNodesAnswerAndTheFix(t *testing.T) {
+func TestDialRedlock_saysHowManyNodesAnswerAndTheFix(t *testing.T) {
 	live := testenv.StartRedis(t).Addr
 	addrs := []string{live, deadAddr(t), deadAddr(t)}
-	_, err := redlock.Dial(t.Context(), addrs, nil)
-	if !errors.Is(err, redlock.ErrNodesDown) {
-		t.Fatalf("Dial = %v, want ErrNodesDown", err)
+	_, err := loadtest.DialRedlock(t.Context(), addrs, nil)
+	if !errors.Is(err, loadtest.ErrRedlockNodesDown) {
+		t.Fatalf("Dial = %v, want ErrRedlockNodesDown", err)
 	}
 	msg := err.Error()
 	for _, want := range []string{"nodes down: 1 of 3 answer", addrs[1], addrs[2], "needs a majority, 2", "make redlock-up", "REDLOCK_ADDRS"} {
@@ -184,11 +173,11 @@ func TestDial_saysHowManyNodesAnswerAndTheFix(t *testing.T) {
 	}
 }
 
-// Redlock tolerates a minority down, from the start too: Dial goes on
+// Redlock tolerates a minority down, from the start too: DialRedlock goes on
 // and says in one line how many answer.
-func TestDial_oneNodeOfThreeDownRuns(t *testing.T) {
+func TestDialRedlock_oneNodeOfThreeDownRuns(t *testing.T) {
 	addrs := []string{testenv.StartRedis(t).Addr, testenv.StartRedis(t).Addr, deadAddr(t)}
-	n, err := redlock.Dial(t.Context(), addrs, nil)
+	n, err := loadtest.DialRedlock(t.Context(), addrs, nil)
 	if err != nil {
 		t.Fatalf("Dial with 2 of 3 nodes up = %v, want the nodes", err)
 	}
@@ -208,7 +197,7 @@ func TestDial_oneNodeOfThreeDownRuns(t *testing.T) {
 	}
 
 	everyone := []string{addrs[0], addrs[1], testenv.StartRedis(t).Addr}
-	all, err := redlock.Dial(t.Context(), everyone, nil)
+	all, err := loadtest.DialRedlock(t.Context(), everyone, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,48 +209,18 @@ func TestDial_oneNodeOfThreeDownRuns(t *testing.T) {
 
 // One server behind two addresses is one node, whatever the names say:
 // its run_id gives it away.
-func TestDial_oneServerBehindTwoAddressesIsRefused(t *testing.T) {
+func TestDialRedlock_oneServerBehindTwoAddressesIsRefused(t *testing.T) {
 	a, b := testenv.StartRedis(t).Addr, testenv.StartRedis(t).Addr
 	_, port, _ := net.SplitHostPort(a)
 	alias := "localhost:" + port
-	_, err := redlock.Dial(t.Context(), []string{a, alias, b}, nil)
-	if !errors.Is(err, redlock.ErrSameNode) {
-		t.Fatalf("Dial(%s, %s, %s) = %v, want ErrSameNode", a, alias, b, err)
+	_, err := loadtest.DialRedlock(t.Context(), []string{a, alias, b}, nil)
+	if !errors.Is(err, services.ErrSameRedlockNode) {
+		t.Fatalf("Dial(%s, %s, %s) = %v, want ErrSameRedlockNode", a, alias, b, err)
 	}
 	msg := err.Error()
 	for _, want := range []string{a + " and " + alias, "one Redis server", "run_id", "REDLOCK_ADDRS"} {
 		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
 			t.Errorf("error = %q, want one line saying %q", msg, want)
 		}
-	}
-}
-
-func TestAddrs(t *testing.T) {
-	tests := []struct {
-		env, want, err string
-	}{
-		{"", redlock.DefaultAddrs, ""},
-		{"127.0.0.1:1, 127.0.0.1:2,127.0.0.1:3", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", ""},
-		{"127.0.0.1:1,127.0.0.1:2", "", "names 2 nodes, Redlock needs at least 3"},
-		{"127.0.0.1:1,nope,127.0.0.1:3", "", `"nope" is not host:port`},
-		{"127.0.0.1:1,127.0.0.1:1,127.0.0.1:1", "", "names one node twice (127.0.0.1:1 and 127.0.0.1:1 are the same address)"},
-		{"127.0.0.1:6380,localhost:6380,127.0.0.1:6381", "", "names one node twice (127.0.0.1:6380 and localhost:6380"},
-		{"127.0.0.1:1,[::ffff:127.0.0.1]:1,127.0.0.1:3", "", "names one node twice"},
-		{"localhost:1,localhost:2,localhost:3", "localhost:1,localhost:2,localhost:3", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.env, func(t *testing.T) {
-			t.Setenv("REDLOCK_ADDRS", tt.env)
-			got, err := redlock.Addrs()
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Errorf("Addrs() error = %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || strings.Join(got, ",") != tt.want {
-				t.Errorf("Addrs() = %v, %v; want %s", got, err, tt.want)
-			}
-		})
 	}
 }

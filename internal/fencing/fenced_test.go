@@ -1,4 +1,4 @@
-package harness_test
+package fencing_test
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/internal/harness"
+	"example.com/walletlock/internal/fencing"
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // A TTL far longer than any test: leases here end by Release or by the
@@ -20,7 +21,7 @@ const ttl = time.Minute
 
 type fixture struct {
 	rdb   redis.UniversalClient
-	store *wallet.Store
+	store *postgres.Store
 	key   string // the lock key
 	id    int64  // the wallet, holding 100 at the start
 }
@@ -31,7 +32,7 @@ func setup(t *testing.T) fixture {
 	defer cancel()
 	rdb := testenv.Redis(t)
 	pool := testenv.Postgres(t)
-	store, err := wallet.OpenStore(ctx, pool)
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
@@ -58,7 +59,7 @@ func testCtx(t *testing.T) context.Context {
 
 // spend is one fenced spend of 10 that reports the fence it held.
 func (f fixture) spend(ctx context.Context) (fence int64, ok bool, err error) {
-	ok, err = harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
+	ok, err = fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
 		fence = fc
 		return f.store.SpendFenced(ctx, f.id, fc, 10, 0)
 	})
@@ -120,7 +121,7 @@ func TestFenced_healsTheCounterAfterARedisRestart(t *testing.T) {
 	}
 	aDone := make(chan result, 1)
 	go func() {
-		ok, err := harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		ok, err := fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			bal, err := f.store.Claim(ctx, f.id, fence)
 			claimed <- fence
 			if err != nil {
@@ -228,7 +229,7 @@ func TestFenced_releasesTheLease(t *testing.T) {
 			rdb := testenv.Redis(t)
 			ctx := testCtx(t)
 			key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
-			harness.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
+			fencing.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
 			if n := rdb.Exists(ctx, key).Val(); n != 0 {
 				t.Error("the lock key is still there after Do returned")
 			}
@@ -242,7 +243,7 @@ func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
 	ctx := testCtx(t)
 	key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
 	boom := errors.New("boom")
-	_, err := harness.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
+	_, err := fencing.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
@@ -255,7 +256,7 @@ func TestFenced_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 	spend := func() (bool, error) {
-		return harness.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		return fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			return f.store.SpendFenced(ctx, f.id, fence, 10, 0)
 		})
 	}

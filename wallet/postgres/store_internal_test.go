@@ -1,4 +1,4 @@
-package wallet
+package postgres
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"example.com/walletlock/wallet"
 )
 
 // beforeSend stands for pgx's errors that it marks as raised before
@@ -51,8 +53,8 @@ func TestPgWriteError(t *testing.T) {
 			if !errors.Is(err, tt.err) {
 				t.Errorf("pgWriteError(%v) = %v, which no longer matches the error", tt.err, err)
 			}
-			if got := errors.Is(err, ErrUnknownOutcome); got != tt.unknown {
-				t.Errorf("pgWriteError(%v) = %v: matches ErrUnknownOutcome = %v, want %v", tt.err, err, got, tt.unknown)
+			if got := errors.Is(err, wallet.ErrUnknownOutcome); got != tt.unknown {
+				t.Errorf("pgWriteError(%v) = %v: matches wallet.ErrUnknownOutcome = %v, want %v", tt.err, err, got, tt.unknown)
 			}
 		})
 	}

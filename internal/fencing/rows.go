@@ -1,57 +1,47 @@
-package harness
+package fencing
 
 // A row program (step 5) keeps its wallet in a PostgreSQL row guarded by
-// a Redis lock. Beside the phase loop it gets the two services, the run
-// lease on its prefix, a fresh row for each phase (Run.Fresh), the check
-// of the balance (Run.Outcome), and the end: the clean-up of the row and
-// the keys, within CleanupTimeout after Ctrl-C even when a service is
-// frozen.
+// a Redis lock. Beside the harness's phase loop it gets the two services,
+// the run lease on its prefix, a fresh row for each phase (Run.Fresh), the
+// check of the balance (Run.Outcome), and the end: the clean-up of the row
+// and the keys, within harness.CleanupTimeout after Ctrl-C even when a
+// service is frozen.
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/harness"
 	"example.com/walletlock/internal/services"
 	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
-// WithWallet adds -wallet-id: the PostgreSQL wallet row the run uses, and
-// deletes at the end.
-func (p *Program) WithWallet() *Program {
-	p.walletID = p.Flags.Int64("wallet-id", wallet.DemoWallet, "PostgreSQL wallet this run uses, and deletes at the end; when not given, 42 under the default -prefix and a number derived from any other")
-	return p
+// Run is one run of a row program's phases: the harness's run (Redis, the
+// report, the history), and the row.
+type Run struct {
+	*harness.Run
+	Store   *postgres.Store // owned by the prefix: it resets and deletes only this run's row
+	ID      int64           // the wallet row
+	LockKey string          // the row's lock key; its fence counter is lock.FenceKey(LockKey)
+
+	step          string
+	pool          *pgxpool.Pool
+	lease, phases redis.UniversalClient // the run lease's (nil when no phase needs Redis and none answers), and the phases'
+	pgStuck       bool                  // PostgreSQL did not answer the clean-up in time
 }
 
-// WalletID is -wallet-id when given, and DefaultWallet otherwise.
-func (p *Program) WalletID() int64 {
-	given := false
-	p.Flags.Visit(func(f *flag.Flag) { given = given || f.Name == "wallet-id" })
-	if given {
-		return *p.walletID
-	}
-	return DefaultWallet(p.Prefix(), p.defaultPrefix)
-}
-
-// DefaultWallet is the wallet a run on prefix uses when not told one: the
-// article's 42 under the program's default prefix, and under any other a
-// number derived from the prefix, so that runs on different prefixes use
-// different rows. (Ids from 10,000 to 999,999: below step 6's default
-// range, far below the tests'.)
-func DefaultWallet(prefix, defaultPrefix string) int64 {
-	if prefix == defaultPrefix {
-		return wallet.DemoWallet
-	}
-	h := fnv.New64a()
-	h.Write([]byte(prefix))
-	return 10_000 + int64(h.Sum64()%990_000)
+// Phase is one phase of a row program, named as in lesson.Phases.
+type Phase struct {
+	Name    string
+	Run     func(ctx context.Context, r *Run) (harness.Outcome, error)
+	NoRedis bool // a phase that needs no Redis (step 5's phase 4)
 }
 
 // Row is what a row program asks of Rows beside its phases.
@@ -62,22 +52,15 @@ type Row struct {
 	Spenders  int           // -n, for the lesson's "50 " in a phase's title
 }
 
-// row is what Rows opened, for the clean-up.
-type row struct {
-	pool          *pgxpool.Pool
-	lease, phases redis.UniversalClient // the run lease's (nil when no phase needs Redis and none answers), and the phases'
-	pgStuck       bool                  // PostgreSQL did not answer the clean-up in time
-}
-
 // Rows runs the phases of a row program on the wallet -wallet-id names.
 // It connects to PostgreSQL, then to Redis, and takes the run lease on
 // the prefix, so that a second run on it is refused instead of resetting
-// this one's row and keys. The row is the prefix's too (wallet.Store.Owned):
+// this one's row and keys. The row is the prefix's too (postgres.Store.Owned):
 // a run on another prefix that asks for the same id is refused with a
 // *wallet.OwnedError. Without NeedRedis it takes the lease if Redis
 // answers and runs without one if not. It prints the versions, and sets
 // them in the report before report adds the program's own keys; then the
-// phase loop (phases.go) runs each phase, bounded by Limit: a phase that
+// harness's phase loop runs each phase, bounded by Limit: a phase that
 // runs far past what its flags ask for has gone wrong and must not hang.
 // At the end it deletes the row and the keys. It returns the exit code.
 //
@@ -85,10 +68,10 @@ type row struct {
 // ends: go-redis gives up a read when its deadline passes, not when its
 // context is cancelled, so a phase stuck on a frozen Redis would otherwise
 // eat the clean-up time that the row in PostgreSQL needs.
-func (p *Program) Rows(ctx context.Context, o Row, settings map[string]any, phases []Phase) int {
+func Rows(ctx context.Context, p *harness.Program, o Row, settings map[string]any, phases []Phase) int {
 	id := p.WalletID()
-	r := &Run{Prefix: p.Prefix(), Report: NewReport(p.Step), N: o.Spenders, ID: id, LockKey: wallet.LockKey(p.Prefix(), id),
-		p: p, parent: ctx, work: ctx, row: &row{}}
+	r := &Run{Run: p.NewRun(ctx, o.Spenders), ID: id, LockKey: wallet.LockKey(p.Prefix(), id), step: p.Step}
+	r.OneRow = true
 	header, err := r.open(ctx, o)
 	if err != nil {
 		r.close()
@@ -98,7 +81,11 @@ func (p *Program) Rows(ctx context.Context, o Row, settings map[string]any, phas
 	if !p.JSON() {
 		fmt.Fprintln(p.Stdout, header)
 	}
-	return p.loop(r, phases, o.Limit, func() { r.cleanup(p.Stderr) })
+	loop := make([]harness.Phase, len(phases))
+	for i, ph := range phases {
+		loop[i] = harness.Phase{Name: ph.Name, Run: func(ctx context.Context, _ *harness.Run) (harness.Outcome, error) { return ph.Run(ctx, r) }}
+	}
+	return p.Loop(r.Run, loop, o.Limit, func() { r.cleanup(p.Stderr) })
 }
 
 // open connects to the services and takes the run lease; it returns the
@@ -106,45 +93,44 @@ func (p *Program) Rows(ctx context.Context, o Row, settings map[string]any, phas
 func (r *Run) open(ctx context.Context, o Row) (string, error) {
 	// PostgreSQL first: every phase needs it, and a bad DATABASE_URL must
 	// be reported before anything runs.
-	pool, err := services.ConnectPostgres(ctx)
+	pool, err := postgres.Connect(ctx)
 	if err != nil {
 		return "", err
 	}
-	r.row.pool = pool
-	store, err := wallet.OpenStore(ctx, pool)
+	r.pool = pool
+	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		return "", err
 	}
 	r.Store = store.Owned(r.Prefix)
-	pg, err := services.PostgresVersion(ctx, pool)
+	pg, err := postgres.Version(ctx, pool)
 	if err != nil {
 		return "", err
 	}
 	header := "PostgreSQL " + pg + ", no Redis"
-	r.row.lease, err = services.Connect(ctx)
+	r.lease, err = services.Connect(ctx)
 	switch {
 	case err != nil && o.NeedRedis:
 		return "", err
 	case err != nil: // runs without Redis
 	case o.NeedRedis:
-		if r.row.phases, err = services.Connect(ctx); err != nil {
+		if r.phases, err = services.Connect(ctx); err != nil {
 			return "", err
 		}
-		version, err := services.RedisVersion(ctx, r.row.phases)
+		version, err := services.RedisVersion(ctx, r.phases)
 		if err != nil {
 			return "", err
 		}
-		r.Redis, header = r.row.phases, fmt.Sprintf("Redis %s, PostgreSQL %s; lease TTL %v", version, pg, o.TTL)
+		r.Redis, header = r.phases, fmt.Sprintf("Redis %s, PostgreSQL %s; lease TTL %v", version, pg, o.TTL)
 		r.Report.Set("redis_version", version)
 	}
-	if r.row.lease != nil {
-		if r.session, err = Start(ctx, r.row.lease, r.p.Step, r.Prefix); err != nil {
+	if r.lease != nil {
+		if err := r.TakeLease(ctx, r.lease); err != nil {
 			return "", err
 		}
-		r.work = r.session.Context()
 	}
-	if r.row.phases != nil {
-		context.AfterFunc(r.work, func() { r.row.phases.Close() })
+	if r.phases != nil {
+		context.AfterFunc(r.Context(), func() { r.phases.Close() })
 	}
 	r.Report.Set("postgres_version", pg)
 	return header, nil
@@ -167,16 +153,16 @@ func (r *Run) Fresh(ctx context.Context, balance int64) error {
 // Outcome reads the row's balance and checks it against the accepted
 // spends and those whose outcome is unknown (wallet.CheckUnknown), adding
 // a line that says how many of the unknown ones landed.
-func (r *Run) Outcome(ctx context.Context, start, amount int64, accepted, unknown int, figures any, lines ...string) (Outcome, error) {
+func (r *Run) Outcome(ctx context.Context, start, amount int64, accepted, unknown int, figures any, lines ...string) (harness.Outcome, error) {
 	bal, err := r.Store.Balance(ctx, r.ID)
 	if err != nil {
-		return Outcome{}, err
+		return harness.Outcome{}, err
 	}
 	v := wallet.CheckUnknown(start, amount, accepted, unknown, bal)
 	if unknown > 0 && v.Landed >= 0 {
 		lines = append(lines, fmt.Sprintf("spends with an unknown outcome (sent, no reply): %d, of which the balance says %d landed", unknown, v.Landed))
 	}
-	return Outcome{Verdict: v, Lines: lines, Figures: figures}, nil
+	return harness.Outcome{Verdict: v, Lines: lines, Figures: figures}, nil
 }
 
 // cleanup deletes the wallet row, then the keys, gives the prefix back and
@@ -193,39 +179,37 @@ func (r *Run) cleanup(stderr io.Writer) {
 	rctx, rcancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
 	defer rcancel()
 	if err := again(rctx, func(ctx context.Context) error { return r.Store.Delete(ctx, r.ID) }); err != nil {
-		why := OneLine(err)
+		why := harness.OneLine(err)
 		if rctx.Err() != nil {
 			why = "PostgreSQL did not answer in time"
-			r.row.pgStuck = true
+			r.pgStuck = true
 		}
 		fmt.Fprintf(stderr, "%s: could not delete wallet %d in PostgreSQL (%s); it may still be there, delete it with: %s\n",
-			r.p.Step, r.ID, why, PostgresDelete(r.Prefix, r.ID))
+			r.step, r.ID, why, harness.PostgresDelete(r.Prefix, r.ID))
 	}
-	switch {
-	case r.session == nil:
-	case r.Redis == nil:
-		r.session.Close(stderr)
-	default:
-		r.session.Close(stderr, r.LockKey, lock.FenceKey(r.LockKey))
+	if r.Redis == nil {
+		r.GiveBack(stderr)
+	} else {
+		r.GiveBack(stderr, r.LockKey, lock.FenceKey(r.LockKey))
 	}
 }
 
 func (r *Run) close() {
-	for _, rdb := range []redis.UniversalClient{r.row.phases, r.row.lease} {
+	for _, rdb := range []redis.UniversalClient{r.phases, r.lease} {
 		if rdb != nil {
 			rdb.Close()
 		}
 	}
 	switch {
-	case r.row.pool == nil:
-	case r.row.pgStuck:
+	case r.pool == nil:
+	case r.pgStuck:
 		// pgx sends a cancel request for each call that Ctrl-C cut short,
 		// and waits up to 15 s for an answer that a frozen PostgreSQL never
 		// gives; Close would wait for those. The run is over: let them end
 		// on their own.
-		go r.row.pool.Close()
+		go r.pool.Close()
 	default:
-		r.row.pool.Close()
+		r.pool.Close()
 	}
 }
 

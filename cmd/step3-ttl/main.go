@@ -35,7 +35,7 @@ func (e *env) phases() []harness.Phase {
 	}
 }
 
-// crowd is phases 1 and 2: e.N spenders, each holding the lock for its spend.
+// crowd is phases 1 and 2: e.n spenders, each holding the lock for its spend.
 func (e *env) crowd(ctx context.Context, r *harness.Run, watch bool) (harness.Outcome, error) {
 	if err := r.Reset(ctx, e.balanceKey, initial, e.lockKey); err != nil {
 		return harness.Outcome{}, err
@@ -50,12 +50,12 @@ func (e *env) crowd(ctx context.Context, r *harness.Run, watch bool) (harness.Ou
 		if watch {
 			work, stop = l.Watch(ctx) // refreshes every ttl/3; cancels work if a refresh fails
 		}
-		ok, err := wallet.Spend(work, r.Redis, e.balanceKey, amount, e.Work)
+		ok, err := wallet.Spend(work, r.Redis, e.balanceKey, amount, e.work)
 		stop()
 		f.released(l.Release(ctx)) // lock.ErrNotHeld: the lease was gone, but the write above, if any, landed
 		return ok, err
 	}
-	tally := wallet.Hammer(e.N, func(i int) (bool, error) { return r.Spend(ctx, i, amount, spend) })
+	tally := wallet.Hammer(e.n, func(i int) (bool, error) { return r.Spend(ctx, i, amount, spend) })
 	return e.judgeCrowd(r, tally, &f, watch)
 }
 
@@ -75,16 +75,16 @@ func (e *env) takenOver(ctx context.Context, r *harness.Run) (harness.Outcome, e
 	tookOver := make(chan error, 1)
 	go func() {
 		select {
-		case <-time.After(e.Work / 3):
+		case <-time.After(e.work / 3):
 			tctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			tookOver <- r.Redis.Set(tctx, e.lockKey, "another-holder", e.TTL).Err()
+			tookOver <- r.Redis.Set(tctx, e.lockKey, "another-holder", e.ttl).Err()
 		case <-work.Done():
 			tookOver <- nil
 		}
 	}()
 	ok, spendErr := r.Spend(work, 0, amount, func(ctx context.Context) (bool, error) {
-		return wallet.Spend(ctx, r.Redis, e.balanceKey, amount, e.Work)
+		return wallet.Spend(ctx, r.Redis, e.balanceKey, amount, e.work)
 	})
 	cause := context.Cause(work)
 	stop()
@@ -94,7 +94,7 @@ func (e *env) takenOver(ctx context.Context, r *harness.Run) (harness.Outcome, e
 
 // acquire takes the lock, waiting long enough for every spender's turn.
 func (e *env) acquire(ctx context.Context, r *harness.Run) (*lock.Lock, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.N)*(e.Work+e.TTL)+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(e.n)*(e.work+e.ttl)+5*time.Second)
 	defer cancel()
-	return lock.Acquire(ctx, r.Redis, e.lockKey, e.TTL)
+	return lock.Acquire(ctx, r.Redis, e.lockKey, e.ttl)
 }

@@ -49,15 +49,15 @@ func (f *figures) released(err error) {
 // judgeCrowd is phase 1's or 2's outcome: the story of its releases, its
 // check, and a problem for each thing that went wrong.
 func (e *env) judgeCrowd(r *harness.Run, tally wallet.Tally, f *figures, watch bool) (harness.Outcome, error) {
-	o := harness.Outcome{Setting: fmt.Sprintf("ttl %v, work %v, no watchdog", e.TTL, e.Work), Problems: f.problems}
+	o := harness.Outcome{Setting: fmt.Sprintf("ttl %v, work %v, no watchdog", e.ttl, e.work), Problems: f.problems}
 	if watch {
-		o.Setting = fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.TTL, e.Work, every(e.TTL))
+		o.Setting = fmt.Sprintf("ttl %v, work %v, watchdog every %v", e.ttl, e.work, every(e.ttl))
 	}
 	o.Story = fmt.Sprintf("%d of %d releases found the lease gone and deleted nothing", f.NotHeld, f.Releases)
 	f.Unknown, o.Figures = tally.Unknown, f
 	v, err := r.Check(e.balanceKey, initial, amount, tally.Accepted, tally.Unknown)
 	o.Verdict = v
-	if line := harness.Outcomes(tally, e.N, o.Verdict); line != "" {
+	if line := harness.Outcomes(tally, e.n, o.Verdict); line != "" {
 		o.Problems = append(o.Problems, line)
 	}
 	if watch && f.NotHeld > 0 {
@@ -69,7 +69,7 @@ func (e *env) judgeCrowd(r *harness.Run, tally wallet.Tally, f *figures, watch b
 // judgeTakeover is phase 3's outcome, from its spend, why its work was
 // cancelled, the other client's write and the release after it.
 func (e *env) judgeTakeover(r *harness.Run, ok bool, spendErr, cause, takeErr, releaseErr error) (harness.Outcome, error) {
-	o, f := harness.Outcome{Setting: fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.Work/3, every(e.TTL))}, &figures{Releases: 1}
+	o, f := harness.Outcome{Setting: fmt.Sprintf("lease taken over %v into the work, watchdog every %v", e.work/3, every(e.ttl))}, &figures{Releases: 1}
 	if takeErr != nil {
 		return o, takeErr
 	}

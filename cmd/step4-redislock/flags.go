@@ -14,10 +14,10 @@ import (
 	"example.com/walletlock/wallet"
 )
 
-// env is the setting the flags give redislockx.Compare, and the run's
-// keys; spend is its method.
+// env is what a spend needs of the flags, and the run's keys; spend is
+// its method.
 type env struct {
-	redislockx.Setting
+	ttl, wait, work     time.Duration
 	balanceKey, lockKey string
 }
 
@@ -25,19 +25,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, wallet.DefaultPrefix+"step4:", stdout, stderr)
 	which := h.Flags.String("strategy", "all", "lockstep, exponential, jitter or all")
 	f := h.AddLockFlags(harness.LockFlags{N: 50, TTL: 2 * time.Second, Wait: 10 * time.Second, Work: 2 * time.Millisecond})
-	var e env
+	var s redislockx.Setting
 	var chosen []redislockx.Strategy
 	if code, ok := h.Parse(args, nil, func() []error {
 		var err error
 		chosen, err = pick(*which)
-		e.Setting = redislockx.Setting{N: f.N, Work: f.Work, TTL: f.TTL, Wait: f.Wait}
-		return []error{err, e.Check()} // redislockx's checks: it refuses -ttl 0, which redislock would take
+		s = redislockx.Setting{N: f.N, Work: f.Work, TTL: f.TTL, Wait: f.Wait}
+		return []error{err, s.Check()} // redislockx's checks: it refuses -ttl 0, which redislock would take
 	}); !ok {
 		return code
 	}
-	e.Prefix = h.Prefix()
-	e.balanceKey, e.lockKey = wallet.BalanceKey(e.Prefix, wallet.DemoWallet), wallet.LockKey(e.Prefix, wallet.DemoWallet)
-	return redislockx.Compare(ctx, h, e.Setting, e.balanceKey, e.lockKey, initial, amount, chosen, e.spend)
+	s.Prefix = h.Prefix()
+	e := &env{ttl: f.TTL, wait: f.Wait, work: f.Work}
+	e.balanceKey, e.lockKey = wallet.BalanceKey(s.Prefix, wallet.DemoWallet), wallet.LockKey(s.Prefix, wallet.DemoWallet)
+	return redislockx.Compare(ctx, h, s, e.balanceKey, e.lockKey, initial, amount, chosen, e.spend)
 }
 
 // pick returns the strategies -strategy names (harness.Pick).

@@ -55,19 +55,19 @@ var strategies = []redislockx.Strategy{
 func (e *env) spend(ctx context.Context, rdb redis.UniversalClient, run *redislockx.Run, st redislockx.Strategy) (bool, error) {
 	// Bound the wait: without a deadline redislock quietly stops
 	// retrying once the TTL has passed.
-	wctx, cancel := context.WithTimeout(ctx, e.Wait)
+	wctx, cancel := context.WithTimeout(ctx, e.wait)
 	defer cancel()
 	retry := &redislockx.CountingRetry{Strategy: st.Fresh()} // a fresh one per Obtain
 	t0 := time.Now()
-	l, err := redislockx.Obtain(wctx, rdb, e.lockKey, e.TTL, &redislock.Options{RetryStrategy: retry})
+	l, err := redislockx.Obtain(wctx, rdb, e.lockKey, e.ttl, &redislock.Options{RetryStrategy: retry})
 	run.Obtained(retry.Busy(), time.Since(t0), err)
 	if err != nil {
 		return false, err
 	}
 	// redislock has no watchdog: KeepAlive refreshes the lease and
 	// cancels the spend if a refresh finds it gone.
-	workCtx, stopWatch := lock.KeepAlive(ctx, e.TTL, redislockx.Refresh(l, e.TTL))
-	ok, err := wallet.Spend(workCtx, rdb, e.balanceKey, amount, e.Work)
+	workCtx, stopWatch := lock.KeepAlive(ctx, e.ttl, redislockx.Refresh(l, e.ttl))
+	ok, err := wallet.Spend(workCtx, rdb, e.balanceKey, amount, e.work)
 	if err != nil && ctx.Err() == nil && workCtx.Err() != nil {
 		err = fmt.Errorf("%w: %w", redislockx.ErrWatchdog, err) // not Ctrl-C: the watchdog
 	}

@@ -2,6 +2,8 @@
 // a step's main.go holds its lesson and little else, and a workshop room
 // sees the same behaviour from each program: the shared flags (-prefix,
 // -json, -procs) and their bounds (Program, Parse, Refuse, CheckMax, ...),
+// the flags of a lesson whose spenders each hold a lock (LockFlags: -n,
+// -ttl, -work, -wait; steps 2, 3 and 4),
 // Ctrl-C, SIGTERM, SIGHUP and a closed pipe (Main: the first cancels, the
 // second exits), the run lease that makes a run the only user of its
 // prefix (TakeLease, Session), the bounded clean-up and the line naming

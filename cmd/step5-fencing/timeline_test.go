@@ -13,7 +13,7 @@ import (
 )
 
 // Each order of the two holders with each kind of moves, on a real Redis
-// and PostgreSQL: the order is set by channels, so the writes that land
+// and PostgreSQL: the program's order sets the story's, so the writes that land
 // are the same on every run. The claimed moves refuse A in both orders,
 // the fence checked on write only refuses A only when B wrote first, and
 // nothing refuses the plain moves.

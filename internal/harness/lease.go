@@ -112,7 +112,9 @@ func (l *Lease) watch(ctx context.Context) {
 		case <-next:
 		}
 		sent := time.Now()
-		n, err := extendLease.Run(ctx, l.rdb, []string{l.key}, l.token, LeaseTTL.Milliseconds()).Int()
+		rctx, cancel := context.WithTimeout(ctx, LeaseTTL/3) // a hung call is abandoned, and tried again
+		n, err := extendLease.Run(rctx, l.rdb, []string{l.key}, l.token, LeaseTTL.Milliseconds()).Int()
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return

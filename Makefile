@@ -28,8 +28,9 @@ help: ## list the targets
 # keeps it so).
 SERVICES = .services/bin/services
 SERVICES_PKGS = cmd/services internal/services internal/launch wallet wallet/postgres
-$(SERVICES): go.mod go.sum $(wildcard $(addsuffix /*,$(SERVICES_PKGS)))
-	@$(GO) build -o $@ ./cmd/services
+LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS))))
+$(SERVICES): lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
+	@cd lab && $(GO) build -o ../$@ ./cmd/services
 
 up: $(SERVICES) ## make Redis and PostgreSQL reachable and check that they let us in
 	@$(SERVICES) up
@@ -49,40 +50,40 @@ status: $(SERVICES) ## say whether Redis and PostgreSQL answer and let us in
 
 demo: up redlock-up ## run every step program in order
 	@echo "== step 1: no lock, lost updates"
-	@$(GO) run ./cmd/step1-race -runs 3
+	@cd lab && $(GO) run ./cmd/step1-race -runs 3
 	@echo "== step 2: a hand-built lease, SET NX PX and a token-checked release"
-	@$(GO) run ./cmd/step2-lock
+	@cd lab && $(GO) run ./cmd/step2-lock
 	@echo "== step 3: work that outlives the TTL, the watchdog, a lease lost mid-work (about 7 s)"
-	@$(GO) run ./cmd/step3-ttl
+	@cd lab && $(GO) run ./cmd/step3-ttl
 	@echo "== step 4: bsm/redislock, and what lockstep retries cost"
-	@$(GO) run ./cmd/step4-redislock
+	@cd lab && $(GO) run ./cmd/step4-redislock
 	@echo "== step 5: a paused holder, fencing tokens checked by PostgreSQL, a version column"
-	@$(GO) run ./cmd/step5-fencing
+	@cd lab && $(GO) run ./cmd/step5-fencing
 	@echo "== step 6: every strategy under load, side by side (about 10 s)"
-	@$(GO) run ./cmd/step6-loadtest -duration 1s
+	@cd lab && $(GO) run ./cmd/step6-loadtest -duration 1s
 
 lint: ## go vet, gofmt, staticcheck and actionlint (tool dependencies in go.mod)
-	$(GO) vet ./...
+	cd lab && $(GO) vet ./...
 	@out=$$(gofmt -l .); [ -z "$$out" ] || { echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; }
-	$(GO) tool staticcheck ./...
-	$(GO) tool actionlint
+	cd lab && $(GO) tool staticcheck ./...
+	cd lab && $(GO) tool actionlint
 
 test: up lint ## make lint, then go test -race against the real services, then check that no test left a key or a row
-	$(GO) test -race ./...
-	WALLETLOCK_LEFTOVERS=1 $(GO) test -count=1 -run '^TestNoLeftovers$$' .
+	cd lab && $(GO) test -race ./...
+	cd lab && WALLETLOCK_LEFTOVERS=1 $(GO) test -count=1 -run '^TestNoLeftovers$$' .
 
 workshop: up redlock-up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
-	@$(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
+	@cd lab && $(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
 
 # The facilitator's page: every collected workshop-*.json side by side.
 FILES ?= $(wildcard workshop-*.json)
 ROOM ?= room.html
 compare: ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
-	@$(GO) run ./cmd/workshop -compare -html '$(ROOM)' $(FILES)
+	@cd lab && $(GO) run ./cmd/workshop -compare -html '$(abspath $(ROOM))' $(abspath $(FILES))
 
 SEEDS ?= 3
 drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)
-	@$(GO) run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds $(SEEDS)
+	@cd lab && $(GO) run ./cmd/drill -nemesis pause,restart -strategy lock,fenced -seeds $(SEEDS)
 
 # A Redis Cluster beside the main Redis: the programs use it when REDIS_ADDR
 # lists its nodes, comma-separated (or REDIS_URL has addr= parameters).
@@ -106,10 +107,10 @@ test-cluster: up $(SERVICES) ## the lock's tests and short runs of steps 2, 5 an
 	status=0; \
 	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \
 	echo "== go test -race ./lock/... ./internal/services on the cluster $$REDIS_ADDR" && \
-	$(GO) test -race ./lock/... ./internal/services && \
-	echo "== step 2 on the cluster" && $(GO) run ./cmd/step2-lock && \
-	echo "== step 5 on the cluster" && $(GO) run ./cmd/step5-fencing && \
-	echo "== step 6 on the cluster" && $(GO) run ./cmd/step6-loadtest -duration 300ms -strategy lock,fair,fenced,atomic \
+	(cd lab && $(GO) test -race ./lock/... ./internal/services) && \
+	echo "== step 2 on the cluster" && (cd lab && $(GO) run ./cmd/step2-lock) && \
+	echo "== step 5 on the cluster" && (cd lab && $(GO) run ./cmd/step5-fencing) && \
+	echo "== step 6 on the cluster" && (cd lab && $(GO) run ./cmd/step6-loadtest -duration 300ms -strategy lock,fair,fenced,atomic) \
 	|| status=$$?; \
 	[ -n "$$kept" ] || $(SERVICES) cluster-down; \
 	exit $$status

@@ -1,0 +1,48 @@
+// Package charts writes the pictures of a run as HTML pages that open
+// offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
+// machines side by side (WriteRoom), judged against the lesson once
+// (Judge) for both the page and cmd/workshop's summary.
+//
+// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
+// drawn by gonum.org/v1/plot and put inline, its style sits in the page,
+// and its text uses the reader's local fonts. There is no script. Both
+// pages are read from the JSON the programs write, never from their Go
+// types, so that a page reads files written by older and newer runs: that
+// JSON only ever gains keys.
+package charts
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+
+	"example.com/walletlock/lab/internal/harness"
+)
+
+//go:embed page.tmpl
+var files embed.FS
+
+var pages = template.Must(template.ParseFS(files, "page.tmpl"))
+
+// render executes a page into a buffer first, so that a failure writes
+// nothing to w.
+func render(w io.Writer, name string, data any) error {
+	var b bytes.Buffer
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return fmt.Errorf("charts: write the %s page: %w", name, err)
+	}
+	_, err := b.WriteTo(w)
+	return err
+}
+
+// CheckPage refuses, before a program does any work, a page it could not
+// write at the end: path must name a file (not a folder) in a folder that
+// exists and takes a new file. It tries one, and removes it. The error
+// names the flag (-html) and the fix, in one line.
+func CheckPage(path string) error { return CheckPageOf("-html", path) }
+
+// CheckPageOf is CheckPage for a page that another flag names
+// (harness.CheckPageOf, which every program's -history uses too).
+func CheckPageOf(flag, path string) error { return harness.CheckPageOf(flag, path) }

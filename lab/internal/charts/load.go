@@ -1,0 +1,517 @@
+package charts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/lesson"
+	"example.com/walletlock/lab/internal/loadtest"
+)
+
+// load is the part of step 6's JSON report (loadtest.Report) the page
+// reads. It is decoded from the JSON, not taken from the Go types, so that
+// the page reads any run's file: keys are only ever added to that form.
+type load struct {
+	Started string `json:"started"`
+	Params  struct {
+		Workers  json.RawMessage `json:"workers"`
+		Wallets  int             `json:"wallets"`
+		Duration string          `json:"duration"`
+		Work     string          `json:"work"`
+		Hot      bool            `json:"hot"`
+	} `json:"params"`
+	System struct {
+		Redis    string `json:"redis_version"`
+		Postgres string `json:"postgres_version"`
+		Go       string `json:"go_version"`
+		OS       string `json:"os"`
+		CPUs     int    `json:"cpus"`
+	} `json:"system"`
+	Rows        []loadRow `json:"strategies"`
+	Interrupted bool      `json:"interrupted"`
+	NotRun      []string  `json:"not_run"`
+}
+
+// loadRow is one strategy's figures at one level of contention. Workers,
+// FIFOBound and VsNone come with a contention sweep and newer runs; a
+// pointer is nil when the run did not give the key.
+type loadRow struct {
+	Strategy      string   `json:"strategy"`
+	Workers       int      `json:"workers"`
+	PerSecond     float64  `json:"accepted_per_second"`
+	Attempts      int64    `json:"attempts"`
+	Errors        int64    `json:"errors"`
+	Unknown       int64    `json:"unknown"`
+	LockWait      *latency `json:"lock_wait"`
+	Latency       latency  `json:"spend_latency"`
+	RedisPerSpend *float64 `json:"redis_commands_per_accepted_spend"`
+	Ceiling       float64  `json:"ceiling_per_second"`
+	Efficiency    float64  `json:"efficiency"`
+	CeilingNA     string   `json:"ceiling_not_applicable"`
+	PoolWait      *latency `json:"pool_wait"`
+	PoolWaitShare float64  `json:"pool_wait_share"`
+	PoolLimit     string   `json:"pool_limit"`
+	FIFOBound     *float64 `json:"fifo_bound_ms"`
+	VsNone        *float64 `json:"vs_none"`
+	Check         string   `json:"check"`
+	OK            bool     `json:"ok"`
+	Measured      bool     `json:"measured"`
+	Note          string   `json:"note"`
+	Interrupted   bool     `json:"interrupted"`
+	WalletsOff    int      `json:"wallets_off"`
+	MoneyOff      int64    `json:"money_off"`
+}
+
+type latency struct {
+	P50 float64 `json:"p50_ms"`
+	P99 float64 `json:"p99_ms"`
+}
+
+// verdict is the row's verdict as step 6's table gives it (OK, BROKEN or
+// NO DATA), and whether that is what the lesson promises.
+func (r loadRow) verdict() (string, bool) {
+	want := lesson.OK
+	if p, ok := lesson.Lookup("step6-loadtest", r.Strategy); ok {
+		want = p.Want
+	}
+	switch {
+	case r.Check != "" && !r.OK:
+		return fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), thousands(r.MoneyOff)), want == lesson.Broken
+	case !r.Measured:
+		return "NO DATA: " + r.Note, false
+	}
+	return lesson.OK, want == lesson.OK
+}
+
+// decodeLoad reads step 6's JSON harness. The texts it keeps are made
+// printable (harness.Printable): a workshop file may come from anyone.
+func decodeLoad(data []byte) (load, error) {
+	var l load
+	if err := json.Unmarshal(data, &l); err != nil {
+		return l, fmt.Errorf("charts: read step 6's report: %w", err)
+	}
+	if len(l.Params.Workers) > 0 {
+		var n int
+		var counts []int
+		switch {
+		case json.Unmarshal(l.Params.Workers, &n) == nil:
+			for i := range l.Rows {
+				if l.Rows[i].Workers == 0 {
+					l.Rows[i].Workers = n
+				}
+			}
+		case json.Unmarshal(l.Params.Workers, &counts) != nil:
+			return l, fmt.Errorf("charts: read step 6's report: params.workers is %s, not a count or a list of counts", harness.Printable(string(l.Params.Workers)))
+		}
+	}
+	for _, s := range []*string{&l.Started, &l.Params.Duration, &l.Params.Work} {
+		*s = harness.Printable(*s)
+	}
+	for i := range l.Rows {
+		r := &l.Rows[i]
+		if r.Strategy == "" {
+			return l, fmt.Errorf("charts: read step 6's report: row %d names no strategy", i+1)
+		}
+		r.Strategy, r.Check, r.Note = harness.Printable(r.Strategy), harness.Printable(r.Check), harness.Printable(r.Note)
+	}
+	return l, nil
+}
+
+// strategies lists the strategies of the rows in the order they ran.
+func (l load) strategies() []string {
+	var out []string
+	for _, r := range l.Rows {
+		if !slices.Contains(out, r.Strategy) {
+			out = append(out, r.Strategy)
+		}
+	}
+	return out
+}
+
+// levels lists the levels of contention (workers) the rows ran at.
+func (l load) levels() []int {
+	var out []int
+	for _, r := range l.Rows {
+		if !slices.Contains(out, r.Workers) {
+			out = append(out, r.Workers)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// row finds a strategy's row at a level.
+func (l load) row(strategy string, workers int) (loadRow, bool) {
+	for _, r := range l.Rows {
+		if r.Strategy == strategy && r.Workers == workers {
+			return r, true
+		}
+	}
+	return loadRow{}, false
+}
+
+// SaveLoad writes step 6's report to path as one HTML page (see WriteLoad).
+func SaveLoad(path string, rep *loadtest.Report) error {
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("charts: write %s: %w", path, err)
+	}
+	var b bytes.Buffer
+	if err := WriteLoad(&b, data); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("charts: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteLoad writes step 6's report, given in its JSON form
+// (loadtest.Report), as one HTML page: the table, accepted
+// spends per second and p99 lock wait per strategy, and for a sweep over
+// several -workers, efficiency and p99 wait against contention with the
+// fair-queue bound. The page fetches nothing: the charts are inline SVG.
+func WriteLoad(w io.Writer, reportJSON []byte) error {
+	l, err := decodeLoad(reportJSON)
+	if err != nil {
+		return err
+	}
+	page := loadPage{Title: "walletlock step 6: every strategy under load", load: l}
+	page.Setup = setupLine(l)
+	page.PoolLine = poolLine(reportJSON)
+	if page.Charts, err = loadCharts(l); err != nil {
+		return err
+	}
+	for _, r := range l.Rows {
+		v, match := r.verdict()
+		if r.Interrupted {
+			v += " (interrupted)"
+		}
+		tr := tableRow{Strategy: r.Strategy, Workers: r.Workers, Verdict: v, Match: match, Control: r.Strategy == "none",
+			PerSecond: fmt.Sprintf("%.0f", r.PerSecond), Attempts: r.Attempts, Errors: r.Errors, Unknown: r.Unknown,
+			WaitP50: "n/a", WaitP99: "n/a", SpendP50: ms(r.Latency.P50), SpendP99: ms(r.Latency.P99),
+			RedisPerSpend: "n/a", Efficiency: percent(r.Efficiency, r.Ceiling > 0), VsNone: "n/a"}
+		if r.LockWait != nil {
+			tr.WaitP50, tr.WaitP99 = ms(r.LockWait.P50), ms(r.LockWait.P99)
+		}
+		if r.PoolWait != nil {
+			tr.PoolP99, tr.PoolShare = ms(r.PoolWait.P99), percent(r.PoolWaitShare, true)
+		}
+		if r.CeilingNA != "" {
+			tr.Efficiency = "n/a (" + r.CeilingNA + ")"
+		}
+		if r.RedisPerSpend != nil {
+			tr.RedisPerSpend = fmt.Sprintf("%.2f", *r.RedisPerSpend)
+		}
+		switch {
+		case r.FIFOBound != nil && *r.FIFOBound > 0:
+			tr.Bound = ms(*r.FIFOBound)
+		case r.FIFOBound != nil:
+			tr.Bound = "n/a" // atomic: nothing queues, so there is no bound
+		}
+		if r.VsNone != nil {
+			tr.VsNone = percent(*r.VsNone, *r.VsNone > 0) // 0: none did not run, or measured nothing
+		}
+		page.Rows = append(page.Rows, tr)
+	}
+	return render(w, "load", page)
+}
+
+type loadPage struct {
+	load
+	Title    string
+	Setup    string
+	PoolLine string // the text report's line when the pool was the limit
+	Rows     []tableRow
+	Charts   []template.HTML
+}
+
+// Sweep reports whether the run measured several levels of contention.
+func (p loadPage) Sweep() bool { return len(p.levels()) > 1 }
+
+// HasBound and HasVsNone report whether any row gives the fair-queue
+// bound, or the rate against none's: runs before the sweep do not.
+func (p loadPage) HasBound() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.FIFOBound != nil })
+}
+
+// HasPoolWait reports whether the rows give the wait for a connection:
+// runs before it was measured do not.
+func (p loadPage) HasPoolWait() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.PoolWait != nil })
+}
+
+func (p loadPage) HasVsNone() bool {
+	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.VsNone != nil })
+}
+
+type tableRow struct {
+	Strategy                                    string
+	Workers                                     int
+	PerSecond                                   string
+	Attempts, Errors, Unknown                   int64
+	WaitP50, WaitP99, Bound, SpendP50, SpendP99 string
+	RedisPerSpend, Efficiency, VsNone, Verdict  string
+	PoolP99, PoolShare                          string
+	Match                                       bool
+	Control                                     bool // none: drawn as the broken control
+}
+
+// poolLine is the line the text report prints under its table when the
+// pool, not the lock, limited a row; "" when none was.
+func poolLine(reportJSON []byte) string {
+	var rep loadtest.Report
+	if json.Unmarshal(reportJSON, &rep) != nil {
+		return ""
+	}
+	return strings.TrimSpace(rep.PoolLine())
+}
+
+// setupLine says what the run did, as the text table's first line does.
+func setupLine(l load) string {
+	p := l.Params
+	workers := strings.Trim(string(p.Workers), "[]")
+	if lv := l.levels(); len(lv) > 1 {
+		var each []string
+		for _, n := range lv {
+			each = append(each, strconv.Itoa(n))
+		}
+		workers = strings.Join(each, ", ")
+	}
+	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
+}
+
+// noLock are the strategies that take no lock: none, the broken control,
+// and atomic, a script. Both run many times faster than any lock, so they
+// get a chart of their own, where the locks' bars would otherwise be
+// flattened against theirs.
+var noLock = []string{"none", "atomic"}
+
+// controlLabel is how the charts name the control, so that its bar never
+// reads as a winner.
+const controlLabel = "none (BROKEN)"
+
+// apart splits strategies into the locks and the two without a lock, and
+// names the latter for their chart: none as the control, drawn grey.
+func apart(names []string) (locks, unlocked, labels []string, grey map[int]bool) {
+	grey = map[int]bool{}
+	for _, s := range names {
+		if !slices.Contains(noLock, s) {
+			locks = append(locks, s)
+			continue
+		}
+		if s == "none" {
+			grey[len(unlocked)] = true
+			labels = append(labels, controlLabel)
+		} else {
+			labels = append(labels, s)
+		}
+		unlocked = append(unlocked, s)
+	}
+	return locks, unlocked, labels, grey
+}
+
+// loadCharts draws the run. The chart that teaches comes first: the p99
+// lock wait against contention, with the fair-queue bound (or, for a
+// single run, the p99 lock wait per strategy); then the locks' rates
+// against the serial ceiling, the rates of the two strategies without a
+// lock on their own scale, and for a sweep the share of the ceiling.
+func loadCharts(l load) ([]template.HTML, error) {
+	names := l.strategies()
+	levels := l.levels()
+	locks, unlocked, labels, grey := apart(names)
+	var waiting []string // strategies that wait for a lock
+	for _, s := range names {
+		for _, n := range levels {
+			if r, ok := l.row(s, n); ok && r.LockWait != nil && !slices.Contains(waiting, s) {
+				waiting = append(waiting, s)
+			}
+		}
+	}
+	// One series per level: a single run draws one bar per strategy.
+	rates := func(strategies []string) []series {
+		var out []series
+		for _, n := range levels {
+			rs := series{name: fmt.Sprintf("%d workers", n)}
+			for _, s := range strategies {
+				r, ok := l.row(s, n)
+				rs.values = append(rs.values, value(ok, r.PerSecond))
+			}
+			out = append(out, rs)
+		}
+		return out
+	}
+	var out []template.HTML
+	add := func(c template.HTML, err error) error {
+		if err == nil {
+			out = append(out, c)
+		}
+		return err
+	}
+
+	xs := make([]float64, len(levels))
+	for i, n := range levels {
+		xs[i] = float64(n)
+	}
+	sweep := len(levels) > 1
+	if sweep && len(waiting) > 0 {
+		var p99 []series
+		for i, s := range names {
+			if !slices.Contains(waiting, s) {
+				continue
+			}
+			w := series{name: s, colour: i}
+			for _, n := range levels {
+				r, ok := l.row(s, n)
+				w.values = append(w.values, value(ok && r.LockWait != nil, waitP99(r)))
+			}
+			p99 = append(p99, w)
+		}
+		if err := add(lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, p99, true, fifoBound(l, levels))); err != nil {
+			return nil, err
+		}
+	}
+	if !sweep && len(waiting) > 0 {
+		var wait []series
+		for _, n := range levels {
+			ws := series{name: fmt.Sprintf("%d workers", n)}
+			for _, s := range waiting {
+				r, ok := l.row(s, n)
+				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
+			}
+			wait = append(wait, ws)
+		}
+		if err := add(bars("p99 lock wait", "ms", waiting, wait, nil, math.NaN())); err != nil {
+			return nil, err
+		}
+	}
+	if len(locks) > 0 {
+		if err := add(bars("Accepted spends per second, the locks", "spends/s", locks, rates(locks), nil, ceiling(l, locks))); err != nil {
+			return nil, err
+		}
+	}
+	if len(unlocked) > 0 {
+		if err := add(bars("Accepted spends per second without a lock (own scale)", "spends/s", labels, rates(unlocked), grey, math.NaN())); err != nil {
+			return nil, err
+		}
+	}
+	if !sweep {
+		return out, nil
+	}
+	var eff []series
+	for i, s := range names {
+		// none, the control, passes 100% with its lost updates counted as
+		// work, and atomic has no ceiling: either would flatten the locks.
+		if slices.Contains(noLock, s) {
+			continue
+		}
+		e := series{name: s, colour: i}
+		for _, n := range levels {
+			r, ok := l.row(s, n)
+			e.values = append(e.values, value(ok && r.Ceiling > 0, 100*r.Efficiency))
+		}
+		eff = append(eff, e)
+	}
+	if err := add(lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, eff, false, series{})); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ceiling is the serial ceiling the locks' rates are read against, where
+// one applies: every row of those strategies has one (none is n/a), and
+// they lie within 10% of each other, so that one line stands for all.
+// NaN otherwise.
+func ceiling(l load, strategies []string) float64 {
+	lo, hi := math.Inf(1), 0.0
+	for _, r := range l.Rows {
+		if !slices.Contains(strategies, r.Strategy) {
+			continue
+		}
+		if r.Ceiling <= 0 || r.CeilingNA != "" {
+			return math.NaN()
+		}
+		lo, hi = min(lo, r.Ceiling), max(hi, r.Ceiling)
+	}
+	if hi == 0 || hi > 1.1*lo {
+		return math.NaN()
+	}
+	return hi
+}
+
+// fifoBound is the fair-queue bound at each level: what a queue that
+// serves waiters in turn would make the last of them wait. The strategies'
+// bounds differ only by their round trips; the line is the fair lock's
+// where it ran, else the smallest.
+func fifoBound(l load, levels []int) series {
+	b := series{name: "fair-queue bound"}
+	found := false
+	for _, n := range levels {
+		v := math.NaN()
+		if r, ok := l.row("fair", n); ok && r.FIFOBound != nil {
+			v = *r.FIFOBound
+		} else {
+			for _, r := range l.Rows {
+				if r.Workers == n && r.FIFOBound != nil && r.LockWait != nil && (math.IsNaN(v) || *r.FIFOBound < v) {
+					v = *r.FIFOBound
+				}
+			}
+		}
+		found = found || !math.IsNaN(v)
+		b.values = append(b.values, v)
+	}
+	if !found {
+		return series{}
+	}
+	return b
+}
+
+func waitP99(r loadRow) float64 {
+	if r.LockWait == nil {
+		return math.NaN()
+	}
+	return r.LockWait.P99
+}
+
+// value is v if the figure exists, else NaN: no bar, no point.
+func value(ok bool, v float64) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return v
+}
+
+// ms writes milliseconds as step 6's table does.
+func ms(v float64) string { return loadtest.FormatMS(v) }
+
+func percent(v float64, known bool) string {
+	if !known {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// thousands writes n as step 6's table does: 1,230.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,144 @@
+package harness
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/services"
+)
+
+// RedisDel returns the command that deletes keys from the server opt
+// describes, for the line that names what a run could not clean up:
+//
+//	redis-cli del 'walletlock:demo:step2:balance:{wallet:42}'
+//
+// It adds -h and -p for a server other than localhost:6379, -n for another
+// database, --tls and --askpass where needed, and never a user name or a
+// password. On a cluster (several addresses) it deletes key by key, with
+// -c so that redis-cli follows each key to its master: one DEL of keys in
+// several slots would be refused with CROSSSLOT.
+func RedisDel(opt *redis.UniversalOptions, keys ...string) string {
+	quoted := make([]string, len(keys))
+	for i, k := range keys {
+		quoted[i] = ShellQuote(k)
+	}
+	if !services.IsCluster(opt) {
+		return redisCLI(opt, "") + " del " + strings.Join(quoted, " ")
+	}
+	cli := redisCLI(opt, opt.Addrs[0])
+	if len(keys) == 1 {
+		return cli + " del " + quoted[0]
+	}
+	return "for k in " + strings.Join(quoted, " ") + `; do ` + cli + ` del "$k"; done`
+}
+
+// RedisDelPrefix returns the command that deletes every key under prefix,
+// for a run that wrote too many keys to name:
+//
+//	redis-cli --scan --pattern 'walletlock:demo:step6:*' | xargs redis-cli del
+//
+// On a cluster SCAN sees one node only: the command asks the first node for
+// the masters (CLUSTER NODES), scans each, and deletes key by key.
+func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
+	pattern := ShellQuote(services.GlobEscape(prefix) + "*")
+	if !services.IsCluster(opt) {
+		cli := redisCLI(opt, "")
+		return cli + " --scan --pattern " + pattern + " | xargs " + cli + " del"
+	}
+	node := redisCLI(opt, "$n")
+	return "for n in $(" + redisCLI(opt, opt.Addrs[0]) + ` cluster nodes | awk '/master/ {sub(/@.*/, "", $2); print $2}'); do ` +
+		node + " --scan --pattern " + pattern + " | xargs -n 1 " + node + " del; done"
+}
+
+// PostgresDelete returns the command that deletes the wallet rows of owner
+// (a run's prefix, see postgres.Store.Owned) whose ids are given:
+//
+//	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'
+//
+// It names the database by its variable, never by the URL, which may hold
+// a password; without DATABASE_URL, by the default URL without its
+// password, which psql then asks for.
+func PostgresDelete(owner string, ids ...int64) string {
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatInt(id, 10)
+	}
+	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner) + " AND id IN (" + strings.Join(list, ", ") + ")")
+}
+
+// PostgresDeleteRange is PostgresDelete for the n wallets first ..
+// first+n-1.
+func PostgresDeleteRange(owner string, first int64, n int) string {
+	return psql(fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = %s AND id BETWEEN %d AND %d", sqlString(owner), first, first+int64(n)-1))
+}
+
+// PostgresDeleteOwner is PostgresDelete for every wallet owner owns.
+func PostgresDeleteOwner(owner string) string {
+	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner))
+}
+
+// PostgresDeletePrefix returns the command that deletes the wallet rows of
+// every owner under prefix, such as the runs a workshop started under its
+// tag. The prefix is matched as it is: LIKE's wildcards in it ("_" may be
+// one) are escaped.
+func PostgresDeletePrefix(prefix string) string {
+	like := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(prefix) + "%"
+	return psql("DELETE FROM walletlock_wallets WHERE owner LIKE " + sqlString(like) + " ESCAPE '!'")
+}
+
+// psql returns the command that runs sql in the programs' database, named
+// as PostgresDelete says.
+func psql(sql string) string {
+	target := `"$DATABASE_URL"`
+	if services.DatabaseURL() == services.DefaultDatabaseURL {
+		if u, err := url.Parse(services.DefaultDatabaseURL); err == nil {
+			u.User = url.User(u.User.Username())
+			target = ShellQuote(u.String())
+		}
+	}
+	return "psql " + target + " -c " + ShellQuote(sql)
+}
+
+// sqlString quotes s as an SQL string literal.
+func sqlString(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// redisCLI is the redis-cli command for the server opt describes; for a
+// cluster node, node is its address (or "$n", a shell variable holding it)
+// and the command follows redirections (-c).
+func redisCLI(opt *redis.UniversalOptions, node string) string {
+	args := []string{"redis-cli"}
+	switch {
+	case node == "$n":
+		args = append(args, "-c", "-h", `"${n%:*}"`, "-p", `"${n##*:}"`)
+	case node != "":
+		host, port, _ := net.SplitHostPort(node)
+		args = append(args, "-c", "-h", host, "-p", port)
+	case opt.Addrs[0] != "localhost:6379":
+		if host, port, err := net.SplitHostPort(opt.Addrs[0]); err == nil {
+			args = append(args, "-h", host, "-p", port)
+		}
+	}
+	if opt.DB != 0 {
+		args = append(args, "-n", strconv.Itoa(opt.DB))
+	}
+	if opt.TLSConfig != nil {
+		args = append(args, "--tls")
+	}
+	if opt.Password != "" {
+		args = append(args, "--askpass")
+	}
+	return strings.Join(args, " ")
+}
+
+// ShellQuote quotes s for a POSIX shell, so that a command printed for
+// pasting passes s as one word, as it is, whatever it holds.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

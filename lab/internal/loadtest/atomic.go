@@ -1,0 +1,48 @@
+package loadtest
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/wallet"
+)
+
+// The atomic strategy: "you may not need a lock". When the balance lives
+// in Redis and nothing else takes part in the spend, one script can check
+// and take in a single step (atomic_spend.lua), and the read-modify-write
+// that every lock in this repo protects never leaves Redis.
+
+//go:embed atomic_spend.lua
+var atomicSpendLua string
+
+var atomicSpendScript = redis.NewScript(atomicSpendLua)
+
+// spendAtomic does the work first (the deciding that the other strategies
+// do while they hold the wallet), then
+// runs the script. The work cannot see the balance it is about to change:
+// what must hold at the moment of the write goes into the script.
+func spendAtomic(r *runner, c call) outcome {
+	if err := wallet.Work(c.ctx, r.cfg.Work); err != nil {
+		return outcome{err: err, attempts: 1}
+	}
+	ok, err := atomicSpend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount)
+	return outcome{ok: ok, err: err, attempts: 1}
+}
+
+// atomicSpend takes amount from the balance at key if it covers it. It
+// reports false, nil when it does not; an error matching
+// wallet.ErrNoWallet when there is no balance; and one matching
+// wallet.ErrUnknownOutcome when the script was sent and no reply came.
+func atomicSpend(ctx context.Context, rdb redis.Scripter, key string, amount int64) (bool, error) {
+	n, err := atomicSpendScript.Run(ctx, rdb, []string{key}, amount).Int()
+	switch {
+	case err != nil:
+		return false, wallet.WriteError(key, err)
+	case n == -1:
+		return false, fmt.Errorf("%w at %s", wallet.ErrNoWallet, key)
+	}
+	return n == 1, nil
+}

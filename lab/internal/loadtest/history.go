@@ -1,0 +1,113 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"example.com/walletlock/lab/internal/lesson"
+	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/history"
+)
+
+// Every spend of a phase is recorded (wallet/history): its call and
+// return on the process's clock, the balance it read (wallet's reads,
+// in Redis or in PostgreSQL, tell it: seeReads), and its
+// result. With the setting of the starting balances before and the
+// read-back after, that is a history porcupine
+// checks for linearizability: the row's "linearizable", beside the
+// balance check's OK or BROKEN.
+
+// HistoryMode says what a run does with its histories (Config.History).
+type HistoryMode int
+
+const (
+	HistoryCheck HistoryMode = iota // record and check every phase's history
+	HistoryPage                     // also keep them for Report.WriteHistory
+	HistoryOff                      // record nothing
+)
+
+// historyLimits bound each phase's check (a default phase makes some
+// 90,000 spends); a check they cut short is "unknown", never "yes".
+var historyLimits = history.DefaultLimits
+
+// seeReads returns ctx, told the balance a spend reads
+// (wallet.ObserveReads: wallet.Spend's GET and the Store's reads inside
+// its spends tell it), and where it lands; nil when the run records
+// nothing.
+func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) {
+	if r.cfg.History == HistoryOff {
+		return ctx, nil
+	}
+	read := new(atomic.Int64)
+	read.Store(history.NoRead)
+	return wallet.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
+}
+
+// record adds one spend to the phase's log.
+func (t *tally) record(id int64, worker int, o outcome, start time.Time, took time.Duration) {
+	if t.log == nil || o.abandoned {
+		return // a wait cut short did nothing: not an operation
+	}
+	call := history.At(start)
+	t.log.Add(history.Op{Wallet: id, Client: worker, Call: call, Return: call + int64(took),
+		Amount: t.amount, Read: o.read, Result: history.Outcome(o.ok, o.err)})
+}
+
+// checkHistory adds the starting balances (set at setAt) and the balances
+// read back (bal, nil when they were not) to the phase's log, checks it and
+// puts the verdict in row.
+func (r *runner) checkHistory(row *Row, t *tally, setAt int64, bal []int64, rep *Report) {
+	if t.log == nil {
+		return
+	}
+	dropped := t.log.Dropped()
+	ops := t.log.Ops()
+	row.HistoryOps, row.HistoryDropped = len(ops), dropped
+	readAt := history.Now()
+	for i := range r.cfg.Wallets {
+		id := r.w.id(i)
+		ops = append(ops, history.Op{Wallet: id, Call: setAt, Return: setAt, Read: r.cfg.Initial, Result: history.Set})
+		if bal != nil {
+			ops = append(ops, history.Op{Wallet: id, Call: readAt, Return: readAt, Read: bal[i], Result: history.Read})
+		}
+	}
+	var v history.Verdict
+	if dropped > 0 {
+		v = history.Verdict{Linearizable: history.Unsure,
+			Why: fmt.Sprintf("the log was full: it kept %d spends and dropped %d", len(ops), dropped)}
+	} else {
+		v = history.Check(ops, historyLimits)
+	}
+	row.Linearizable, row.LinearizableWhy, row.HistoryCheckSeconds = string(v.Linearizable), v.Why, v.Took.Seconds()
+	if r.cfg.History == HistoryPage {
+		rep.histories = append(rep.histories, history.Section{Label: rep.label(*row), Ops: ops, Verdict: v})
+	}
+}
+
+// WriteHistory writes porcupine's page of the run's histories (Config.History
+// must be HistoryPage): a window of one wallet per row, the wallet no
+// order explains where the verdict is "no".
+func (rep *Report) WriteHistory(path string) error {
+	if len(rep.histories) == 0 {
+		return errors.New("loadtest: no history was kept (Config.History is not HistoryPage)")
+	}
+	return history.WritePage(path, rep.histories)
+}
+
+// HistoryErr names every row whose history the lesson says must be
+// linearizable and is not (a check that did not finish is not one of
+// them). nil when there is none.
+func (rep *Report) HistoryErr() error {
+	var errs []error
+	for _, row := range rep.Rows {
+		want, ok := lesson.WantHistory("step6-loadtest", row.Strategy)
+		if !ok || row.Interrupted || row.Linearizable != string(history.No) || want != lesson.Linearizable {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: linearizable=no, the lesson says yes: %s", rep.label(row), row.LinearizableWhy))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,356 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/fencing"
+	"example.com/walletlock/lab/internal/redislockx"
+	"example.com/walletlock/lab/lock"
+	"example.com/walletlock/lab/wallet"
+)
+
+// RoundTrips is how many network round trips, to each service, one critical
+// section of a strategy needs. The ceiling is built from it.
+type RoundTrips struct {
+	Redis    int `json:"redis"`
+	Postgres int `json:"postgres"`
+}
+
+// A strategy is one way to spend, and what its critical section costs.
+type strategy struct {
+	name string
+	// trips counts the round trips of the critical section. It runs from
+	// the moment a server grants one spender the wallet (Redis runs the
+	// SET NX, PostgreSQL locks the row) to the moment the next spender can
+	// have it (Redis runs the release, PostgreSQL commits). The reply to
+	// the call that grants it and the request of the call that ends it are
+	// half a round trip each: one together. What happens before the grant
+	// (BEGIN, the wait) or after the end (the release's reply) overlaps
+	// with the next holder and is not counted.
+	trips RoundTrips
+	// workOutside is set when the work runs before the spend touches the
+	// wallet, not inside a critical section: the section is then only
+	// its round trips, and with none it has no serial ceiling.
+	workOutside bool
+	locks       bool // takes a Redis lock: lock-wait and attempts come from it
+	inPostgres  bool // balances live in PostgreSQL, not Redis
+	spend       func(r *runner, c call) outcome
+}
+
+// strategies is the table of the report, in the order `-strategy all` runs
+// them. lesson.Phases lists the same names under step6-loadtest.
+var strategies = []strategy{
+	// GET, work, SET, no lock. Nothing is exclusive, which is the bug:
+	// spends of one wallet overlap and overwrite each other. It is held to
+	// the ceiling it would have if it were exclusive (the GET's reply and
+	// the SET's request), so an efficiency above 100% measures how many
+	// spends it ran at once on one wallet, each losing another's update.
+	{name: "none", trips: RoundTrips{Redis: 1}, spend: spendNone},
+	// SET NX grants the lock; its reply and the release's request (1),
+	// GET (1), SET (1).
+	{name: "lock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendLock},
+	// The same calls, made by redislock: its obtain script's reply and its
+	// release script's request (1), GET (1), SET (1).
+	{name: "redislock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedislock},
+	// The same again, made by go-redsync: SET NX's reply and its release
+	// script's request (1), GET (1), SET (1).
+	{name: "redsync", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedsync},
+	// go-redsync's mutex over three independent nodes (Redlock, see
+	// redlock.go): SET NX goes to every node at once, and the reply that
+	// completes a majority and the release script's request are 1; then
+	// GET (1) and SET (1) on the wallets' Redis.
+	{name: Redlock, trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedlock},
+	// The fair lock (fair.Lock): the release script makes the first
+	// waiter the holder inside Redis, and its message reaches the waiter
+	// half a round trip later. GET (1); the SET goes out with the release
+	// (Lock.ReleaseAfter), whose request ends the section: with the
+	// message, 1. Waiters queue in Redis and are told, so no one sleeps
+	// while the wallet is free.
+	{name: "fair", trips: RoundTrips{Redis: 2}, locks: true, spend: spendFair},
+	// The acquire script's reply and the release's request on Redis (1);
+	// the claim, an UPDATE ... RETURNING that reads and stamps the row,
+	// and the fenced write on PostgreSQL (2).
+	{name: "fenced", trips: RoundTrips{Redis: 1, Postgres: 2}, locks: true, inPostgres: true, spend: spendFenced},
+	// No lock: the work first, then one script that checks the balance
+	// and takes the amount (atomic_spend.lua). Redis runs one script at a
+	// time, so the check and the write cannot be split; nothing waits
+	// while another spend works, and there is no serial ceiling.
+	{name: "atomic", workOutside: true, spend: spendAtomic},
+	// No lock, but two spends of one wallet that both succeed cannot
+	// overlap: the second must read after the first wrote. From the read's
+	// reply to the versioned UPDATE's request: 1. Attempts that lose the
+	// race redo the work and are not in the ceiling.
+	{name: "version", trips: RoundTrips{Postgres: 1}, inPostgres: true, spend: spendVersion},
+	// SELECT ... FOR UPDATE locks the row; its reply and COMMIT's request
+	// (1), the UPDATE (1). BEGIN is sent before the lock, while the
+	// previous holder still has it, and a waiter blocked in PostgreSQL is
+	// woken by the commit itself, with no polling.
+	{name: "forupdate", trips: RoundTrips{Postgres: 2}, inPostgres: true, spend: spendForUpdate},
+}
+
+// Strategies returns the names of every strategy, in the order they run.
+func Strategies() []string {
+	names := make([]string, len(strategies))
+	for i, s := range strategies {
+		names[i] = s.name
+	}
+	return names
+}
+
+func strategyByName(name string) (strategy, bool) {
+	for _, s := range strategies {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return strategy{}, false
+}
+
+// retryWait is how long lock and redislock waiters sleep between attempts:
+// step 2's hand-built lock and step 4's jitter strategy, the same range.
+var retryWait lock.Jitter // the zero Jitter: 5 to 15 ms
+
+// call is one spend of wallet id with two contexts.
+//
+// Only waiting is cut short by the end of a phase: a spender that gives up
+// waiting for a lock has done nothing. Once a spend holds its wallet it
+// runs to the end on ctx, which -timeout ends, or a moment after Ctrl-C
+// (see stopBudget). A write cut short that way may have landed or not: it
+// is counted as an unknown outcome (wallet.ErrUnknownOutcome), which the
+// verdict allows for, never as a failure of the strategy. PostgreSQL-only
+// strategies wait inside their SQL, so their waits end the same way.
+type call struct {
+	ctx  context.Context // the spend itself
+	wait context.Context // the wait for a lock: ctx, ended early when the phase ends
+	id   int64
+	pool *poolClock // what the spend's calls have waited for a connection so far
+}
+
+// lockWait is the time since start, when the spend began to take its
+// lock, less what its calls have waited for a connection meanwhile: the
+// wait for the lock itself. It is at least a nanosecond, so that a spend
+// that took a lock always records a wait.
+func (c call) lockWait(start time.Time) time.Duration {
+	d := time.Since(start)
+	if c.pool != nil {
+		d -= c.pool.total()
+	}
+	return max(d, time.Nanosecond)
+}
+
+// outcome is what one spend reports.
+type outcome struct {
+	ok        bool          // written: counts against the wallet's balance
+	err       error         // may come with ok: a release that failed after the write
+	attempts  int           // lock attempts, or tries of the versioned write
+	waited    time.Duration // time to get the lock, for strategies that take one, less its connection waits
+	pooled    time.Duration // time the spend's calls waited for a connection (see poolClock), at most the spend's
+	pooledPG  time.Duration // the part of it spent waiting for a PostgreSQL connection
+	abandoned bool          // the phase ended while it waited: nothing done
+	read      int64         // the balance it read, for its record; history.NoRead: not known
+}
+
+func spendNone(r *runner, c call) outcome {
+	ok, err := wallet.Spend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1}
+}
+
+// waitFailed sorts out an error from taking a lock: the phase ended (the
+// spend is abandoned and counts nowhere) or a real failure.
+func waitFailed(c call, err error) outcome {
+	if c.wait.Err() != nil && c.ctx.Err() == nil && context.Cause(c.wait) != errSpendTimeout {
+		return outcome{abandoned: true}
+	}
+	return outcome{err: err}
+}
+
+// spendUnder runs the read-modify-write under a lease kept alive by a
+// watchdog (step 3), then releases the lease. A release that finds the
+// lease gone is an error, but a write that landed still counts.
+func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
+	work, stop := keepAlive(c.ctx)
+	ok, err := wallet.Spend(work, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	stop()
+	if rerr := release(c.ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	return ok, err
+}
+
+func spendLock(r *runner, c call) outcome {
+	return spendLease(r, c, func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
+		return lock.Acquire(ctx, r.rdb, key, ttl)
+	})
+}
+
+// spendFair differs from spendLock twice: the run's fair.Lock queues the
+// waiter instead of letting it poll, and the balance write goes out with
+// the release in one round trip (Lock.ReleaseAfter), a round trip every
+// waiter of the wallet would otherwise wait for. The write lands whether
+// or not the lease still holds, as a write sent before Release does.
+func spendFair(r *runner, c call) outcome {
+	start := time.Now()
+	l, err := r.fair.Acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	key := wallet.BalanceKey(r.cfg.Prefix, c.id)
+	w := &writeLater{Cmdable: r.rdb, p: r.rdb.Pipeline()}
+	work, stop := l.Watch(c.ctx)
+	ok, err := wallet.Spend(work, w, key, r.cfg.Amount, r.cfg.Work)
+	stop()
+	rerr := l.ReleaseAfter(c.ctx, w.p)
+	if ok { // the write was queued, and sent with the release
+		if werr := w.set.Err(); werr != nil {
+			ok, err = false, wallet.WriteError(key, werr)
+		}
+	}
+	if rerr != nil && err == nil {
+		err = rerr
+	}
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+// writeLater reads from Redis at once but queues the SET in p, so that
+// wallet.Spend's write can go out with the release.
+type writeLater struct {
+	redis.Cmdable
+	p   redis.Pipeliner
+	set *redis.StatusCmd
+}
+
+func (w *writeLater) Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd {
+	w.set = w.p.Set(ctx, key, value, expiration)
+	return w.set
+}
+
+// spendLease takes a lease with acquire, spends under its watchdog and
+// releases it (a fair lease passes to the next waiter on release).
+func spendLease(r *runner, c call, acquire func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)) outcome {
+	start := time.Now()
+	l, err := acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
+		l.Release)
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+func spendRedislock(r *runner, c call) outcome {
+	// One counting wrapper per Obtain: it counts the attempts that found
+	// the lock taken.
+	retry := &redislockx.CountingRetry{Strategy: retryWait}
+	start := time.Now()
+	l, err := redislockx.Obtain(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+		&redislock.Options{RetryStrategy: retry})
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, redislockx.Refresh(l, r.cfg.TTL))
+		},
+		func(ctx context.Context) error {
+			if err := l.Release(ctx); err != nil {
+				return fmt.Errorf("redislock release: %w", err)
+			}
+			return nil
+		})
+	return outcome{ok: ok, err: err, attempts: retry.Busy() + 1, waited: waited}
+}
+
+// spendRedsync takes go-redsync's mutex on the one Redis of the run (a
+// quorum of one), with step 4's jittered retries in place of redsync's
+// default 50 to 250 ms, and tries until the wait ends, as the other locks
+// do. redsync asks for a retry delay before each attempt after the
+// first, which counts them. Its Extend serves the watchdog.
+func spendRedsync(r *runner, c call) outcome {
+	attempts := 1
+	m := r.redsync.NewMutex(wallet.LockKey(r.cfg.Prefix, c.id),
+		redsync.WithExpiry(r.cfg.TTL),
+		redsync.WithTries(math.MaxInt32),
+		redsync.WithRetryDelayFunc(func(tries int) time.Duration {
+			attempts = tries + 1
+			return retryWait.NextBackoff()
+		}))
+	start := time.Now()
+	if err := m.LockContext(c.wait); err != nil {
+		return waitFailed(c, fmt.Errorf("redsync: lock %s: %w", m.Name(), err))
+	}
+	waited := c.lockWait(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, func(ctx context.Context) error {
+				ok, err := m.ExtendContext(ctx)
+				return redsyncFailed("extend", m.Name(), ok, err)
+			})
+		},
+		func(ctx context.Context) error {
+			ok, err := m.UnlockContext(ctx)
+			return redsyncFailed("release", m.Name(), ok, err)
+		})
+	return outcome{ok: ok, err: err, attempts: attempts, waited: waited}
+}
+
+// redsyncFailed turns what redsync's Extend and Unlock return into an
+// error, nil when ok: a Redis error as it is, anything else (the key is
+// gone, or holds another token) as lock.ErrNotHeld, as Watch and Release
+// say it.
+func redsyncFailed(op, key string, ok bool, err error) error {
+	var redisErr *redsync.RedisError
+	switch {
+	case ok:
+		return nil
+	case errors.As(err, &redisErr):
+		return fmt.Errorf("redsync: %s %s: %w", op, key, redisErr.Err)
+	default:
+		return fmt.Errorf("redsync: %s %s: %w", op, key, lock.ErrNotHeld)
+	}
+}
+
+// spendFenced is fencing.Fenced written out: that function takes one context
+// for the wait and the write and does not show the lock's Attempts, both of
+// which the load test needs. Like it, it runs no watchdog (PostgreSQL
+// refuses a holder that outlived its lease) and heals the fence counter
+// when PostgreSQL refuses a fence.
+func spendFenced(r *runner, c call) outcome {
+	key := wallet.LockKey(r.cfg.Prefix, c.id)
+	start := time.Now()
+	l, err := lock.AcquireFenced(c.wait, r.rdb, key, r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
+	// fencing.Fenced would wait and write under one context; this loop cuts
+	// only the wait when time is up, so it takes the lease itself and
+	// shares only the heal.
+	err = fencing.Heal(c.ctx, r.rdb, key, err)
+	// A lease that expired is what the fence is for: the release's result
+	// changes nothing, and a lease it failed to delete expires after TTL.
+	_ = l.Release(c.ctx)
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+func spendVersion(r *runner, c call) outcome {
+	ok, conflicts, err := r.store.SpendVersioned(c.ctx, c.id, r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1 + conflicts}
+}
+
+func spendForUpdate(r *runner, c call) outcome {
+	ok, err := r.store.SpendForUpdate(c.ctx, c.id, r.cfg.Amount, r.cfg.Work)
+	return outcome{ok: ok, err: err, attempts: 1}
+}

@@ -1,0 +1,90 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/walletlock/lab/internal/launch"
+)
+
+// PostgresServer is a PostgreSQL of the test's own (see internal/launch),
+// on a free loopback port, for a test that breaks its server: freezes it
+// (SIGSTOP), stops or restarts it. It never touches the shared
+// PostgreSQL. It trusts local connections: its URL has no password.
+type PostgresServer struct {
+	Addr string // host:port
+	URL  string // a DATABASE_URL for its database walletlock
+
+	t   testing.TB
+	srv *launch.Postgres
+}
+
+// StartPostgres initialises a cluster in a temporary folder, with a
+// superuser walletlock and a database walletlock, starts it, and stops it
+// when the test ends. A test running as root runs it as the user postgres.
+// Without the binaries the test skips, or fails when CI is set.
+func StartPostgres(t testing.TB) *PostgresServer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := group(t).StartPostgres(ctx, "walletlock")
+	if errors.Is(err, launch.ErrNoPostgres) {
+		unavailable(t, "a PostgreSQL of the test's own", err)
+	}
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(srv.Close) // before the group's KillAll: a clean shutdown
+	logOnFailure(t, srv.Log)
+	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	if err != nil {
+		t.Fatalf("testenv: own PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE walletlock"); err != nil {
+		t.Fatalf("testenv: own PostgreSQL: CREATE DATABASE: %v", err)
+	}
+	return &PostgresServer{Addr: srv.Addr, URL: srv.URL("walletlock"), t: t, srv: srv}
+}
+
+// Use points the programs and testenv.Postgres at this server for the
+// rest of the test (DATABASE_URL), and returns a pool for it, as
+// RedisServer.Use returns a client.
+func (s *PostgresServer) Use(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	t.Setenv("DATABASE_URL", s.URL)
+	return Postgres(t)
+}
+
+// Freeze stops the server and every backend with SIGSTOP: connections
+// stay open and nothing answers. It is thawed when the test ends, or by
+// Thaw.
+func (s *PostgresServer) Freeze(t testing.TB) {
+	t.Helper()
+	if err := s.srv.Pause(); err != nil {
+		t.Fatalf("testenv: freeze postgres: %v", err)
+	}
+	t.Cleanup(s.Thaw)
+}
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *PostgresServer) Thaw() { s.srv.Resume() }
+
+// Stop shuts the server down fast, ending every connection; Start brings
+// it back on the same port and waits until it answers.
+func (s *PostgresServer) Stop() { s.srv.Stop() }
+
+// Start starts a stopped server again; see Stop.
+func (s *PostgresServer) Start() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.srv.Start(ctx); err != nil {
+		s.t.Fatalf("testenv: %v", err)
+	}
+}

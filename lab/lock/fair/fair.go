@@ -1,0 +1,372 @@
+package fair
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/lock"
+	"example.com/walletlock/lab/lock/internal/core"
+)
+
+var (
+	//go:embed queue.lua
+	queueLua string
+	//go:embed acquire.lua
+	acquireLua    string
+	acquireScript = redis.NewScript(queueLua + acquireLua)
+	//go:embed release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(queueLua + releaseLua)
+)
+
+// ErrClosed is matched by the error of Acquire and AcquireFenced called
+// after Close, or still waiting when Close ran.
+var ErrClosed = errors.New("fair: lock closed")
+
+const (
+	tick     = 100 * time.Millisecond // how often a reader ticks (see Lock.tick)
+	presence = 3 * tick               // a Lock not heard of for this long is skipped by hand-offs
+	kept     = 2 * presence           // the queue, presence and stream expire this long after a write
+)
+
+// Client is what a fair lock needs from go-redis: lock.Client plus XREAD.
+// *redis.Client (single node or Sentinel), *redis.ClusterClient,
+// *redis.Ring and redis.UniversalClient satisfy it.
+type Client interface {
+	lock.Client
+	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
+}
+
+// Lock is a fair lock: it hands out the same leases as lock.Acquire, but
+// its waiters take turns (see the package doc). One Lock serves every key
+// and goroutine of a process. While its goroutines wait on a key it runs
+// one reader there, which holds one pooled connection in a blocking read;
+// Close stops them. Its random name marks its waiters' queue entries and
+// its presence.
+type Lock struct {
+	rdb  Client
+	name string
+	done chan struct{} // closed by Close
+
+	mu      sync.Mutex
+	closed  bool
+	waiters map[string]*waiter // by handoffID
+	keys    map[string]*group  // by lock key
+	readers map[*group]bool    // the groups whose reader runs
+	wg      sync.WaitGroup     // the readers
+}
+
+// New returns a fair lock on rdb. It starts nothing until a waiter needs
+// to wait. A nil rdb gives a Lock whose Acquire returns an error matching
+// lock.ErrInvalid.
+func New(rdb Client) *Lock {
+	return &Lock{rdb: rdb, name: rand.Text(), done: make(chan struct{}),
+		waiters: map[string]*waiter{}, keys: map[string]*group{}, readers: map[*group]bool{}}
+}
+
+// Acquire takes the lock on key for ttl, waiting its turn behind the
+// waiters that came first, until it holds the lock or ctx ends. Without
+// contention it costs one script call; otherwise it queues (with a plain
+// RPUSH when its Lock reads the key already) and waits to be handed the
+// lock. A lease handed over began in the release's script: Acquire
+// returns it as it is when at most a tenth of ttl can have passed since
+// (see read), and otherwise renews it to ttl first, with SET ... IFEQ
+// where the server has it or the try script, one more round trip. So the
+// lease has at least nine tenths of ttl left when Acquire returns.
+// Attempts counts the calls made.
+//
+// It returns what lock.Acquire returns: lock.ErrInvalid before talking to
+// Redis; lock.ErrWrongType when the key holds something else; an error
+// wrapping ctx.Err() when ctx ends first (it leaves the queue then, and
+// passes the lock on if it was just handed over); a Redis error at once
+// when its first tries get no answer (see arrivalTries). Once queued it
+// outlasts a dropped connection or a Redis restart: it asks again every
+// tick, queueing again if Redis lost its entry. After Close: ErrClosed.
+func (f *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
+	return f.acquire(ctx, key, ttl, false)
+}
+
+// AcquireFenced is Acquire plus a fencing token, as lock.AcquireFenced:
+// taking the lock, by a try or a hand-off, and incrementing the counter
+// at lock.FenceKey(key) happen in one script. A broken counter gives
+// lock.AcquireFenced's errors, without queueing.
+func (f *Lock) AcquireFenced(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
+	return f.acquire(ctx, key, ttl, true)
+}
+
+// arrivalTries is how many unanswered tries an arrival makes before it
+// gives up: a dropped connection costs a try, not the Acquire.
+const arrivalTries = 3
+
+func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fenced bool) (*lock.Lock, error) {
+	var rdb Client
+	if f != nil {
+		rdb = f.rdb
+	}
+	ttl, err := core.Lend.Check(rdb, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	q, token, wantFence := newFairKeys(key), rand.Text(), 0
+	if fenced {
+		wantFence = 1
+	}
+	entry := fmt.Sprintf("%s %d %d %s", token, ttl.Milliseconds(), wantFence, f.name)
+	// Registered before the first try: a hand-off comes after the try
+	// that queued us, and must find us.
+	w, g := f.enter(q, token)
+	if w == nil {
+		return nil, closed(key)
+	}
+	defer f.exit(w, g)
+	leave := func() { q.release(ctx, f.rdb, f.name, token, entry) }
+	granted := func(attempts int, fence int64) *lock.Lock {
+		return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb, f.name}).(*lock.Lock)
+	}
+	mode, arrived := "join", false
+	var lastErr error
+	for attempts := 1; ; attempts++ {
+		var r tried
+		if mode == "join" && f.reading(g) {
+			r, err = q.join(ctx, f.rdb, f.name, token, entry)
+		} else {
+			r, err = q.try(ctx, f.rdb, f.name, token, entry, mode)
+		}
+		again := false // ask again after a tick, even if not woken
+		switch {
+		case err == nil && r.won:
+			return granted(attempts, r.fence), nil
+		case err == nil:
+			arrived, lastErr = true, nil
+			if f.answered(w, g, r) {
+				mode = "rejoin"
+				continue
+			}
+		case ctx.Err() != nil:
+			leave()
+			return nil, gaveUp(key, ctx.Err(), err)
+		case errors.Is(err, lock.ErrWrongType) || errors.Is(err, lock.ErrFenceOverflow):
+			leave()
+			f.pokeAll(g) // the others learn it at their next try
+			return nil, err
+		case !transient(err) || !arrived && (attempts == arrivalTries || !core.Lost(err)):
+			leave()
+			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
+		case !arrived:
+			mode, lastErr = "rejoin", err
+			continue // at once, in a mode that queues us once
+		default:
+			again, lastErr = true, err
+		}
+		mode = "rejoin"
+		h, ok, err := f.wait(ctx, w, again)
+		switch {
+		case errors.Is(err, ErrClosed):
+			leave()
+			return nil, closed(key)
+		case err != nil:
+			leave()
+			return nil, gaveUp(key, err, lastErr)
+		case ok && time.Since(h.since) <= ttl/10:
+			return granted(attempts, h.fence), nil
+		case ok && q.renewed(ctx, f.rdb, token, ttl):
+			return granted(attempts+1, h.fence), nil
+		} // else a try in mode rejoin, which renews a lease handed over
+	}
+}
+
+// wait blocks until w is handed the lock (ok), is poked to ask again, or,
+// when again is set, a tick has passed.
+func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (h grant, ok bool, err error) {
+	var after <-chan time.Time
+	if again {
+		t := time.NewTimer(tick)
+		defer t.Stop()
+		after = t.C
+	}
+	select {
+	case h := <-w.grant:
+		return h, h.fence >= 0, nil // -1: the next try says why
+	case <-w.poke:
+	case <-after:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-f.done:
+		err = ErrClosed
+	}
+	return h, false, err
+}
+
+// gaveUp is the error of a wait that ctx ended; last is the Redis error
+// of the last try, if it failed, which may be why the wait was long.
+func gaveUp(key string, cause, last error) error {
+	if last != nil && !errors.Is(last, cause) {
+		return fmt.Errorf("lock: acquire %s: gave up waiting (last try: %v): %w", key, last, cause)
+	}
+	return fmt.Errorf("lock: acquire %s: gave up waiting: %w", key, cause)
+}
+
+func closed(key string) error { return fmt.Errorf("lock: acquire %s: %w", key, ErrClosed) }
+
+// transient reports whether a try that failed with err is worth repeating:
+// no answer from Redis, or Redis saying it cannot serve yet.
+func transient(err error) bool {
+	var answer redis.Error
+	if !errors.As(err, &answer) {
+		return true
+	}
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// fairKeys are the keys of the fair lock on one key, as the scripts take
+// them (see queue.lua). Each starts as lock.FenceKey(key) without its
+// ":fence", so all share the lock key's hash slot.
+type fairKeys struct{ keys []string }
+
+func newFairKeys(key string) *fairKeys {
+	t := strings.TrimSuffix(lock.FenceKey(key), ":fence")
+	return &fairKeys{[]string{key, t + ":queue", lock.FenceKey(key), t + ":present", t + ":handoff"}}
+}
+
+// tried is what one try or tick found out (see acquire.lua).
+type tried struct {
+	won    bool
+	fence  int64     // when won
+	holder string    // otherwise: the handoffID of the holder, "" for none
+	last   string    // the stream's last ID when it ran, "" when unknown
+	lapsed bool      // our Lock's presence had run out: hand-offs may have skipped us
+	sent   time.Time // when it was sent
+}
+
+// try runs acquire.lua once, in mode "join", "first", "rejoin" or "tick".
+func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode string) (tried, error) {
+	sent := time.Now()
+	reply, err := core.Run(ctx, rdb, acquireScript, queueLua+acquireLua, q.keys,
+		kept.Milliseconds(), presence.Milliseconds(), fair, token, entry, mode).Slice()
+	if err != nil {
+		return tried{}, err
+	}
+	switch {
+	case len(reply) == 2 && reply[0] == int64(1):
+		if n, ok := reply[1].(int64); ok {
+			return tried{won: true, fence: n}, nil
+		}
+	case len(reply) == 4 && reply[0] == int64(0):
+		holder, ok1 := reply[1].(string)
+		last, ok2 := reply[2].(string)
+		if ok1 && ok2 {
+			return tried{holder: holder, last: last, lapsed: reply[3] == int64(1), sent: sent}, nil
+		}
+	case len(reply) == 2:
+		if _, ok := reply[0].(string); ok {
+			return tried{}, core.Lend.FenceRefusal(q.keys[0], reply)
+		}
+	}
+	return tried{}, fmt.Errorf("unexpected reply %v from acquire.lua", reply)
+}
+
+// join queues a waiter with a plain RPUSH, the cheapest way to arrive,
+// when its Lock's reader on the key runs already (it reads the hand-off
+// and renews the presence). When the RPUSH found the queue empty it runs
+// acquire.lua ("first") to take the lock if free and give the queue its
+// expiry. The two need not be atomic: while an entry is queued, a release
+// hands the lock to it rather than freeing it.
+func (q *fairKeys) join(ctx context.Context, rdb Client, fair, token, entry string) (tried, error) {
+	n, err := core.Send(ctx, rdb, "rpush", q.keys[1], entry).Int64() // twice would queue us twice
+	if err != nil || n > 1 {
+		return tried{}, err
+	}
+	return q.try(ctx, rdb, fair, token, entry, "first")
+}
+
+// renewed resets the TTL of a lock token was just handed with SET ...
+// IFEQ, where the server has it (Redis 8.4 and later, found by
+// lock.HasDelex; not run against a real one here). It reports false when
+// it did not: no IFEQ, the lease ran out first, or no answer. The waiter
+// then asks in mode rejoin, whose script renews the TTL too.
+func (q *fairKeys) renewed(ctx context.Context, rdb Client, token string, ttl time.Duration) bool {
+	if ifeq, _ := lock.HasDelex(ctx, rdb); !ifeq {
+		return false
+	}
+	return core.Send(ctx, rdb, "set", q.keys[0], token, "IFEQ", token, "PX", ttl.Milliseconds()).Err() == nil
+}
+
+// handoff releases a lock a Lock handed out (see core.Handoff): by
+// release.lua, which passes it to the next waiter.
+type handoff struct {
+	q    *fairKeys
+	rdb  Client
+	fair string // the Lock's name
+}
+
+func (h handoff) Release(ctx context.Context, token string) error {
+	return h.q.release(ctx, h.rdb, h.fair, token, "")
+}
+
+func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *redis.Cmd {
+	return core.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), h.fair, token, "")
+}
+
+// release runs release.lua: with an entry, to leave the queue; without,
+// as (*lock.Lock).Release. Like Release it outlives ctx's cancellation
+// for lock.ReleaseTimeout, returns lock.ErrNotHeld when token did not hold
+// the lock and lock.ErrUnknown when no answer came. A run whose reply was
+// lost is sent again by release itself: a second run does no harm, but
+// answers 0 when the first released the lock, which only release knows.
+func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
+	defer cancel()
+	var unanswered error // why an earlier run may have run unanswered
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, tick) {
+		n, err := core.Run(ctx, rdb, releaseScript, queueLua+releaseLua, q.keys,
+			kept.Milliseconds(), presence.Milliseconds(), fair, token, entry).Int()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return q.outcome(n, err, unanswered)
+		}
+		if core.Lost(err) {
+			unanswered = err
+		}
+		time.Sleep(pause)
+	}
+}
+
+// outcome is what a release whose last run answered n, or failed with
+// err, returns; after an unanswered run, 0 is no proof the lease ran out.
+func (q *fairKeys) outcome(n int, err, unanswered error) error {
+	key := q.keys[0]
+	switch {
+	case core.Lost(err):
+		return fmt.Errorf("lock: release %s: %w: %w", key, lock.ErrUnknown, err)
+	case err != nil && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", key, lock.ErrUnknown, unanswered, err)
+	case err != nil:
+		return fmt.Errorf("lock: release %s: %w", key, err)
+	case n == 0 && unanswered != nil:
+		return fmt.Errorf("lock: release %s: %w: the lock was gone when asked again after %w", key, lock.ErrUnknown, unanswered)
+	case n == 0:
+		return lock.ErrNotHeld
+	}
+	return nil
+}
+
+// handoffID names a waiter in a hand-off: the SHA-1 of its token, as
+// queue.lua computes it, so that the token never goes out.
+func handoffID(token string) string {
+	sum := sha1.Sum([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

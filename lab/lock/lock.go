@@ -1,0 +1,340 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/lock/internal/core"
+)
+
+var (
+	// ErrNotHeld is returned by Release and Refresh when the lock expired or
+	// now holds another holder's token, and is the cause of a Watch
+	// context cancelled because the lease was lost.
+	ErrNotHeld = errors.New("lock: not held (its lease ran out, or another holder has the key)")
+
+	// ErrUnknown is matched by the error of Release and Refresh when the
+	// reply was lost (a broken connection, a timeout): Redis may have run
+	// the command or not. Count it apart from ErrNotHeld, which Redis
+	// answered.
+	ErrUnknown = errors.New("lock: outcome unknown: the reply was lost, the command may have run")
+
+	// ErrInvalid is matched by the error of every call given what no
+	// lock can be made of, before it talks to Redis: a nil client (a nil
+	// interface or a nil *redis.Client), an empty key, a key with a "}"
+	// but no hash tag such as "lock}7" or "a{}b" (its fence counter and
+	// a fair lock's queue could not share its Redis Cluster slot, see
+	// FenceKey), or a TTL under 1 ms (Redis has no expiry finer than a
+	// millisecond, and a zero TTL would make a lock that never expires:
+	// a crashed holder would block everyone for good). The error says
+	// which in one line, naming the key or the TTL: "lock: nil client",
+	// "lock: empty key", "lock: TTL must be at least 1ms, got 0s".
+	ErrInvalid = errors.New("lock: invalid argument")
+
+	// ErrWrongType is matched by the error of Acquire and AcquireFenced
+	// when the key holds something other than a lock, such as a hash: no
+	// holder will ever release it, so waiting for it would last until ctx
+	// ends. The error names the type the key holds. AcquireFenced and
+	// RaiseFence also return it for a fence counter that holds something
+	// other than a whole number.
+	ErrWrongType = errors.New("lock: key holds something other than a lock")
+)
+
+// The errors that match ErrInvalid.
+var (
+	errNilClient = errorIs{"lock: nil client", ErrInvalid}
+	errEmptyKey  = errorIs{"lock: empty key", ErrInvalid}
+)
+
+// errZeroLock is what a Lock that no Acquire made (such as Lock{})
+// answers: it was never held. errors.Is matches it to ErrNotHeld.
+var errZeroLock = errorIs{"lock: not held: a Lock must come from Acquire or AcquireFenced", ErrNotHeld}
+
+// errorIs is an error with a message of its own that errors.Is matches to
+// one of the sentinels above.
+type errorIs struct {
+	msg    string
+	target error
+}
+
+func (e errorIs) Error() string        { return e.msg }
+func (e errorIs) Is(target error) bool { return target == e.target }
+
+var (
+	//go:embed release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+
+	//go:embed refresh.lua
+	refreshLua    string
+	refreshScript = redis.NewScript(refreshLua)
+
+	//go:embed key_type.lua
+	keyTypeLua    string
+	keyTypeScript = redis.NewScript(keyTypeLua)
+)
+
+// Client is what the lock needs from go-redis: scripts, SET NX and DELEX,
+// and Process, through which Release sends its command once (see
+// Release). *redis.Client (single node or Sentinel failover),
+// *redis.ClusterClient and redis.UniversalClient all satisfy it; tests can
+// wrap one to inject faults.
+type Client interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// Lock is a lease held on Key. Its zero value is not a lock; get one from
+// Acquire or AcquireFenced. A nil *Lock and a zero Lock are safe to
+// Release, Refresh and Watch (they answer ErrNotHeld), so
+// `defer l.Release(ctx)` needs no check.
+//
+// The token is what lets a holder release the lock, so it stays out of
+// every way a Lock is printed or encoded, with no method to see to it:
+// JSON, XML and gob skip unexported fields, and fmt prints a pointer
+// inside a value as an address. Under a verb that does not fit a pointer
+// (%s, %q...) fmt shows what that pointer points to, but only one level
+// down, so the token sits behind a second pointer. What they all show is
+// Key, Fence and Attempts; ID names the holder in a log line.
+type Lock struct {
+	Key   string
+	Fence int64 // set by AcquireFenced, 0 for Acquire
+
+	// Attempts is how many times Acquire or AcquireFenced asked Redis
+	// before it got the lock: 1 without contention.
+	Attempts int
+
+	hold *hold // nil for a Lock that no Acquire made
+}
+
+// hold is what a Lock keeps to itself, behind its pointer. The token is
+// behind a pointer of its own: fmt, given %s or %q for a Lock, prints
+// this struct, but only the address of the token (see Lock).
+type hold struct {
+	token     *string       // random, 130 bits, fresh for every acquisition; never shown (see ID)
+	rdb       Client        // where the lease lives
+	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
+	handoff   core.Handoff  // set by a fair lock: Release hands the lock to the next waiter
+	watchdogs watchdogs     // what Watch started, for Release to stop first
+}
+
+// newLock returns the lock that an acquisition of key with token took.
+func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
+	return &Lock{Key: key, Attempts: attempts, hold: &hold{token: &token, rdb: rdb, ttl: ttl}}
+}
+
+// ID names this holding of the lock without giving its token away: the
+// hex SHA-1 of the token, which is also what a fair lock publishes when it
+// hands the lock over. It tells two holders apart in logs and reports;
+// knowing it does not let anyone release or refresh the lock. A nil or
+// zero Lock has the ID "".
+func (l *Lock) ID() string {
+	if l == nil || l.hold == nil {
+		return ""
+	}
+	sum := sha1.Sum([]byte(*l.hold.token))
+	return hex.EncodeToString(sum[:])
+}
+
+// held returns the error a nil or zero Lock answers with, nil for a Lock
+// that Acquire or AcquireFenced made.
+func (l *Lock) held() error {
+	switch {
+	case l == nil:
+		return ErrNotHeld
+	case l.hold == nil:
+		return errZeroLock
+	}
+	return nil
+}
+
+// Acquire takes the lock on key for ttl with one SET key token NX PX ttl per
+// attempt. Each lost attempt is followed by a sleep of random length, 5 to
+// 15 ms (equal sleeps would wake every waiter at once), and the next try;
+// it stops with the lock, or with an error once ctx is done. Under heavy
+// contention that favours whoever asks right after a release; a fair
+// lock (package lock/fair) serves waiters in turn instead. Redis counts expiries in
+// whole milliseconds, so a ttl with a fraction of one is rounded up: 1.9ms
+// holds the lock for 2ms, never for less than asked.
+//
+// It returns an error matching ErrInvalid for a nil rdb, an empty key, a
+// key with a "}" but no hash tag or a TTL under 1 ms, before talking to
+// Redis; an error
+// matching ErrWrongType at once when the key holds something other than a
+// lock (a hash, a list...), which no holder would ever release; an error
+// wrapping ctx.Err() and naming the key when ctx ends first; and a Redis
+// error as soon as one happens (a broken connection is not retried until
+// ctx ends).
+func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
+	checked := false
+	return acquire(ctx, rdb, key, ttl, func(token string, ttl time.Duration) (bool, error) {
+		won, err := rdb.SetNX(ctx, key, token, ttl).Result()
+		if won || err != nil || checked {
+			return won, err
+		}
+		// SET NX fails in silence on a key of another type, just as on a
+		// lock held by someone else. Ask once which of the two it is.
+		checked = true
+		return false, checkLockType(ctx, rdb, key)
+	})
+}
+
+// checkLockType returns an error matching ErrWrongType when key holds
+// anything but a string (or nothing). It asks with a script, not with
+// TYPE, because Client has no Type method: a narrower interface is easier
+// to satisfy for a wrapper or a fake.
+func checkLockType(ctx context.Context, rdb Client, key string) error {
+	t, err := keyTypeScript.Run(ctx, rdb, []string{key}).Text()
+	if err != nil {
+		return err
+	}
+	if t != "none" && t != "string" {
+		return wrongType(key, t)
+	}
+	return nil
+}
+
+func wrongType(key, typ string) error {
+	return errorIs{fmt.Sprintf("lock: acquire %s: the key holds a %s, not a lock", key, typ), ErrWrongType}
+}
+
+// acquire is the retry loop that Acquire and AcquireFenced share. try makes
+// one attempt with the given token and ttl (in whole milliseconds) and
+// reports whether it took the lock.
+func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try func(token string, ttl time.Duration) (bool, error)) (*Lock, error) {
+	if err := validate(rdb, key, ttl); err != nil {
+		return nil, err
+	}
+	ttl = wholeMillis(ttl)
+	token := rand.Text()
+	var wait Jitter // 5 to 15 ms
+	var timer *time.Timer
+	for attempts := 1; ; attempts++ {
+		won, err := try(token, ttl)
+		var refused errorIs
+		if errors.As(err, &refused) {
+			return nil, err // Redis answered, and changed nothing
+		}
+		if err != nil {
+			// A failed call may still have run in Redis: ctx cut it short,
+			// or the reply was lost to a timeout. Delete what might be ours
+			// (token-checked, so nobody else's) so that no orphan lease
+			// blocks the others until its TTL runs out. One try, bounded as
+			// a release is (see ReleaseTimeout).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+			newLock(rdb, key, token, ttl, 0).releaseOnce(rctx, false)
+			cancel()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
+			}
+			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
+		}
+		if won {
+			return newLock(rdb, key, token, ttl, attempts), nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait.NextBackoff())
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait.NextBackoff())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock: acquire %s: gave up waiting: %w", key, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+func validate(rdb any, key string, ttl time.Duration) error {
+	if isNil(rdb) {
+		return errNilClient
+	}
+	if _, err := slotPrefix(key); err != nil {
+		return err
+	}
+	return CheckTTL(ttl)
+}
+
+// isNil reports whether c is nil, or an interface holding a nil pointer
+// (a `var rdb *redis.Client` never assigned), which go-redis would panic
+// on at its first call.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// CheckTTL returns an error matching ErrInvalid, naming the value, for a
+// TTL under 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
+// this; programs call it on their -ttl flag so that a bad value is refused
+// before anything runs.
+//
+// A TTL that passes is sent to Redis in whole milliseconds, the finest
+// expiry Redis has, rounded up: 1.9ms becomes 2ms. A lease shorter than
+// asked could expire while its holder still counts on it; one a fraction
+// of a millisecond longer cannot hurt.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return errorIs{fmt.Sprintf("lock: TTL must be at least 1ms, got %v", ttl), ErrInvalid}
+	}
+	return nil
+}
+
+// wholeMillis rounds ttl up to a whole number of milliseconds (see
+// CheckTTL).
+func wholeMillis(ttl time.Duration) time.Duration {
+	r := ttl % time.Millisecond
+	switch {
+	case r == 0:
+		return ttl
+	case ttl > math.MaxInt64-time.Millisecond:
+		return ttl - r // 292 years: no room to round up, none needed
+	}
+	return ttl + time.Millisecond - r
+}
+
+// Refresh resets the lock's TTL to the one it was acquired with (rounded
+// up to whole milliseconds, see CheckTTL) if the key still holds this
+// lock's token. It returns nil when Redis reset the TTL; ErrNotHeld when
+// Redis answered that the lease had expired or passed to another holder
+// (it is not extended then), or the Lock is nil or zero; an error
+// matching ErrUnknown when no answer came (a broken connection, ctx
+// ended): the lease may have been extended or not, and it still runs out
+// at the latest one TTL after the last refresh that succeeded; or the
+// error Redis replied with.
+//
+// Unlike Release, Refresh may be sent twice: go-redis resends a command
+// whose reply was lost (up to the client's MaxRetries), and refresh.lua is
+// idempotent for its own token: run twice, it finds its token twice and
+// resets the same TTL.
+func (l *Lock) Refresh(ctx context.Context) error {
+	if err := l.held(); err != nil {
+		return err
+	}
+	n, err := refreshScript.Run(ctx, l.hold.rdb, []string{l.Key}, *l.hold.token, l.hold.ttl.Milliseconds()).Int()
+	if err != nil {
+		return fmt.Errorf("lock: refresh %s: %w", l.Key, unknownIfLost(err))
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}

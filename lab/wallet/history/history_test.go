@@ -1,0 +1,219 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/walletlock/lab/wallet"
+)
+
+// spend is an operation of wallet 1 from call to ret.
+func spend(client int, call, ret, amount, read int64, r Result) Op {
+	return Op{Wallet: 1, Client: client, Call: call, Return: ret, Amount: amount, Read: read, Result: r}
+}
+
+func set(balance int64) Op { return Op{Wallet: 1, Call: 0, Return: 1, Read: balance, Result: Set} }
+
+func read(at, balance int64) Op {
+	return Op{Wallet: 1, Call: at, Return: at, Read: balance, Result: Read}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		ops  []Op
+		want Answer
+	}{
+		{"spends one after another are linearizable", []Op{
+			set(100), spend(0, 10, 20, 10, 100, Accepted), spend(1, 30, 40, 10, 90, Accepted), read(50, 80),
+		}, Yes},
+		{"two overlapping spends that both read 100 are not: one update is lost", []Op{
+			set(100), spend(0, 10, 40, 10, 100, Accepted), spend(1, 20, 50, 10, 100, Accepted),
+		}, No},
+		{"a read-back the accepted spends do not explain is not", []Op{
+			set(100), spend(0, 10, 20, 10, NoRead, Accepted), spend(1, 15, 25, 10, NoRead, Accepted), read(30, 90),
+		}, No},
+		{"a spend refused for funds while the wallet held the money is not", []Op{
+			set(100), spend(0, 10, 20, 10, 0, RefusedFunds), read(30, 100),
+		}, No},
+		{"a refusal with no read known is not either, when the money was there", []Op{
+			set(100), spend(0, 10, 20, 10, NoRead, RefusedFunds),
+		}, No},
+		{"a refusal when the money ran out is linearizable", []Op{
+			set(10), spend(0, 10, 20, 10, 10, Accepted), spend(1, 30, 40, 10, 0, RefusedFunds), read(50, 0),
+		}, Yes},
+		{"an unknown outcome that landed is linearizable", []Op{
+			set(100), spend(0, 10, 20, 10, NoRead, Unknown), read(30, 90),
+		}, Yes},
+		{"an unknown outcome that did not land is linearizable", []Op{
+			set(100), spend(0, 10, 20, 10, NoRead, Unknown), read(30, 100),
+		}, Yes},
+		{"an unknown outcome may land after the read-back: its return is open", []Op{
+			set(100), spend(0, 10, 20, 10, 100, Unknown), read(30, 100), spend(1, 40, 50, 10, 100, Accepted), read(60, 90),
+		}, Yes},
+		{"a failed spend is left out", []Op{
+			set(100), spend(0, 10, 20, 10, 55, Failed), read(30, 100),
+		}, Yes},
+		{"a spend refused as stale changes nothing", []Op{
+			set(100), spend(0, 10, 20, 10, NoRead, RefusedStale), read(30, 100),
+		}, Yes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Check(tt.ops, DefaultLimits)
+			if v.Linearizable != tt.want {
+				t.Errorf("got %s (%s), want %s", v, v.Why, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheck_wallets(t *testing.T) {
+	// Wallet 2's lost update makes the whole history a No, and names it.
+	ops := []Op{set(100), spend(0, 10, 20, 10, 100, Accepted)}
+	for _, op := range []Op{set(50), spend(1, 10, 40, 10, 50, Accepted), spend(2, 20, 50, 10, 50, Accepted)} {
+		op.Wallet = 2
+		ops = append(ops, op)
+	}
+	v := Check(ops, DefaultLimits)
+	if v.Linearizable != No || v.Wallet != 2 || !strings.Contains(v.Why, "wallet 2") {
+		t.Errorf("got %s, wallet %d (%s); want no, wallet 2", v, v.Wallet, v.Why)
+	}
+}
+
+func TestCheck_limitsGiveUnknownNeverYes(t *testing.T) {
+	ops := []Op{set(100), spend(0, 10, 20, 10, 100, Accepted), spend(1, 30, 40, 10, 90, Accepted)}
+	for _, lim := range []Limits{{Ops: 2}, {WalletOps: 2}, {Timeout: time.Nanosecond}} {
+		t.Run(fmt.Sprintf("%+v", lim), func(t *testing.T) {
+			if lim.Timeout > 0 {
+				// A timeout that passed before the first wallet.
+				time.Sleep(time.Millisecond)
+			}
+			if v := Check(ops, lim); v.Linearizable != Unsure || v.Why == "" {
+				t.Errorf("got %s (%q), want unknown with a reason", v, v.Why)
+			}
+		})
+	}
+}
+
+func TestLog_keepsAtMostItsCap(t *testing.T) {
+	l := NewLog(3)
+	for i := range 5 {
+		l.Add(spend(0, int64(i), int64(i), 10, NoRead, Accepted))
+	}
+	if l.Len() != 3 || l.Dropped() != 2 || len(l.Ops()) != 3 {
+		t.Fatalf("got %d kept, %d dropped; want 3 and 2", l.Len(), l.Dropped())
+	}
+	if v := l.Check(DefaultLimits); v.Linearizable != Unsure || !strings.Contains(v.Why, "missing 2") {
+		t.Errorf("a log with holes: got %s (%s), want unknown", v, v.Why)
+	}
+}
+
+func TestLog_loseLeavesHoles(t *testing.T) {
+	l := NewLog(0)
+	l.Add(spend(0, 0, 1, 10, NoRead, Accepted))
+	l.Lose(4) // a spender process that sent none of its four spends
+	if l.Len() != 1 || l.Dropped() != 4 {
+		t.Fatalf("got %d kept, %d missing; want 1 and 4", l.Len(), l.Dropped())
+	}
+	if v := l.Check(DefaultLimits); v.Linearizable != Unsure {
+		t.Errorf("a log with holes: got %s (%s), want unknown", v, v.Why)
+	}
+}
+
+// TestNow_isTheWallClock: Now and At give Unix nanoseconds, so that two
+// processes on one machine time their operations on one clock.
+func TestNow_isTheWallClock(t *testing.T) {
+	before := time.Now()
+	now := Now()
+	after := time.Now()
+	const slack = int64(time.Second) // the wall clock may be slewed since the process started
+	if now < before.UnixNano()-slack || now > after.UnixNano()+slack {
+		t.Errorf("Now() = %d, want about %d (Unix ns)", now, before.UnixNano())
+	}
+	if at := At(after); at < now {
+		t.Errorf("At(a later time) = %d, before Now() = %d", at, now)
+	}
+}
+
+func TestLog_growsInChunks(t *testing.T) {
+	l := NewLog(0)
+	n := 3*chunk + 5
+	for i := range n {
+		l.Add(Op{Call: int64(i)})
+	}
+	ops := l.Ops()
+	if len(ops) != n || ops[n-1].Call != int64(n-1) || ops[chunk].Call != chunk {
+		t.Fatalf("got %d operations, want %d in order", len(ops), n)
+	}
+}
+
+func TestOutcome(t *testing.T) {
+	unknown := fmt.Errorf("write: %w", wallet.ErrUnknownOutcome)
+	stale := fmt.Errorf("fenced: %w", wallet.ErrStaleFence)
+	for _, tt := range []struct {
+		ok   bool
+		err  error
+		want Result
+	}{
+		{true, nil, Accepted}, {true, errors.New("release failed"), Accepted}, {false, nil, RefusedFunds},
+		{false, unknown, Unknown}, {false, stale, RefusedStale}, {false, errors.New("no lock"), Failed},
+	} {
+		if got := Outcome(tt.ok, tt.err); got != tt.want {
+			t.Errorf("Outcome(%v, %v) = %s, want %s", tt.ok, tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestWritePage(t *testing.T) {
+	// A long history: 1,000 spends one after another, and a lost update
+	// near the end, which the page's window must hold.
+	ops := []Op{set(1_000_000)}
+	bal, at := int64(1_000_000), int64(10)
+	for i := range 1000 {
+		ops = append(ops, spend(i%4, at, at+5, 10, bal, Accepted))
+		bal, at = bal-10, at+10
+	}
+	ops = append(ops, spend(0, at, at+30, 10, bal, Accepted), spend(1, at+10, at+40, 10, bal, Accepted))
+	v := Check(ops, DefaultLimits)
+	if v.Linearizable != No {
+		t.Fatalf("got %s, want no", v)
+	}
+	w := window(ops, v)
+	if len(w) > 4*PageOps+10 || linearizable(w) {
+		t.Errorf("the window has %d operations and linearizable=%v; want at most about %d, and the lost update", len(w), linearizable(w), PageOps)
+	}
+	path := filepath.Join(t.TempDir(), "h.html")
+	if err := WritePage(path, []Section{{Label: "none", Ops: ops, Verdict: v}, {Label: "lock", Ops: ops[:500], Verdict: Check(ops[:500], DefaultLimits)}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<html", "none, wallet 1 (linearizable=no)", "lock, wallet 1 (linearizable=yes)"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(b), "<script src=") || strings.Contains(string(b), `<link rel="stylesheet" href="http`) {
+		t.Error("the page loads something from the network")
+	}
+}
+
+// BenchmarkLog_Add is what recording costs a spend (a step 6 spend takes
+// a millisecond or more), with as many goroutines as step 6 has workers.
+func BenchmarkLog_Add(b *testing.B) {
+	l := NewLog(b.N + 1)
+	b.SetParallelism(32) // 64 goroutines on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Add(Op{Wallet: 1, Call: Now(), Return: Now(), Amount: 10, Read: 100, Result: Accepted})
+		}
+	})
+}

@@ -48,27 +48,37 @@ redlock-down: $(SERVICES) ## stop the Redlock nodes `make redlock-up` started, n
 status: $(SERVICES) ## say whether Redis and PostgreSQL answer and let us in
 	@$(SERVICES) status
 
-demo: up redlock-up ## run every step program in order
+demo: up ## run every step program in order
 	@echo "== step 1: no lock, lost updates"
-	@cd lab && $(GO) run ./cmd/step1-race -runs 3
+	@$(GO) run ./cmd/step1-race
 	@echo "== step 2: a hand-built lease, SET NX PX and a token-checked release"
-	@cd lab && $(GO) run ./cmd/step2-lock
-	@echo "== step 3: work that outlives the TTL, the watchdog, a lease lost mid-work (about 7 s)"
-	@cd lab && $(GO) run ./cmd/step3-ttl
+	@$(GO) run ./cmd/step2-lock
+	@echo "== step 3: work that outlives the TTL, the watchdog, a lease lost mid-work (about 10 s)"
+	@$(GO) run ./cmd/step3-ttl
 	@echo "== step 4: bsm/redislock, and what lockstep retries cost"
-	@cd lab && $(GO) run ./cmd/step4-redislock
+	@$(GO) run ./cmd/step4-redislock
 	@echo "== step 5: a paused holder, fencing tokens checked by PostgreSQL, a version column"
-	@cd lab && $(GO) run ./cmd/step5-fencing
+	@$(GO) run ./cmd/step5-fencing
 	@echo "== step 6: every strategy under load, side by side (about 10 s)"
-	@cd lab && $(GO) run ./cmd/step6-loadtest -duration 1s
+	@$(GO) run ./cmd/step6-loadtest -duration 1s
 
-lint: ## go vet, gofmt, staticcheck and actionlint (tool dependencies in go.mod)
+# staticcheck is a tool dependency of lab/go.mod, built once into
+# .services/bin: the root's go.mod requires only the article's three modules.
+STATICCHECK = .services/bin/staticcheck
+$(STATICCHECK): lab/go.mod lab/go.sum
+	@cd lab && $(GO) build -o ../$@ honnef.co/go/tools/cmd/staticcheck
+
+lint: $(STATICCHECK) ## go vet, gofmt, staticcheck and go mod tidy -diff, in the root and in lab/
+	$(GO) vet ./...
 	cd lab && $(GO) vet ./...
 	@out=$$(gofmt -l .); [ -z "$$out" ] || { echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; }
-	cd lab && $(GO) tool staticcheck ./...
-	cd lab && $(GO) tool actionlint
+	$(STATICCHECK) ./...
+	cd lab && ../$(STATICCHECK) ./...
+	$(GO) mod tidy -diff
+	cd lab && $(GO) mod tidy -diff
 
-test: up lint ## make lint, then go test -race against the real services, then check that no test left a key or a row
+test: up lint ## make lint, then go test -race against the real services (the root's, then the lab's), then check that no test left a key or a row
+	$(GO) test -race ./...
 	cd lab && $(GO) test -race ./...
 	cd lab && WALLETLOCK_LEFTOVERS=1 $(GO) test -count=1 -run '^TestNoLeftovers$$' .
 

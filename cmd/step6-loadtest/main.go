@@ -1,0 +1,101 @@
+// Step 6: every way to spend that the steps built, side by side under one
+// load. Only none ends BROKEN; the figures vary from run to run:
+//
+//	go run ./cmd/step6-loadtest
+//	go run ./cmd/step6-loadtest -workers 64 -wallets 1   # one hot wallet
+package main
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/step"
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
+)
+
+var (
+	workers  = flag.Int("workers", 16, "how many requests spend at once, in a loop")
+	wallets  = flag.Int("wallets", 4, "how many wallets they spend from, each picked at random")
+	duration = flag.Duration("duration", 2*time.Second, "how long each strategy runs")
+	work     = flag.Duration("work", time.Millisecond, "the time between a spend's read and its write")
+	ttl      = 2 * time.Second // every lease's
+)
+
+// The strategies, each a spend of 10 from wallet w, in the order the steps built them.
+var strategies = []struct {
+	name, want string
+	inPostgres bool // where the balance is
+	spend      func(ctx context.Context, w int) (bool, error)
+}{
+	{"none", "BROKEN", false, func(ctx context.Context, w int) (bool, error) { // step 1
+		return wallet.Spend(ctx, rdb, keys[w].balance, 10, *work)
+	}},
+	{"lock", "OK", false, func(ctx context.Context, w int) (bool, error) { // step 2
+		l, err := lock.Acquire(ctx, rdb, keys[w].lock, ttl)
+		if err != nil {
+			return false, err
+		}
+		defer release(ctx, l.Release)
+		return wallet.Spend(ctx, rdb, keys[w].balance, 10, *work)
+	}},
+	{"redislock", "OK", false, func(ctx context.Context, w int) (bool, error) { // step 4
+		l, err := redislock.Obtain(ctx, rdb, keys[w].lock, ttl, &redislock.Options{RetryStrategy: jitter{}})
+		if err != nil {
+			return false, err
+		}
+		defer release(ctx, l.Release)
+		return wallet.Spend(ctx, rdb, keys[w].balance, 10, *work)
+	}},
+	{"fenced", "OK", true, func(ctx context.Context, w int) (bool, error) { // step 5
+		l, err := lock.AcquireFenced(ctx, rdb, keys[w].lock, keys[w].fence, ttl)
+		if err != nil {
+			return false, err
+		}
+		defer release(ctx, l.Release)
+		return store.SpendFenced(ctx, id(w), l.Fence, 10, *work) // Claim, then WriteFenced
+	}},
+	{"version", "OK", true, func(ctx context.Context, w int) (bool, error) { // step 5, phase 3
+		return store.SpendVersioned(ctx, id(w), 10, *work)
+	}},
+	{"atomic", "OK", false, func(ctx context.Context, w int) (bool, error) { // no lock: one script reads and writes
+		taken, err := spendScript.Run(ctx, rdb, []string{keys[w].balance}, 10).Int()
+		if err != nil {
+			return false, wallet.WriteError(keys[w].balance, err)
+		}
+		return taken == 1, nil
+	}},
+	{"forupdate", "OK", true, func(ctx context.Context, w int) (bool, error) { // PostgreSQL's own row lock
+		return store.SpendForUpdate(ctx, id(w), 10, *work)
+	}},
+}
+
+// spendScript takes amount from the balance only if the balance covers it.
+var spendScript = redis.NewScript(`
+if tonumber(redis.call("GET", KEYS[1])) < tonumber(ARGV[1]) then return 0 end
+redis.call("DECRBY", KEYS[1], ARGV[1])
+return 1`)
+
+func main() {
+	s = step.Begin("step6-loadtest") // -prefix, -json, Ctrl-C, the run's own keys and rows
+	ctx := s.Ctx
+	rdb, store = s.Redis, get(postgres.Open(ctx, get(postgres.Connect(ctx)), s.Owner))
+	s.AtEnd(store.Clear)
+	keys = walletKeys() // wallet:W:balance, lock:{wallet:W} and fence:{wallet:W}
+	var rows []row
+	for _, st := range strategies {
+		s.Must(fill(ctx))
+		t, took, waits := load(ctx, st.spend)
+		balance, err := total(ctx, st.inPostgres)
+		v := wallet.Check(initial*int64(*wallets), 10, t, balance)
+		s.Check(st.name, st.want, v, err)
+		rows = append(rows, newRow(st.name, v, took, waits))
+	}
+	s.Table("strategies", rows)
+	s.End()
+}

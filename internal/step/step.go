@@ -1,0 +1,179 @@
+// Package step is what every step program does alike, so that its main.go
+// holds the lesson: -prefix and -json, Ctrl-C, a lease on the run's keys,
+// the check line held to the lesson, the clean-up and the exit code.
+package step
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"log"
+	"os"
+	"reflect"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lock"
+	"example.com/walletlock/wallet"
+)
+
+// Run is one run of a step program.
+type Run struct {
+	Ctx    context.Context // ends at Ctrl-C, SIGTERM, SIGHUP, a closed output, or a lost lease
+	Redis  redis.UniversalClient
+	Prefix string // -prefix, put in front of every key; "" by default
+	Owner  string // the run's lease key, and its name for the rows it owns
+	name   string
+	json   bool
+	keys   []string
+	atEnd  []func(context.Context) error
+	phases []Result
+	doc    map[string]any
+	lease  *lock.Lock
+	stop   context.CancelFunc
+}
+
+// Result is one phase as -json reports it.
+type Result struct {
+	Step    string `json:"step"`
+	Phase   string `json:"phase"`
+	Check   string `json:"check"`   // the check line
+	Verdict string `json:"verdict"` // OK or BROKEN, as the check line ends
+	Want    string `json:"want"`    // what the lesson promises
+}
+
+// Begin parses the flags, -prefix and -json among them, connects to Redis
+// and takes the run's lease, <prefix>walletlock:run, for the whole run. A
+// bad flag exits 2; no Redis, or another run on the prefix, exits 1.
+func Begin(name string) *Run {
+	r := &Run{name: name, doc: map[string]any{"step": name}, stop: func() {}}
+	flag.StringVar(&r.Prefix, "prefix", "", "put this in front of every key the run writes: letters, digits and :_.-")
+	flag.BoolVar(&r.json, "json", false, "print one JSON document instead of the text")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix(name + ": ")
+	log.SetOutput(printable{}) // one line each, escaped: a server's words are not ours to trust
+	checkFlags()
+	r.Ctx = stopOnSignals()
+	var err error
+	r.Redis, err = wallet.Connect(r.Ctx)
+	r.Must(err)
+	r.Owner = r.Prefix + "walletlock:run"
+	wait, cancel := context.WithTimeout(r.Ctx, 500*time.Millisecond)
+	r.lease, err = lock.Acquire(wait, r.Redis, r.Owner, 10*time.Second)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) && r.Redis.Exists(r.Ctx, r.Owner).Val() == 1 {
+		err = fmt.Errorf("another run holds %s, and with it the keys under -prefix %q: wait for it to end, or pass another -prefix", r.Owner, r.Prefix)
+	}
+	r.Must(err)
+	r.Ctx, r.stop = r.lease.Watch(r.Ctx, 10*time.Second)
+	return r
+}
+
+// Key is prefix+key, a key the run deletes as it ends.
+func (r *Run) Key(key string) string {
+	r.keys = append(r.keys, r.Prefix+key)
+	return r.Prefix + key
+}
+
+// ID is the run's row for wallet id: id without a -prefix, and a number of
+// the prefix's own with one, so that runs never share a row.
+func (r *Run) ID(id int64) int64 {
+	if r.Prefix == "" {
+		return id
+	}
+	h := fnv.New64a()
+	h.Write([]byte(r.Prefix))
+	return 1<<40 + int64(h.Sum64()%(1<<28))<<12 + id%(1<<12)
+}
+
+// AtEnd has the run call clean as it ends, to delete its rows.
+func (r *Run) AtEnd(clean func(context.Context) error) { r.atEnd = append(r.atEnd, clean) }
+
+// Check prints a phase's check line and holds it to want, the verdict the
+// lesson promises; given an error, the run fails.
+func (r *Run) Check(phase, want string, v wallet.Verdict, err error) {
+	r.Must(err)
+	res := Result{r.name, phase, v.String(), "BROKEN", want}
+	if v.OK {
+		res.Verdict = "OK"
+	}
+	r.phases = append(r.phases, res)
+	if len(v.Errors) > 0 {
+		log.Printf("%sspends that failed: %d, the first with: %v", label(r.name, phase), len(v.Errors), v.Errors[0])
+	}
+	if !r.json {
+		say(label(r.name, phase) + res.Check)
+	}
+}
+
+// End cleans up, prints the JSON document with -json, and exits: 0 when
+// every phase gave the verdict the lesson promises, 1 when one did not.
+func (r *Run) End() {
+	r.Must(context.Cause(r.Ctx))
+	r.clean()
+	if r.json {
+		r.doc["prefix"], r.doc["phases"] = r.Prefix, r.phases
+		b, _ := json.MarshalIndent(r.doc, "", "  ")
+		say(string(b))
+	}
+	for _, p := range r.phases {
+		if p.Verdict != p.Want {
+			os.Exit(1)
+		}
+	}
+	os.Exit(0)
+}
+
+// Table prints rows, a slice of structs, as a table whose columns are the
+// fields' JSON names; with -json the rows go into the document under key.
+func (r *Run) Table(key string, rows any) {
+	r.doc[key] = rows
+	if r.json {
+		return
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	v := reflect.ValueOf(rows)
+	for i := -1; i < v.Len(); i++ {
+		var cells []string
+		for j := range v.Type().Elem().NumField() {
+			if i < 0 {
+				name, _, _ := strings.Cut(v.Type().Elem().Field(j).Tag.Get("json"), ",")
+				cells = append(cells, strings.ReplaceAll(name, "_", " "))
+			} else {
+				cells = append(cells, fmt.Sprint(v.Index(i).Field(j)))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	say("\n" + strings.TrimSuffix(b.String(), "\n"))
+}
+
+// Must ends the run as Fail does when err is not nil.
+func (r *Run) Must(err error) {
+	if err != nil {
+		r.Fail(err)
+	}
+}
+
+// Fail says why the run cannot go on, cleans up and exits 1, or 130 after
+// Ctrl-C.
+func (r *Run) Fail(err error) {
+	if cause := context.Cause(r.Ctx); cause != nil {
+		err = cause // Ctrl-C, or the run's lease lost: that is the news
+	}
+	log.Print(err)
+	r.clean()
+	if signalled.Err() != nil {
+		os.Exit(130)
+	}
+	os.Exit(1)
+}

@@ -1,0 +1,43 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AcquireFenced is Acquire with a fencing token: with the lock it takes the
+// next number of the counter at fenceKey, in one script
+// (acquire_fenced.lua), so later holders always carry higher fences. The
+// database that the lock protects keeps the highest fence it has seen and
+// refuses a write that carries a lower one: a holder paused past its TTL
+// wakes with a stale fence, and its write is turned down (step 5).
+//
+// key and fenceKey must share a Redis Cluster hash slot: give them one
+// hash tag, as lock:{wallet:42} and fence:{wallet:42}.
+func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error) {
+	if ttl < time.Millisecond {
+		return nil, ErrBadTTL
+	}
+	token := rand.Text()
+	for {
+		fence, err := acquireFencedScript.Run(ctx, rdb, []string{key, fenceKey}, token, ttl.Milliseconds()).Int64()
+		if err != nil {
+			return nil, failed(ctx, key, err)
+		}
+		if fence > 0 {
+			return &Lock{rdb: rdb, Key: key, Token: token, Fence: fence}, nil
+		}
+		if err := pause(ctx); err != nil {
+			return nil, failed(ctx, key, err)
+		}
+	}
+}
+
+//go:embed acquire_fenced.lua
+var acquireFencedLua string
+
+var acquireFencedScript = redis.NewScript(acquireFencedLua)

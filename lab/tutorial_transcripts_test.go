@@ -1,8 +1,9 @@
 // The transcripts on the pages are real runs, and they stay real: a
 // command introduced by <!-- transcript --> is run again here, on a Redis,
-// a PostgreSQL and three Redlock nodes of the test's own, and
+// a PostgreSQL and three Redlock nodes of the test's own, from the
+// repository's root, and `make transcripts`, which is
 //
-//	go test -count=1 -timeout 30m -run TestTutorial_transcripts -update .
+//	cd lab && go test -count=1 -timeout 30m -run TestTutorial_transcripts -update .
 //
 // writes what it printed into the block after it. Without -update the test
 // fails when a block's tables or check lines no longer have the columns
@@ -281,16 +282,8 @@ func startServices(t *testing.T) *ownServices {
 	}
 	t.Setenv("REDLOCK_ADDRS", strings.Join(nodes, ","))
 	s := &ownServices{bin: t.TempDir()}
-	build(t, s.bin)
+	buildPrograms(t, s.bin)
 	return s
-}
-
-func build(t *testing.T, dir string, flags ...string) {
-	t.Helper()
-	args := append(append([]string{"build"}, flags...), "-o", dir+string(filepath.Separator), "./cmd/...")
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
 }
 
 // run runs the transcript's command and returns what it printed, as a
@@ -301,7 +294,7 @@ func (s *ownServices) run(t *testing.T, tr transcript) []string {
 	if tr.race {
 		s.once.Do(func() {
 			s.raceBin = t.TempDir()
-			build(t, s.raceBin, "-race")
+			buildPrograms(t, s.raceBin, "-race")
 		})
 		bin = s.raceBin
 	}
@@ -309,6 +302,7 @@ func (s *ownServices) run(t *testing.T, tr transcript) []string {
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, tr.step), tr.args...)
+	cmd.Dir = repo // as the page says: from the repository's root
 	cmd.Stdout, cmd.Stderr = &out, &out
 	dieWithTest(cmd)
 	err := cmd.Run()
@@ -379,7 +373,7 @@ func TestTutorial_transcripts(t *testing.T) {
 			continue
 		}
 		if got, want := strings.Join(shape(tr.out.lines), "\n"), strings.Join(shape(fresh), "\n"); got != want {
-			t.Errorf("%s:%d: the transcript of go run ./cmd/%s %s is not what the program prints now:\n--- on the page\n%s\n--- now\n%s\nrun: go test -count=1 -timeout 30m -run TestTutorial_transcripts -update .",
+			t.Errorf("%s:%d: the transcript of go run ./cmd/%s %s is not what the program prints now:\n--- on the page\n%s\n--- now\n%s\nrun: make transcripts",
 				tr.page, tr.out.line, tr.step, strings.Join(tr.args, " "), got, want)
 		}
 	}

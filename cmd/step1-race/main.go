@@ -1,16 +1,8 @@
-// Step 1: the lost update. Fifty requests each try to spend 10 from a
-// balance of 100, with nothing to keep them apart: each reads the balance,
-// decides it can pay, and writes back its own new balance over the others.
-// Far more spends are accepted than the money allows, and the balance
-// records only a few of them. Expect BROKEN on every run, numbers varying:
-//
-//	accepted=50 balance=80 expected=-400 BROKEN
-//
-// Go's race detector finds nothing, because the shared state is in Redis,
-// not in this process's memory:
+// Step 1: the lost update. Fifty requests spend 10 each from a balance of
+// 100 at once, with nothing to keep them apart: BROKEN on every run, and
+// -race finds nothing, for what they share is in Redis, not in memory.
 //
 //	go run ./cmd/step1-race
-//	go run -race ./cmd/step1-race
 package main
 
 import (

@@ -1,10 +1,6 @@
-// Step 2: a lease built by hand. The fifty requests of step 1, each now
-// taking the wallet's lock before its read and giving it back after its
-// write: SET NX PX with a random token, and a release that deletes the
-// key only while it holds that token. Ten spends go through, and the
-// balance ends at zero, on every run:
-//
-//	accepted=10 balance=0 expected=0 OK
+// Step 2: a lease built by hand. Step 1's fifty requests, each taking the
+// wallet's lock before its read and giving it back after its write: ten
+// spends go through and the balance ends at zero, on every run.
 //
 //	go run ./cmd/step2-lock
 package main

@@ -26,11 +26,12 @@ var (
 	ttl  = flag.Duration("ttl", time.Second, "how long the lock lives unless renewed")
 	work = flag.Duration("work", 1500*time.Millisecond, "the time between a spend's read and its write: longer than -ttl")
 
+	s                   *step.Run
 	balanceKey, lockKey string
 )
 
 func main() {
-	s := step.Begin("step3-ttl") // -prefix, -json, Ctrl-C, the run's own keys
+	s = step.Begin("step3-ttl") // -prefix, -json, Ctrl-C, the run's own keys
 	ctx, rdb := s.Ctx, s.Redis
 	balanceKey, lockKey = s.Key(wallet.BalanceKey), s.Key("lock:wallet:42")
 
@@ -46,9 +47,7 @@ func main() {
 // burst is phases 1 and 2: n requests at once, each holding the lock for
 // its spend, with or without a watchdog.
 func burst(ctx context.Context, rdb redis.UniversalClient, watchdog bool) (wallet.Verdict, error) {
-	if err := rdb.Set(ctx, balanceKey, 100, 0).Err(); err != nil {
-		return wallet.Verdict{}, err
-	}
+	s.Must(rdb.Set(ctx, balanceKey, 100, 0).Err())
 	t := wallet.Hammer(*n, func() (bool, error) { return spend(ctx, rdb, watchdog) })
 	balance, err := rdb.Get(ctx, balanceKey).Int64()
 	return wallet.Check(100, 10, t, balance), err
@@ -69,13 +68,11 @@ func spend(ctx context.Context, rdb redis.UniversalClient, watchdog bool) (bool,
 	return wallet.Spend(watched, rdb, balanceKey, 10, *work)
 }
 
-// takenOver is phase 3: a third into the work, another client writes its own token into
-// the lock key, as if this holder had stalled past its TTL. The watchdog's
-// next renewal finds the other token and cancels the spend before it writes.
+// takenOver is phase 3: a third into the work, another client writes its
+// own token into the lock key, as if this holder had stalled past its TTL.
+// The watchdog's next renewal finds it and stops the spend before it writes.
 func takenOver(ctx context.Context, rdb redis.UniversalClient) (wallet.Verdict, error) {
-	if err := rdb.Set(ctx, balanceKey, 100, 0).Err(); err != nil {
-		return wallet.Verdict{}, err
-	}
+	s.Must(rdb.Set(ctx, balanceKey, 100, 0).Err())
 	l, err := lock.Acquire(ctx, rdb, lockKey, *ttl)
 	if err != nil {
 		return wallet.Verdict{}, err
@@ -90,9 +87,8 @@ func takenOver(ctx context.Context, rdb redis.UniversalClient) (wallet.Verdict, 
 	return wallet.Check(100, 10, t, balance), err
 }
 
-// release gives the lock back on a context of its own, which Ctrl-C does
-// not cancel: a release that never reached Redis would leave the lock in
-// place for its whole TTL.
+// release gives the lock back on a context Ctrl-C does not cancel: a
+// release that never reached Redis would leave the lock for its whole TTL.
 func release(ctx context.Context, l *lock.Lock) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()

@@ -20,8 +20,7 @@ import (
 )
 
 var (
-	ttl = flag.Duration("ttl", 200*time.Millisecond, "how long a lease lives; A pauses longer")
-
+	ttl               = flag.Duration("ttl", 200*time.Millisecond, "how long a lease lives; A pauses longer")
 	s                 *step.Run
 	store             *postgres.Store
 	id                int64

@@ -38,6 +38,8 @@ func walletKeys() (keys []struct{ balance, lock, fence string }) {
 	return keys
 }
 
+const ttl = 2 * time.Second // every lease's
+
 const initial = 1_000_000 // every wallet's starting balance: enough that no spend is refused
 
 // fill gives every wallet its starting balance, in Redis and in PostgreSQL.

@@ -1,8 +1,7 @@
-// Step 6: every way to spend that the steps built, side by side under one
-// load. Only none ends BROKEN; the figures vary from run to run:
+// Step 6: every way to spend the steps built (a spend of 10 from wallet w)
+// side by side under one load; only none ends BROKEN, the figures vary:
 //
-//	go run ./cmd/step6-loadtest
-//	go run ./cmd/step6-loadtest -workers 64 -wallets 1   # one hot wallet
+//	go run ./cmd/step6-loadtest   # -workers 64 -wallets 1: one hot wallet
 package main
 
 import (
@@ -24,10 +23,8 @@ var (
 	wallets  = flag.Int("wallets", 4, "how many wallets they spend from, each picked at random")
 	duration = flag.Duration("duration", 2*time.Second, "how long each strategy runs")
 	work     = flag.Duration("work", time.Millisecond, "the time between a spend's read and its write")
-	ttl      = 2 * time.Second // every lease's
 )
 
-// The strategies, each a spend of 10 from wallet w, in the order the steps built them.
 var strategies = []struct {
 	name, want string
 	inPostgres bool // where the balance is
@@ -63,19 +60,22 @@ var strategies = []struct {
 	{"version", "OK", true, func(ctx context.Context, w int) (bool, error) { // step 5, phase 3
 		return store.SpendVersioned(ctx, id(w), 10, *work)
 	}},
-	{"atomic", "OK", false, func(ctx context.Context, w int) (bool, error) { // no lock: one script reads and writes
+	{"atomic", "OK", false, func(ctx context.Context, w int) (bool, error) { // no lock: the work, then one script
+		if err := wallet.Work(ctx, *work); err != nil {
+			return false, err
+		}
 		taken, err := spendScript.Run(ctx, rdb, []string{keys[w].balance}, 10).Int()
 		if err != nil {
-			return false, wallet.WriteError(keys[w].balance, err)
+			err = wallet.WriteError(keys[w].balance, err) // no reply: it may have taken
 		}
-		return taken == 1, nil
+		return taken == 1, err
 	}},
 	{"forupdate", "OK", true, func(ctx context.Context, w int) (bool, error) { // PostgreSQL's own row lock
 		return store.SpendForUpdate(ctx, id(w), 10, *work)
 	}},
 }
 
-// spendScript takes amount from the balance only if the balance covers it.
+// spendScript takes ARGV[1] from KEYS[1] if it covers it: check and write as one.
 var spendScript = redis.NewScript(`
 if tonumber(redis.call("GET", KEYS[1])) < tonumber(ARGV[1]) then return 0 end
 redis.call("DECRBY", KEYS[1], ARGV[1])
@@ -83,15 +83,14 @@ return 1`)
 
 func main() {
 	s = step.Begin("step6-loadtest") // -prefix, -json, Ctrl-C, the run's own keys and rows
-	ctx := s.Ctx
-	rdb, store = s.Redis, get(postgres.Open(ctx, get(postgres.Connect(ctx)), s.Owner))
+	rdb, store = s.Redis, get(postgres.Open(s.Ctx, get(postgres.Connect(s.Ctx)), s.Owner))
 	s.AtEnd(store.Clear)
 	keys = walletKeys() // wallet:W:balance, lock:{wallet:W} and fence:{wallet:W}
 	var rows []row
 	for _, st := range strategies {
-		s.Must(fill(ctx))
-		t, took, waits := load(ctx, st.spend)
-		balance, err := total(ctx, st.inPostgres)
+		s.Must(fill(s.Ctx))
+		t, took, waits := load(s.Ctx, st.spend)
+		balance, err := total(s.Ctx, st.inPostgres)
 		v := wallet.Check(initial*int64(*wallets), 10, t, balance)
 		s.Check(st.name, st.want, v, err)
 		rows = append(rows, newRow(st.name, v, took, waits))

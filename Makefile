@@ -15,7 +15,7 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test workshop compare drills \
+.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop compare drills \
 	cluster-up cluster-down cluster-status test-cluster
 
 help: ## list the targets
@@ -76,11 +76,19 @@ lint: $(STATICCHECK) ## go vet, gofmt, staticcheck and go mod tidy -diff, in the
 	cd lab && ../$(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 	cd lab && $(GO) mod tidy -diff
+	@direct=$$($(GO) list -m -f '{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}' all | sort | tr '\n' ' '); \
+	[ "$$direct" = "github.com/bsm/redislock github.com/jackc/pgx/v5 github.com/redis/go-redis/v9 " ] || \
+	{ echo "the root go.mod requires $$direct; the article's repo requires go-redis, bsm/redislock and pgx only"; exit 1; }
 
 test: up lint ## make lint, then go test -race against the real services (the root's, then the lab's), then check that no test left a key or a row
 	$(GO) test -race ./...
 	cd lab && $(GO) test -race ./...
 	cd lab && WALLETLOCK_LEFTOVERS=1 $(GO) test -count=1 -run '^TestNoLeftovers$$' .
+
+# Run every command the pages show again, on servers of the test's own, and
+# write what each printed into the page.
+transcripts: ## run the commands of TUTORIAL.md and docs/ again and write their output into the pages
+	cd lab && $(GO) test -count=1 -timeout 30m -run '^TestTutorial_transcripts$$' -update .
 
 workshop: up redlock-up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
 	@cd lab && $(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')

@@ -721,6 +721,115 @@ func TestFair_redisRestartMidWait(t *testing.T) {
 	r.l.Release(ctx)
 }
 
+// When Redis loses the queue with waiters in it, every waiter is served
+// once Redis answers again, though the holder, whose release finds its
+// lease gone (or hands off to nobody), takes the lock again at once, on
+// an empty queue, and goes on taking it: each Lock's reader sees at its
+// next tick that the queue lost its waiters, and they queue again. The
+// set-up is two processes (fair.Locks) of eight goroutines, holds of 2 ms,
+// TTL 2 s, and 10 s for each waiter.
+func TestFair_everyWaiterIsServedAfterRedisLosesTheQueue(t *testing.T) {
+	t.Parallel()
+	key := "lock:{wallet:1}"
+	for _, c := range []struct {
+		fault string
+		hit   func(t *testing.T, srv *testenv.RedisServer, admin *redis.Client)
+	}{
+		{"FLUSHDB", func(t *testing.T, _ *testenv.RedisServer, admin *redis.Client) {
+			if err := admin.FlushDB(t.Context()).Err(); err != nil {
+				t.Fatalf("FLUSHDB: %v", err)
+			}
+		}},
+		{"DEL of the queue", func(t *testing.T, _ *testenv.RedisServer, admin *redis.Client) {
+			if err := admin.Del(t.Context(), queueKey(key)).Err(); err != nil {
+				t.Fatalf("DEL: %v", err)
+			}
+		}},
+		{"kill -9 and an empty restart", func(t *testing.T, srv *testenv.RedisServer, _ *redis.Client) {
+			srv.Restart(t)
+		}},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			srv := testenv.StartRedis(t)
+			admin := srv.Client(t)
+			fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
+			ctx := testenv.Context(t, 30*time.Second)
+			var inside, overlaps atomic.Int64
+			hold := func(l *lock.Lock) error {
+				if inside.Add(1) > 1 {
+					overlaps.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+				inside.Add(-1)
+				return l.Release(ctx)
+			}
+
+			holder := mustFairAcquire(t, fairs[0], key, 2*time.Second)
+			const waiters = 15 // 7 beside the holder, 8 in the other process
+			type served struct {
+				at  time.Time
+				err error
+			}
+			results := make(chan served, waiters)
+			for i := range waiters {
+				go func() {
+					wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					defer cancel()
+					l, err := fairs[(i+1)%2].Acquire(wctx, key, 2*time.Second)
+					at := time.Now()
+					if err == nil {
+						err = hold(l)
+					}
+					results <- served{at, err}
+				}()
+				waitQueued(t, admin, key, int64(i+1))
+			}
+
+			c.hit(t, srv, admin)
+			back := time.Now()
+			// The holder's release, then its own loop, as its goroutine's
+			// next rounds would run: it takes the lock again at once.
+			err := holder.Release(ctx)
+			t.Logf("the holder's release after the fault: %v", err)
+			done := make(chan struct{})
+			var rounds atomic.Int64
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if l, err := fairs[0].Acquire(ctx, key, 2*time.Second); err == nil {
+						hold(l)
+						rounds.Add(1)
+					}
+				}
+			})
+			var failed int
+			var last time.Duration
+			for range waiters {
+				r := <-results
+				if r.err != nil {
+					failed++
+					t.Errorf("a waiter queued at the fault: %v, want served", r.err)
+				} else {
+					last = max(last, r.at.Sub(back))
+				}
+			}
+			close(done)
+			wg.Wait()
+			t.Logf("%d of %d waiters served, the last %v after the fault; meanwhile the holder's goroutine took the lock %d times",
+				waiters-failed, waiters, last.Round(time.Millisecond), rounds.Load())
+			if n := overlaps.Load(); n != 0 {
+				t.Errorf("%d acquisitions found another holder inside, want 0", n)
+			}
+		})
+	}
+}
+
 // After an outage (Redis killed, then started again empty on the same
 // port), every waiter that was queued when Redis went is back in the
 // queue soon after Redis returns, and served: none waits on until the

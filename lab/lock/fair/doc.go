@@ -24,8 +24,10 @@
 // written while nobody read is read later rather than lost; presence, a
 // sorted set scoring each process's deadline, so that hand-offs skip the
 // waiters of a process that died; and the tick, every 100 ms, which
-// renews presence and serves the queue when a holder died. fair.go is the
-// waiting and the scripts' keys, notify.go the reader, queue.lua,
-// acquire.lua and release.lua the scripts. What it needs of package lock
-// that lock does not export lives in lock/internal/core.
+// renews presence, serves the queue when a holder died, and tells a
+// waiter whose entry the queue lost (to a restart, FLUSHDB, a DEL) to
+// queue again. fair.go is the waiting and the scripts' keys, notify.go
+// the reader, queue.lua, acquire.lua and release.lua the scripts. What it
+// needs of package lock that lock does not export lives in
+// lock/internal/core.
 package fair

@@ -90,8 +90,10 @@ func New(rdb Client) *Lock {
 // wrapping ctx.Err() when ctx ends first (it leaves the queue then, and
 // passes the lock on if it was just handed over); a Redis error at once
 // when its first tries get no answer (see arrivalTries). Once queued it
-// outlasts a dropped connection or a Redis restart: it asks again every
-// tick, queueing again if Redis lost its entry. After Close: ErrClosed.
+// outlasts a dropped connection, and Redis losing its state (a restart,
+// FLUSHDB, the queue deleted): while its tries fail it asks again every
+// tick, and once Redis answers, its Lock's reader sees within a tick that
+// the queue lost its entry and it queues again. After Close: ErrClosed.
 func (f *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
 	return f.acquire(ctx, key, ttl, false)
 }
@@ -124,7 +126,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	entry := fmt.Sprintf("%s %d %d %s", token, ttl.Milliseconds(), wantFence, f.name)
 	// Registered before the first try: a hand-off comes after the try
 	// that queued us, and must find us.
-	w, g := f.enter(q, token)
+	w, g := f.enter(q, token, entry)
 	if w == nil {
 		return nil, closed(key)
 	}
@@ -245,19 +247,22 @@ func newFairKeys(key string) *fairKeys {
 
 // tried is what one try or tick found out (see acquire.lua).
 type tried struct {
-	won    bool
-	fence  int64     // when won
-	holder string    // otherwise: the handoffID of the holder, "" for none
-	last   string    // the stream's last ID when it ran, "" when unknown
-	lapsed bool      // our Lock's presence had run out: hand-offs may have skipped us
-	sent   time.Time // when it was sent
+	won   bool
+	fence int64     // when won
+	last  string    // the stream's last ID when it ran, "" when unknown
+	gone  []int     // a tick's: which of the entries it was given the queue lacks (0-based)
+	sent  time.Time // when it was sent
 }
 
-// try runs acquire.lua once, in mode "join", "first", "rejoin" or "tick".
-func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode string) (tried, error) {
+// try runs acquire.lua once, in mode "join", "first", "rejoin" or "tick";
+// a tick passes the entries of its Lock's queued waiters as queued.
+func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode string, queued ...string) (tried, error) {
 	sent := time.Now()
-	reply, err := core.Run(ctx, rdb, acquireScript, queueLua+acquireLua, q.keys,
-		kept.Milliseconds(), presence.Milliseconds(), fair, token, entry, mode).Slice()
+	args := []any{kept.Milliseconds(), presence.Milliseconds(), fair, token, entry, mode}
+	for _, e := range queued {
+		args = append(args, e)
+	}
+	reply, err := core.Run(ctx, rdb, acquireScript, queueLua+acquireLua, q.keys, args...).Slice()
 	if err != nil {
 		return tried{}, err
 	}
@@ -266,11 +271,17 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 		if n, ok := reply[1].(int64); ok {
 			return tried{won: true, fence: n}, nil
 		}
-	case len(reply) == 4 && reply[0] == int64(0):
-		holder, ok1 := reply[1].(string)
-		last, ok2 := reply[2].(string)
+	case len(reply) == 3 && reply[0] == int64(0):
+		last, ok1 := reply[1].(string)
+		positions, ok2 := reply[2].([]any)
 		if ok1 && ok2 {
-			return tried{holder: holder, last: last, lapsed: reply[3] == int64(1), sent: sent}, nil
+			r := tried{last: last, sent: sent}
+			for _, p := range positions {
+				if i, ok := p.(int64); ok && i >= 1 && int(i) <= len(queued) {
+					r.gone = append(r.gone, int(i)-1)
+				}
+			}
+			return r, nil
 		}
 	case len(reply) == 2:
 		if _, ok := reply[0].(string); ok {

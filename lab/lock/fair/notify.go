@@ -25,9 +25,11 @@ type grant struct {
 
 // waiter is one Acquire call that waits.
 type waiter struct {
-	id    string        // see handoffID
-	grant chan grant    // the hand-off that named it
-	poke  chan struct{} // ask Redis again
+	id     string        // see handoffID
+	entry  string        // its queue entry (see queue.lua)
+	queued bool          // a try queued it: the tick checks that the queue still holds it; guarded by Lock.mu
+	grant  chan grant    // the hand-off that named it
+	poke   chan struct{} // ask Redis again
 }
 
 // group is a Lock's waiters on one key and its reader there; guarded by
@@ -38,7 +40,6 @@ type group struct {
 	from    string             // the ID its reader started after; "" until it runs
 	started time.Time          // when it started
 	stop    context.CancelFunc // ends the reader's XREAD at once
-	present bool               // a try was answered: a lapse after that is news
 	idle    time.Time          // when its last waiter left
 }
 
@@ -46,8 +47,9 @@ type group struct {
 // that a busy key does not start one for every wait.
 const linger = time.Second
 
-// enter registers a waiter for token on q's key; nil after Close.
-func (f *Lock) enter(q *fairKeys, token string) (*waiter, *group) {
+// enter registers a waiter for token, queued as entry, on q's key; nil
+// after Close.
+func (f *Lock) enter(q *fairKeys, token, entry string) (*waiter, *group) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -58,7 +60,7 @@ func (f *Lock) enter(q *fairKeys, token string) (*waiter, *group) {
 		g = &group{q: q, waiters: map[*waiter]bool{}}
 		f.keys[q.keys[0]] = g
 	}
-	w := &waiter{id: handoffID(token), grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
+	w := &waiter{id: handoffID(token), entry: entry, grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
 	g.waiters[w], f.waiters[w.id] = true, w
 	return w, g
 }
@@ -81,10 +83,10 @@ func (f *Lock) reading(g *group) bool {
 	return g.from != ""
 }
 
-// answered takes in an answered try of w: it starts g's reader after
-// r.last if none runs, and pokes every waiter of g when the Lock's
-// presence had lapsed (hand-offs may have skipped them). It reports true
-// when w must ask again: its try was sent before the reader started, and
+// answered takes in an answered try of w that did not win: w is queued
+// now, and g's reader, started after r.last if none runs, checks at each
+// tick that the queue still holds it (see tick). It reports true when w
+// must ask again: its try was sent before the reader started, and
 // another's try started it after a later ID, past where a hand-off to w
 // may lie. (A later try needs no check: a hand-off after it comes after
 // the reader's start. Nor must it have one: after a Redis restart the
@@ -92,10 +94,7 @@ func (f *Lock) reading(g *group) bool {
 func (f *Lock) answered(w *waiter, g *group, r tried) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r.lapsed && g.present {
-		pokeAll(g)
-	}
-	g.present = true
+	w.queued = true
 	switch {
 	case g.from == "" && !f.closed && r.last != "":
 		var ctx context.Context
@@ -215,19 +214,35 @@ func (f *Lock) deliver(h any, since time.Time) {
 	}
 }
 
-// tick renews the Lock's presence on g's key and serves the queue if the
-// lock is free (its holder expired). A lock held by a waiter of g that
-// still waits was handed over unread (the stream was trimmed past it, or
-// lost in a restart): that waiter is poked to ask. A lapsed presence, or
-// a key that holds something other than a lock, pokes them all.
+// tick renews the Lock's presence on g's key, serves the queue if the
+// lock is free (its holder expired), and pokes each queued waiter of g
+// that the queue no longer holds, so that it asks again: one handed the
+// lock whose hand-off went unread (the stream was trimmed past it, or
+// lost), one a hand-off skipped while the Lock's presence had lapsed, or
+// one whose entry Redis lost (FLUSHDB, a DEL, a restart, the queue
+// expired while the machine stalled). Asked again, a waiter takes the
+// lock if it holds it, and queues anew if not. A key that holds
+// something other than a lock pokes them all. The check costs the script
+// a pass over the queue: one per tick, not one per waiter.
 func (f *Lock) tick(ctx context.Context, g *group) {
-	r, err := g.q.try(ctx, f.rdb, f.name, "", "", "tick")
+	f.mu.Lock()
+	var ws []*waiter
+	var entries []string
+	for w := range g.waiters {
+		if w.queued {
+			ws, entries = append(ws, w), append(entries, w.entry)
+		}
+	}
+	f.mu.Unlock()
+	r, err := g.q.try(ctx, f.rdb, f.name, "", "", "tick", entries...)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if w := f.waiters[r.holder]; err == nil && w != nil && g.waiters[w] {
-		poke(w)
+	for _, i := range r.gone {
+		if g.waiters[ws[i]] { // it may have left meanwhile
+			poke(ws[i])
+		}
 	}
-	if r.lapsed || errors.Is(err, lock.ErrWrongType) {
+	if errors.Is(err, lock.ErrWrongType) {
 		pokeAll(g)
 	}
 }

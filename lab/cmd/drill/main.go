@@ -169,7 +169,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.Exe, err = os.Executable(); err != nil {
 		return fail(err)
 	}
-	if c.Dir, err = os.MkdirTemp("", "walletlock-drill-"); err != nil {
+	// What drills killed before their clean-up left (their folders, their
+	// networks) goes once their owner is provably dead; nothing of a live
+	// run is touched.
+	if note, err := drill.RemoveLeftovers(); err != nil {
+		c.Say(err.Error())
+	} else if note != "" {
+		c.Say(note)
+	}
+	if c.Dir, err = drill.MkdirTemp(); err != nil {
 		return fail(err)
 	}
 	defer os.RemoveAll(c.Dir)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/internal/loadtest"
@@ -47,11 +48,11 @@ func needs(t *testing.T) (prefix, firstID string) {
 		t.Skip(err)
 	}
 	id := testenv.WalletID(t)
-	name := strings.Map(func(r rune) rune {
-		if strings.ContainsRune(`/#'" `, r) {
-			return '-'
+	name := strings.Map(func(r rune) rune { // what a prefix may hold (harness.CheckPrefix)
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(harness.PrefixChars, r) {
+			return r
 		}
-		return r
+		return '-'
 	}, t.Name())
 	prefix = fmt.Sprintf("test:%s:%d:", name, id)
 	t.Cleanup(func() {
@@ -279,22 +280,32 @@ type drillProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR
 	marker string // in the environment of every process it starts
+	errOut string // the file of its stderr
 	done   chan struct{}
 }
 
 // stderr is what the drill has written to stderr so far.
 func (d *drillProc) stderr() string {
-	b, _ := os.ReadFile(filepath.Join(d.tmp, "stderr"))
+	b, _ := os.ReadFile(d.errOut)
 	return string(b)
 }
 
-// startDrill starts the drill with args; stdout is its standard output.
+// startDrill starts the drill with args, in a TMPDIR of its own; stdout
+// is its standard output.
 func startDrill(t *testing.T, stdout *os.File, args ...string) *drillProc {
 	t.Helper()
-	d := &drillProc{tmp: t.TempDir(), marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
+	return startDrillIn(t, t.TempDir(), stdout, args...)
+}
+
+// startDrillIn starts the drill with args and TMPDIR tmp, which drills
+// may share.
+func startDrillIn(t *testing.T, tmp string, stdout *os.File, args ...string) *drillProc {
+	t.Helper()
+	d := &drillProc{tmp: tmp, marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
 	d.cmd = exec.Command(os.Args[0], args...)
 	d.cmd.Env = append(os.Environ(), asMain+"=1", "TMPDIR="+d.tmp, "WALLETLOCK_TEST_MARKER="+d.marker)
-	errFile, err := os.Create(filepath.Join(d.tmp, "stderr"))
+	d.errOut = filepath.Join(d.tmp, "stderr."+d.marker)
+	errFile, err := os.Create(d.errOut)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,18 +8,36 @@ import (
 	"time"
 )
 
-func TestNetTag_namesFitLinuxInterfaces(t *testing.T) {
-	a, b := NetTag("walletlock:drill:"), NetTag("walletlock:drill:b:")
-	if a == b {
-		t.Errorf("two prefixes share the tag %s", a)
+// Every id's names fit Linux's 15 characters, are found again as that
+// id's, and no two ids share one.
+func TestNetLinks_namesFitLinuxAndTellTheID(t *testing.T) {
+	seen := map[string]int{}
+	for id := 1; id <= maxNets; id++ {
+		var names []netObj
+		for _, l := range netLinks(id) {
+			names = append(names, netObj{kind: "link", name: l})
+		}
+		for i := range Hosts {
+			names = append(names, netObj{kind: "namespace", name: netNamespace(id, i)})
+		}
+		for _, o := range names {
+			if o.kind == "link" && len(o.name) > 15 {
+				t.Errorf("%s is %d characters; Linux allows 15", o.name, len(o.name))
+			}
+			if got := objID(o); got != id {
+				t.Errorf("objID(%s %s) = %d, want %d", o.kind, o.name, got, id)
+			}
+			if other, ok := seen[o.name]; ok {
+				t.Errorf("ids %d and %d share %s", other, id, o.name)
+			}
+			seen[o.name] = id
+		}
 	}
-	if a != NetTag("walletlock:drill:") {
-		t.Error("NetTag is not a function of the prefix")
-	}
-	n := &Net{tag: a}
-	for _, name := range n.links() {
-		if len(name) > 15 {
-			t.Errorf("%s is %d characters; Linux allows 15", name, len(name))
+	// The names of drills before ids were taken (a hash of the prefix)
+	// are not the drills' to remove now.
+	for _, o := range []netObj{{"namespace", "walletlock-wl7726c7e7-h0", ""}, {"link", "wl7726c7e7l", ""}, {"link", "eth0", ""}} {
+		if got := objID(o); got != 0 {
+			t.Errorf("objID(%s) = %d, want 0", o.name, got)
 		}
 	}
 }

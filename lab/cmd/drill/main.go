@@ -49,6 +49,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +62,7 @@ import (
 	"example.com/walletlock/lab/internal/drill"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/postgres"
 )
@@ -124,16 +126,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := harness.Refuse(fs, stderr, err1, err2, bad, harness.CheckPrefix(c.Prefix)); stop {
 		return code
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, prog+":", err); return 1 }
-	c.Say = func(line string) { fmt.Fprintln(stderr, prog+": "+line) }
+	fail := func(err error) int { fmt.Fprintln(stderr, prog+": "+oneLine(err)); return 1 }
+	c.Say = func(line string) { fmt.Fprintln(stderr, prog+": "+harness.Printable(unrepeated(line))) }
 	// The partition nemeses make network namespaces: root and ip only.
-	// Elsewhere they are left out, in one line, and the exit code says so.
+	// Elsewhere those asked for are left out, in one line, and the exit
+	// code says so.
 	leftOut := ""
-	if slices.ContainsFunc(nems, drill.IsPartition) {
+	if asked := slices.DeleteFunc(slices.Clone(nems), func(n string) bool { return !drill.IsPartition(n) }); len(asked) > 0 {
 		if err := drill.CanPartition(); err != nil {
 			nems = slices.DeleteFunc(nems, drill.IsPartition)
-			leftOut = fmt.Sprintf("left out -nemesis %s, %s: %v", drill.Partition, drill.PartitionMinReplicas, err)
+			leftOut = fmt.Sprintf("left out -nemesis %s: %s", strings.Join(asked, ","), oneLine(err))
 			fmt.Fprintln(stderr, prog+": "+leftOut)
+		} else if _, err := drill.PostgresAddr(services.DatabaseURL()); err != nil {
+			// Its spenders reach PostgreSQL from their namespaces, over
+			// TCP: say so before anything is set up or run.
+			return fail(err)
 		}
 	}
 	if _, err := launch.RedisBinary(); err != nil {
@@ -173,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// networks) goes once their owner is provably dead; nothing of a live
 	// run is touched.
 	if note, err := drill.RemoveLeftovers(); err != nil {
-		c.Say(err.Error())
+		c.Say(oneLine(err))
 	} else if note != "" {
 		c.Say(note)
 	}
@@ -237,7 +244,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, harness.Why(ctx))
 		rep.Interrupt()
 	case runErr != nil:
-		rep.Fail(stderr, runErr)
+		rep.Fail(stderr, errors.New(oneLine(runErr)))
 	default:
 		r.judge(rep, stderr)
 	}
@@ -246,6 +253,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitLeftOut
 	}
 	return code
+}
+
+// oneLine is err's message for a line of the drill's stderr, which
+// begins "drill: " already: on one line, without the "drill: " that the
+// errors of internal/drill begin with (see unrepeated), printable.
+func oneLine(err error) string { return harness.Printable(unrepeated(harness.OneLine(err))) }
+
+// unrepeated drops the program's name where a message repeats it, at its
+// start or after a colon: "drill: partition lock seed 1: drill: ..."
+// reads "partition lock seed 1: ...". A prefix holds no space, so no
+// prefix is cut.
+func unrepeated(s string) string {
+	s = strings.TrimPrefix(s, prog+": ")
+	return strings.ReplaceAll(s, ": "+prog+": ", ": ")
 }
 
 // ExitLeftOut is the exit code of a drill that gave the lesson's verdicts

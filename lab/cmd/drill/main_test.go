@@ -513,6 +513,41 @@ func TestDrill_takesOverNoLiveOrForeignRows(t *testing.T) {
 	}
 }
 
+// The drill names itself once, at the start of each line it prints, also
+// where it prints an error of internal/drill, which names the drill too.
+func TestDrill_namesItselfOncePerLine(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setUp func(t *testing.T, prefix string)
+		args  []string
+		code  int
+	}{
+		{"a prefix another drill holds", func(t *testing.T, prefix string) {
+			release, err := drill.TakePrefix(t.Context(), testenv.Postgres(t), prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(release)
+		}, []string{"-nemesis", "none"}, 1},
+		{"the partition left out", func(t *testing.T, _ string) { withoutIP(t) }, []string{"-nemesis", "partition"}, ExitLeftOut},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix, first := needs(t)
+			tt.setUp(t, prefix)
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), append(tt.args, "-strategy", "fenced", "-prefix", prefix, "-first-id", first), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("drill = %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n") {
+				if !strings.HasPrefix(l, prog+": ") || strings.HasPrefix(l, prog+": "+prog+": ") || strings.Contains(l, ": "+prog+": ") {
+					t.Errorf("line %q, want %q once, at its start", l, prog+": ")
+				}
+			}
+		})
+	}
+}
+
 // The drill's ids follow from its prefix, in a block of their own, apart
 // from step 6's on the same prefix.
 func TestFirstID_followsThePrefix(t *testing.T) {

@@ -6,17 +6,24 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"example.com/walletlock/lab/internal/drill"
 	"example.com/walletlock/lab/internal/lesson"
+	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/internal/testenv"
 )
 
@@ -235,12 +242,7 @@ func TestDrill_partitionMatchesLesson(t *testing.T) {
 // one line that says why and how, runs the rest, and exits 3: not a pass.
 func TestDrill_partitionLeftOutWithoutIP(t *testing.T) {
 	prefix, first := needs(t)
-	bin, _ := exec.LookPath("redis-server")
-	dir := t.TempDir()
-	if err := os.Symlink(bin, filepath.Join(dir, "redis-server")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir)
+	withoutIP(t)
 	var stdout, stderr bytes.Buffer
 	// fenced, whose verdict holds however slow the machine: a lease that
 	// lapses under load cannot make it BROKEN, so the exit code is the
@@ -256,6 +258,119 @@ func TestDrill_partitionLeftOutWithoutIP(t *testing.T) {
 	if !strings.Contains(stdout.String(), "none     fenced  seed 1") {
 		t.Errorf("the other nemesis did not run:\n%s", stdout.String())
 	}
+}
+
+// withoutIP leaves on PATH only redis-server, for the rest of the test:
+// no ip, so no network namespaces.
+func withoutIP(t *testing.T) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip(err) // needs has said how to install it
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(dir, "redis-server")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+}
+
+// The line that leaves the partition out names the partition nemeses
+// that were asked for, and no other.
+func TestDrill_leftOutNamesOnlyWhatWasAsked(t *testing.T) {
+	for _, asked := range []string{drill.Partition, drill.PartitionMinReplicas, drill.Partition + "," + drill.PartitionMinReplicas} {
+		t.Run(asked, func(t *testing.T) {
+			prefix, first := needs(t)
+			withoutIP(t)
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), []string{"-nemesis", asked, "-strategy", "fenced", "-prefix", prefix, "-first-id", first}, &stdout, &stderr)
+			if code != ExitLeftOut {
+				t.Fatalf("drill = %d, want %d; stderr:\n%s", code, ExitLeftOut, stderr.String())
+			}
+			want := "drill: left out -nemesis " + asked + ": "
+			if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, want) {
+				t.Errorf("stderr = %q, want one line that begins %q", got, want)
+			}
+		})
+	}
+}
+
+// A DATABASE_URL that names a Unix socket cannot reach the partition's
+// namespaces: the drill says so in one line before it sets anything up or
+// runs any nemesis, even one that would work.
+func TestDrill_unixSocketRefusedBeforeSetUp(t *testing.T) {
+	needsNetns(t)
+	prefix, first := needs(t)
+	t.Setenv("DATABASE_URL", unixSocketURL(t))
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-nemesis", "none,partition", "-strategy", "fenced", "-prefix", prefix, "-first-id", first}, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("drill = %d, want 1", code)
+	}
+	if got := stderr.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "Unix socket") || strings.Contains(got, ": drill: ") {
+		t.Errorf("stderr = %q, want one line that names the Unix socket", got)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("the drill set up and ran before it refused:\n%s", stdout.String())
+	}
+}
+
+// unixSocketURL returns a DATABASE_URL that reaches the tests' PostgreSQL
+// through a Unix socket of the test's own, which forwards to it until the
+// test ends.
+func unixSocketURL(t *testing.T) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(services.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, network := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), "tcp"
+	if strings.HasPrefix(cfg.Host, "/") {
+		target, network = filepath.Join(cfg.Host, fmt.Sprintf(".s.PGSQL.%d", cfg.Port)), "unix"
+	}
+	dir, err := os.MkdirTemp("", "wlsock") // short: a socket's path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, fmt.Sprintf(".s.PGSQL.%d", cfg.Port)))
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			down, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.DialTimeout(network, target, 5*time.Second)
+			if err != nil {
+				down.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, down, up)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(up, down); up.Close() })
+			wg.Go(func() { io.Copy(down, up); down.Close() })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+		os.RemoveAll(dir)
+	})
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(cfg.User, cfg.Password), Path: "/" + cfg.Database,
+		RawQuery: url.Values{"host": {dir}, "port": {fmt.Sprint(cfg.Port)}, "sslmode": {"disable"}}.Encode()}
+	return u.String()
 }
 
 // Ctrl-C and SIGTERM in the middle of a partition: the drill exits 130

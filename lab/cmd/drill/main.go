@@ -44,7 +44,10 @@
 // killed every process it started, removed its network namespaces and
 // links, and deleted its rows. Its wallet ids
 // follow from -prefix; the rows of a drill killed before its clean-up it
-// takes over, and says so.
+// takes over, and says so. Such a drill also leaves its folder in TMPDIR
+// and its network: every drill first removes those whose owner is
+// provably dead (a pid and its start time recorded in them), never a live
+// run's, and says so.
 package main
 
 import (
@@ -88,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets they all spend from, 1 to %d", drill.MaxWallets))
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease TTL, 100ms to 10s")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
-	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v", drill.MinPartition, drill.MaxPartition))
+	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v; longer on a slow machine, until the two\nprimaries' holders have met", drill.MinPartition, drill.MaxPartition))
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	historyFile := fs.String("history", "", "also write each run's history of spends (a window of one wallet) as porcupine's HTML page to this file")

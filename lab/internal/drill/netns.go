@@ -183,9 +183,10 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 	if n.claim == nil {
 		return nil, left, fmt.Errorf("drill: no network id of %d is free for the partition of prefix %q: other drills hold them, or their address ranges are in use", maxNets, prefix)
 	}
+	made := n // the returns below name a nil *Net
 	defer func() {
 		if err != nil {
-			n.Remove()
+			made.Remove()
 		}
 	}()
 	mark := func(args ...string) []string { return append(args, "alias", n.mark) }

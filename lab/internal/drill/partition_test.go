@@ -3,6 +3,9 @@
 package drill
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +95,43 @@ func TestWindow_fromTheSpendersReports(t *testing.T) {
 	}
 	if !strings.Contains(w.Lost, "2 lock grants") || !strings.Contains(w.Lost, "fences 7 to 9") {
 		t.Errorf("lost = %q", w.Lost)
+	}
+}
+
+// A network whose making fails half-way is removed whole, and its id
+// given back: here ip refuses the first host's uplink address.
+func TestMakeNet_aFailedStepLeavesNothing(t *testing.T) {
+	if err := CanPartition(); err != nil {
+		t.Skip(err)
+	}
+	ipPath, _ := exec.LookPath("ip")
+	dir := t.TempDir()
+	script := "#!/bin/sh\ncase \"$*\" in *\"addr add\"*\"dev up0\"*) echo \"refused by the test\" >&2; exit 1;; esac\nexec " + ipPath + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "ip"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	n, _, err := MakeNet("test:makenet:", "127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		if n != nil {
+			n.Remove()
+		}
+		t.Fatalf("MakeNet = %v, want the refused step's error", err)
+	}
+	objs, err := netObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := self().String()
+	for _, o := range objs {
+		if o.mark == mine {
+			t.Errorf("%s %s is left", o.kind, o.name)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(netDir, "net-*"))
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.TrimSpace(string(b)) == mine {
+			t.Errorf("the claim %s is left", f)
+		}
 	}
 }

@@ -44,11 +44,15 @@
 // killed every process it started, removed its network namespaces and
 // links, and deleted its rows. Its wallet ids
 // follow from -prefix; the rows of a drill killed before its clean-up it
-// takes over, and says so.
+// takes over, and says so. Such a drill also leaves its folder in TMPDIR
+// and its network: every drill first removes those whose owner is
+// provably dead (a pid and its start time recorded in them), never a live
+// run's, and says so.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,6 +65,7 @@ import (
 	"example.com/walletlock/lab/internal/drill"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/postgres"
 )
@@ -86,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Wallets, "wallets", c.Wallets, fmt.Sprintf("wallets they all spend from, 1 to %d", drill.MaxWallets))
 	fs.DurationVar(&c.TTL, "ttl", c.TTL, "lease TTL, 100ms to 10s")
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
-	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v", drill.MinPartition, drill.MaxPartition))
+	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v; longer on a slow machine, until the two\nprimaries' holders have met", drill.MinPartition, drill.MaxPartition))
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
 	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	historyFile := fs.String("history", "", "also write each run's history of spends (a window of one wallet) as porcupine's HTML page to this file")
@@ -124,16 +129,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, stop := harness.Refuse(fs, stderr, err1, err2, bad, harness.CheckPrefix(c.Prefix)); stop {
 		return code
 	}
-	fail := func(err error) int { fmt.Fprintln(stderr, prog+":", err); return 1 }
-	c.Say = func(line string) { fmt.Fprintln(stderr, prog+": "+line) }
+	fail := func(err error) int { fmt.Fprintln(stderr, prog+": "+oneLine(err)); return 1 }
+	c.Say = func(line string) { fmt.Fprintln(stderr, prog+": "+harness.Printable(unrepeated(line))) }
 	// The partition nemeses make network namespaces: root and ip only.
-	// Elsewhere they are left out, in one line, and the exit code says so.
+	// Elsewhere those asked for are left out, in one line, and the exit
+	// code says so.
 	leftOut := ""
-	if slices.ContainsFunc(nems, drill.IsPartition) {
+	if asked := slices.DeleteFunc(slices.Clone(nems), func(n string) bool { return !drill.IsPartition(n) }); len(asked) > 0 {
 		if err := drill.CanPartition(); err != nil {
 			nems = slices.DeleteFunc(nems, drill.IsPartition)
-			leftOut = fmt.Sprintf("left out -nemesis %s, %s: %v", drill.Partition, drill.PartitionMinReplicas, err)
+			leftOut = fmt.Sprintf("left out -nemesis %s: %s", strings.Join(asked, ","), oneLine(err))
 			fmt.Fprintln(stderr, prog+": "+leftOut)
+		} else if _, err := drill.PostgresAddr(services.DatabaseURL()); err != nil {
+			// Its spenders reach PostgreSQL from their namespaces, over
+			// TCP: say so before anything is set up or run.
+			return fail(err)
 		}
 	}
 	if _, err := launch.RedisBinary(); err != nil {
@@ -169,7 +179,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if c.Exe, err = os.Executable(); err != nil {
 		return fail(err)
 	}
-	if c.Dir, err = os.MkdirTemp("", "walletlock-drill-"); err != nil {
+	// What drills killed before their clean-up left (their folders, their
+	// networks) goes once their owner is provably dead; nothing of a live
+	// run is touched.
+	if note, err := drill.RemoveLeftovers(); err != nil {
+		c.Say(oneLine(err))
+	} else if note != "" {
+		c.Say(note)
+	}
+	if c.Dir, err = drill.MkdirTemp(); err != nil {
 		return fail(err)
 	}
 	defer os.RemoveAll(c.Dir)
@@ -229,7 +247,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: interrupted by %s; the table counts the runs that finished\n", prog, harness.Why(ctx))
 		rep.Interrupt()
 	case runErr != nil:
-		rep.Fail(stderr, runErr)
+		rep.Fail(stderr, errors.New(oneLine(runErr)))
 	default:
 		r.judge(rep, stderr)
 	}
@@ -238,6 +256,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitLeftOut
 	}
 	return code
+}
+
+// oneLine is err's message for a line of the drill's stderr, which
+// begins "drill: " already: on one line, without the "drill: " that the
+// errors of internal/drill begin with (see unrepeated), printable.
+func oneLine(err error) string { return harness.Printable(unrepeated(harness.OneLine(err))) }
+
+// unrepeated drops the program's name where a message repeats it, at its
+// start or after a colon: "drill: partition lock seed 1: drill: ..."
+// reads "partition lock seed 1: ...". A prefix holds no space, so no
+// prefix is cut.
+func unrepeated(s string) string {
+	s = strings.TrimPrefix(s, prog+": ")
+	return strings.ReplaceAll(s, ": "+prog+": ", ": ")
 }
 
 // ExitLeftOut is the exit code of a drill that gave the lesson's verdicts

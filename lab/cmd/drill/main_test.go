@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/internal/loadtest"
@@ -47,11 +48,11 @@ func needs(t *testing.T) (prefix, firstID string) {
 		t.Skip(err)
 	}
 	id := testenv.WalletID(t)
-	name := strings.Map(func(r rune) rune {
-		if strings.ContainsRune(`/#'" `, r) {
-			return '-'
+	name := strings.Map(func(r rune) rune { // what a prefix may hold (harness.CheckPrefix)
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(harness.PrefixChars, r) {
+			return r
 		}
-		return r
+		return '-'
 	}, t.Name())
 	prefix = fmt.Sprintf("test:%s:%d:", name, id)
 	t.Cleanup(func() {
@@ -279,22 +280,32 @@ type drillProc struct {
 	cmd    *exec.Cmd
 	tmp    string // its TMPDIR
 	marker string // in the environment of every process it starts
+	errOut string // the file of its stderr
 	done   chan struct{}
 }
 
 // stderr is what the drill has written to stderr so far.
 func (d *drillProc) stderr() string {
-	b, _ := os.ReadFile(filepath.Join(d.tmp, "stderr"))
+	b, _ := os.ReadFile(d.errOut)
 	return string(b)
 }
 
-// startDrill starts the drill with args; stdout is its standard output.
+// startDrill starts the drill with args, in a TMPDIR of its own; stdout
+// is its standard output.
 func startDrill(t *testing.T, stdout *os.File, args ...string) *drillProc {
 	t.Helper()
-	d := &drillProc{tmp: t.TempDir(), marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
+	return startDrillIn(t, t.TempDir(), stdout, args...)
+}
+
+// startDrillIn starts the drill with args and TMPDIR tmp, which drills
+// may share.
+func startDrillIn(t *testing.T, tmp string, stdout *os.File, args ...string) *drillProc {
+	t.Helper()
+	d := &drillProc{tmp: tmp, marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
 	d.cmd = exec.Command(os.Args[0], args...)
 	d.cmd.Env = append(os.Environ(), asMain+"=1", "TMPDIR="+d.tmp, "WALLETLOCK_TEST_MARKER="+d.marker)
-	errFile, err := os.Create(filepath.Join(d.tmp, "stderr"))
+	d.errOut = filepath.Join(d.tmp, "stderr."+d.marker)
+	errFile, err := os.Create(d.errOut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,6 +508,41 @@ func TestDrill_takesOverNoLiveOrForeignRows(t *testing.T) {
 			}
 			if n := rowsLeft(t, owner); n != 1 {
 				t.Errorf("%d rows of the owner left, want its 1", n)
+			}
+		})
+	}
+}
+
+// The drill names itself once, at the start of each line it prints, also
+// where it prints an error of internal/drill, which names the drill too.
+func TestDrill_namesItselfOncePerLine(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		setUp func(t *testing.T, prefix string)
+		args  []string
+		code  int
+	}{
+		{"a prefix another drill holds", func(t *testing.T, prefix string) {
+			release, err := drill.TakePrefix(t.Context(), testenv.Postgres(t), prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(release)
+		}, []string{"-nemesis", "none"}, 1},
+		{"the partition left out", func(t *testing.T, _ string) { withoutIP(t) }, []string{"-nemesis", "partition"}, ExitLeftOut},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			prefix, first := needs(t)
+			tt.setUp(t, prefix)
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), append(tt.args, "-strategy", "fenced", "-prefix", prefix, "-first-id", first), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("drill = %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			for _, l := range strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n") {
+				if !strings.HasPrefix(l, prog+": ") || strings.HasPrefix(l, prog+": "+prog+": ") || strings.Contains(l, ": "+prog+": ") {
+					t.Errorf("line %q, want %q once, at its start", l, prog+": ")
+				}
 			}
 		})
 	}

@@ -16,24 +16,29 @@ package drill
 //     the servers over it. The partition never cuts it: the isolated
 //     spender still writes to PostgreSQL, which is the point.
 //
-// Both ranges are RFC 2544's, set aside for network tests. The names
-// derive from the run's prefix (two drills never share a prefix, see
-// TakePrefix) and fit Linux's 15 characters: "wl" and 8 hex digits, then
-// "l" or "u" for a bridge and the host's number for its veth.
+// Both ranges are RFC 2544's, set aside for network tests. K is the
+// run's network id, which it takes for itself (see claimNet), and the
+// names carry it: the namespaces walletlock-netKKK-hI, the links "wln"
+// and KKK, then "l" or "u" for a bridge and the host's number for its
+// veth, within Linux's 15 characters.
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -67,85 +72,131 @@ func CanPartition() error {
 // Net is the drill's network for one run: made by MakeNet, removed by
 // Remove.
 type Net struct {
-	tag   string // wl + 8 hex digits
-	k     int    // the third byte of both ranges
-	fwd   *Proxy // PostgreSQL, on the uplink
-	hosts [Hosts]string
+	id    int      // 1 to maxNets: the third byte of both ranges, and the names' number
+	claim *os.File // the id's claim, locked while the run lasts (see claimNet)
+	mark  string   // the owner record on every namespace and link it made
+	fwd   *Proxy   // PostgreSQL, on the uplink
 }
 
-// NetTag is the name stem of a prefix's network objects: "wl" and the
-// FNV-1a hash of the prefix in 8 hex digits.
-func NetTag(prefix string) string {
-	h := fnv.New32a()
-	h.Write([]byte(prefix))
-	return fmt.Sprintf("wl%08x", h.Sum32())
-}
+// The ids of the drills' networks, and their claims.
+//
+// An id is taken, never derived from the prefix: ids derived from a
+// hash collide (two prefixes once shared a network, and the second drill
+// deleted the first one's while it ran). A drill takes the first id
+// whose claim file, netDir/net-NNN, it can lock (flock, which the kernel
+// drops when the process dies, however it dies) and holds the lock
+// until its network is gone. Only the holder of an id's lock makes or
+// removes the namespaces and links named for that id; each of them
+// carries the holder's owner record (see owner.go) as its alias (on its
+// loopback, for a namespace), and nothing whose record names a live
+// process is ever removed. So what a drill finds under an id it has just
+// locked was left by a dead one: it removes it, and says so.
+const (
+	netDir  = "/run/walletlock-drill"
+	maxNets = 254
+)
 
-// Namespace is the name of host i's network namespace.
-func (n *Net) Namespace(i int) string { return fmt.Sprintf("walletlock-%s-h%d", n.tag, i) }
+func claimPath(id int) string { return filepath.Join(netDir, fmt.Sprintf("net-%03d", id)) }
 
-// LAN is host i's address on the LAN, where its servers listen.
-func (n *Net) LAN(i int) string { return fmt.Sprintf("198.18.%d.%d", n.k, i+1) }
+func netNamespace(id, i int) string { return fmt.Sprintf("walletlock-net%03d-h%d", id, i) }
 
-// Uplink is host i's address on the uplink, where the drill calls its
-// servers: the partition leaves it up, so host 0's too.
-func (n *Net) Uplink(i int) string { return fmt.Sprintf("198.19.%d.%d", n.k, i+1) }
-
-func (n *Net) lanBridge() string    { return n.tag + "l" }
-func (n *Net) uplinkBridge() string { return n.tag + "u" }
-func (n *Net) lanVeth(i int) string { return fmt.Sprintf("%sl%d", n.tag, i) }
-func (n *Net) upVeth(i int) string  { return fmt.Sprintf("%su%d", n.tag, i) }
-
-func ipCmd(args ...string) *exec.Cmd { return exec.Command("ip", args...) }
-
-// links are the interfaces the run makes in the machine's namespace.
-func (n *Net) links() []string {
-	l := []string{n.lanBridge(), n.uplinkBridge()}
+// netLinks are the interfaces a run on id makes in the machine's
+// namespace: two bridges, and a veth on each for every host.
+func netLinks(id int) []string {
+	stem := fmt.Sprintf("wln%03d", id)
+	l := []string{stem + "l", stem + "u"}
 	for i := range Hosts {
-		l = append(l, n.lanVeth(i), n.upVeth(i))
+		l = append(l, fmt.Sprintf("%sl%d", stem, i), fmt.Sprintf("%su%d", stem, i))
 	}
 	return l
 }
 
+// The names of the namespaces and links of every id, to find the ids a
+// dead drill left.
+var (
+	nsName   = regexp.MustCompile(`^walletlock-net(\d{3})-h\d$`)
+	linkName = regexp.MustCompile(`^wln(\d{3})[lu]\d?$`)
+)
+
+// Namespace is the name of host i's network namespace.
+func (n *Net) Namespace(i int) string { return netNamespace(n.id, i) }
+
+// LAN is host i's address on the LAN, where its servers listen.
+func (n *Net) LAN(i int) string { return fmt.Sprintf("198.18.%d.%d", n.id, i+1) }
+
+// Uplink is host i's address on the uplink, where the drill calls its
+// servers: the partition leaves it up, so host 0's too.
+func (n *Net) Uplink(i int) string { return fmt.Sprintf("198.19.%d.%d", n.id, i+1) }
+
+func (n *Net) lanBridge() string    { return netLinks(n.id)[0] }
+func (n *Net) uplinkBridge() string { return netLinks(n.id)[1] }
+func (n *Net) lanVeth(i int) string { return netLinks(n.id)[2+2*i] }
+func (n *Net) upVeth(i int) string  { return netLinks(n.id)[3+2*i] }
+
+func ipCmd(args ...string) *exec.Cmd { return exec.Command("ip", args...) }
+
 // ip runs ip with args, bounded by a few seconds whatever ctx says (a
-// clean-up must run after Ctrl-C too).
-func ip(args ...string) error {
+// clean-up must run after Ctrl-C too), and returns what it printed.
+func ip(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("drill: ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+		return nil, fmt.Errorf("drill: ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
-	return nil
+	return out.Bytes(), nil
 }
 
-// MakeNet makes the network of a run on prefix: it first removes what a
-// drill on the same prefix left when it was killed (SIGKILL; it holds the
-// prefix's lease, so nothing of a live run) and says so in left.
+// MakeNet makes the network of a run on prefix. It takes the first free
+// id (see claimNet); what a dead drill left under it, it removes first,
+// and says so in left. The prefix only names the run in errors.
 func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
-	n = &Net{tag: NetTag(prefix), k: -1}
-	for i := range Hosts {
-		n.hosts[i] = n.Namespace(i)
+	n = &Net{mark: self().String()}
+	var removed []string
+	for id := 1; id <= maxNets && n.claim == nil; id++ {
+		f, err := claimNet(id)
+		if err != nil {
+			return nil, "", err
+		}
+		if f == nil {
+			continue // a live drill's
+		}
+		gone, err := clearNet(id, n.mark)
+		removed = append(removed, gone...)
+		if err == nil {
+			err = rangeFree(id)
+		}
+		if err != nil { // not all ours to remove, or the range is someone else's: the next id
+			releaseClaim(f)
+			continue
+		}
+		if err := f.Truncate(0); err == nil {
+			f.WriteAt([]byte(n.mark+"\n"), 0)
+		}
+		n.id, n.claim = id, f
 	}
-	if found := n.leftovers(); len(found) > 0 {
-		n.Remove()
-		left = fmt.Sprintf("removed the network a killed drill on this prefix left: %s", strings.Join(found, ", "))
+	if len(removed) > 0 {
+		left = "removed the network a killed drill left: " + strings.Join(removed, ", ")
 	}
-	if n.k, err = freeRange(NetTag(prefix)); err != nil {
-		return nil, left, err
+	if n.claim == nil {
+		return nil, left, fmt.Errorf("drill: no network id of %d is free for the partition of prefix %q: other drills hold them, or their address ranges are in use", maxNets, prefix)
 	}
+	made := n // the returns below name a nil *Net
 	defer func() {
 		if err != nil {
-			n.Remove()
+			made.Remove()
 		}
 	}()
+	mark := func(args ...string) []string { return append(args, "alias", n.mark) }
 	steps := [][]string{
 		{"link", "add", n.lanBridge(), "type", "bridge"},
+		mark("link", "set", "dev", n.lanBridge()),
 		{"link", "add", n.uplinkBridge(), "type", "bridge"},
-		{"addr", "add", fmt.Sprintf("198.18.%d.254/24", n.k), "dev", n.lanBridge()},
-		{"addr", "add", fmt.Sprintf("198.19.%d.254/24", n.k), "dev", n.uplinkBridge()},
+		mark("link", "set", "dev", n.uplinkBridge()),
+		{"addr", "add", fmt.Sprintf("198.18.%d.254/24", n.id), "dev", n.lanBridge()},
+		{"addr", "add", fmt.Sprintf("198.19.%d.254/24", n.id), "dev", n.uplinkBridge()},
 		{"link", "set", n.lanBridge(), "up"},
 		{"link", "set", n.uplinkBridge(), "up"},
 	}
@@ -153,8 +204,11 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 		ns := n.Namespace(i)
 		steps = append(steps,
 			[]string{"netns", "add", ns},
+			mark("-n", ns, "link", "set", "dev", "lo"),
 			[]string{"link", "add", n.lanVeth(i), "type", "veth", "peer", "name", "lan0", "netns", ns},
+			mark("link", "set", "dev", n.lanVeth(i)),
 			[]string{"link", "add", n.upVeth(i), "type", "veth", "peer", "name", "up0", "netns", ns},
+			mark("link", "set", "dev", n.upVeth(i)),
 			[]string{"link", "set", n.lanVeth(i), "master", n.lanBridge(), "up"},
 			[]string{"link", "set", n.upVeth(i), "master", n.uplinkBridge(), "up"},
 			[]string{"link", "set", "dev", n.upVeth(i), "type", "bridge_slave", "isolated", "on"},
@@ -166,90 +220,291 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 		)
 	}
 	for _, s := range steps {
-		if err = ip(s...); err != nil {
+		if _, err = ip(s...); err != nil {
 			return nil, left, err
 		}
 	}
-	if n.fwd, err = listenProxy(fmt.Sprintf("198.19.%d.254:0", n.k), pgAddr); err != nil {
+	if n.fwd, err = listenProxy(fmt.Sprintf("198.19.%d.254:0", n.id), pgAddr); err != nil {
 		return nil, left, err
 	}
 	return n, left, nil
 }
 
-// freeRange picks the third byte K of both ranges: the one the tag's hash
-// points at, or the next one no interface of the machine uses.
-func freeRange(tag string) (int, error) {
+// claimNet locks id's claim file, and returns it; nil, nil when a live
+// drill holds it. The lock is the file's at netDir: one locked after
+// its last holder removed it (releaseClaim) is no claim, and is let go.
+func claimNet(id int) (*os.File, error) {
+	path := claimPath(id)
+	for range 5 {
+		if err := os.MkdirAll(netDir, 0o700); err != nil {
+			return nil, fmt.Errorf("drill: make %s for the network's claims: %w", netDir, err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // netDir was removed in between (releaseClaim)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("drill: claim network %d: %w", id, err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("drill: claim network %d: %w", id, err)
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, nil // it keeps changing hands: someone else's
+}
+
+// releaseClaim removes a claim file and lets go of its lock, then
+// removes netDir if no claim is left in it.
+func releaseClaim(f *os.File) {
+	os.Remove(f.Name())
+	f.Close()
+	os.Remove(netDir) // only when empty
+}
+
+// netObj is a namespace or a link of some id, with the owner record it
+// carries ("" for none).
+type netObj struct{ kind, name, mark string }
+
+// present lists the namespaces and links of id that exist now.
+func present(id int) ([]netObj, error) {
+	all, err := netObjects()
+	if err != nil {
+		return nil, err
+	}
+	var found []netObj
+	for _, o := range all {
+		if objID(o) == id {
+			found = append(found, o)
+		}
+	}
+	return found, nil
+}
+
+// objID is the id a namespace or link of the drills is named for, 0 for
+// anything else.
+func objID(o netObj) int {
+	re := linkName
+	if o.kind == "namespace" {
+		re = nsName
+	}
+	m := re.FindStringSubmatch(o.name)
+	if m == nil {
+		return 0
+	}
+	id, _ := strconv.Atoi(m[1])
+	return id
+}
+
+// netObjects lists the drills' namespaces and links on the machine, each
+// with its owner record.
+func netObjects() ([]netObj, error) {
+	var found []netObj
+	out, err := ip("-j", "netns", "list")
+	if err != nil {
+		return nil, err
+	}
+	var nss []struct {
+		Name string `json:"name"`
+	}
+	if len(bytes.TrimSpace(out)) > 0 {
+		if err := json.Unmarshal(out, &nss); err != nil {
+			return nil, fmt.Errorf("drill: read ip netns list: %w", err)
+		}
+	}
+	for _, ns := range nss {
+		if !nsName.MatchString(ns.Name) {
+			continue
+		}
+		// Its loopback carries the record. A namespace gone in between,
+		// or one made and not yet marked, has none.
+		mark := ""
+		if out, err := ip("-j", "-n", ns.Name, "link", "show", "dev", "lo"); err == nil {
+			mark = aliasOf(out, "lo")
+		}
+		found = append(found, netObj{"namespace", ns.Name, mark})
+	}
+	if out, err = ip("-j", "link", "show"); err != nil {
+		return nil, err
+	}
+	var links []struct {
+		Name  string `json:"ifname"`
+		Alias string `json:"ifalias"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return nil, fmt.Errorf("drill: read ip link show: %w", err)
+	}
+	for _, l := range links {
+		if linkName.MatchString(l.Name) {
+			found = append(found, netObj{"link", l.Name, l.Alias})
+		}
+	}
+	return found, nil
+}
+
+// aliasOf returns the alias of the link name in ip -j link show's out.
+func aliasOf(out []byte, name string) string {
+	var links []struct {
+		Name  string `json:"ifname"`
+		Alias string `json:"ifalias"`
+	}
+	json.Unmarshal(out, &links)
+	for _, l := range links {
+		if l.Name == name {
+			return l.Alias
+		}
+	}
+	return ""
+}
+
+// clearNet removes the namespaces and links of id, whose claim the
+// caller holds, and returns what it removed. Each must be provably not a
+// live drill's: it carries the record mine (the caller's own), or one of
+// a dead process, or none (its maker died before it marked it: only the
+// claim's holder makes it). If any carries a live process's record (its
+// claim file was removed under it), or one that cannot be read, clearNet
+// removes nothing and says so.
+func clearNet(id int, mine string) ([]string, error) {
+	objs, err := present(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		if o.mark == "" || o.mark == mine {
+			continue
+		}
+		if w, err := parseOwner(o.mark); err != nil || !w.dead() {
+			return nil, fmt.Errorf("drill: network %d is not ours to remove: %s %s belongs to %q", id, o.kind, o.name, o.mark)
+		}
+	}
+	var removed []string
+	var errs []error
+	for _, o := range objs { // namespaces first: their veths go with them
+		if o.kind == "namespace" {
+			if _, err := ip("netns", "del", o.name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "namespace "+o.name)
+		}
+	}
+	for _, o := range objs {
+		if o.kind == "link" && ipCmd("link", "show", "dev", o.name).Run() == nil {
+			if _, err := ip("link", "del", o.name); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "link "+o.name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeDeadNets removes the networks of drills that died: every id with
+// a claim file or a namespace or link of its own, whose claim it can lock.
+func removeDeadNets() ([]string, error) {
+	ids := map[int]bool{}
+	files, _ := filepath.Glob(filepath.Join(netDir, "net-[0-9][0-9][0-9]"))
+	for _, f := range files {
+		if id, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "net-")); err == nil {
+			ids[id] = true
+		}
+	}
+	objs, err := netObjects()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range objs {
+		ids[objID(o)] = true
+	}
+	var removed []string
+	var errs []error
+	mine := self().String()
+	for id := range ids {
+		if id < 1 || id > maxNets {
+			continue
+		}
+		f, err := claimNet(id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f == nil {
+			continue // a live drill's
+		}
+		gone, err := clearNet(id, mine)
+		removed = append(removed, gone...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		releaseClaim(f)
+	}
+	sort.Strings(removed)
+	return removed, errors.Join(errs...)
+}
+
+// rangeFree returns an error when an interface of the machine has an
+// address in either range of id (198.18.id.0/24, 198.19.id.0/24): a
+// network that is not the drills', or not yet removed.
+func rangeFree(id int) error {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return 0, fmt.Errorf("drill: list the machine's addresses: %w", err)
+		return fmt.Errorf("drill: list the machine's addresses: %w", err)
 	}
-	used := map[int]bool{}
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok {
-			if v4 := ipn.IP.To4(); v4 != nil && v4[0] == 198 && (v4[1] == 18 || v4[1] == 19) {
-				used[int(v4[2])] = true
+			if v4 := ipn.IP.To4(); v4 != nil && v4[0] == 198 && (v4[1] == 18 || v4[1] == 19) && int(v4[2]) == id {
+				return fmt.Errorf("drill: %v is in use", v4)
 			}
 		}
 	}
-	h, _ := strconv.ParseUint(tag[2:], 16, 32)
-	for i := range 254 {
-		if k := 1 + (int(h)+i)%254; !used[k] {
-			return k, nil
-		}
-	}
-	return 0, errors.New("drill: no free /24 left in 198.18.0.0/15 for the partition's network")
-}
-
-// leftovers names the run's namespaces and links that exist now.
-func (n *Net) leftovers() []string {
-	var found []string
-	out, _ := ipCmd("netns", "list").Output()
-	for _, ns := range n.hosts {
-		if bytes.Contains(out, []byte(ns)) {
-			found = append(found, "namespace "+ns)
-		}
-	}
-	for _, l := range n.links() {
-		if ipCmd("link", "show", "dev", l).Run() == nil {
-			found = append(found, "link "+l)
-		}
-	}
-	return found
+	return nil
 }
 
 // Remove deletes the namespaces (which takes their veths with them) and
-// the bridges, and stops the forwarder. Kill the processes first: a
-// namespace lives on while a process runs in it. It returns what it could
-// not remove.
+// the bridges, stops the forwarder, and gives the id back. Kill the
+// processes first: a namespace lives on while a process runs in it. It
+// returns what it could not remove; the id is then kept, until a later
+// drill finds it dead.
 func (n *Net) Remove() error {
 	if n.fwd != nil {
 		n.fwd.Close()
+		n.fwd = nil
 	}
-	var errs []error
-	list, _ := ipCmd("netns", "list").Output()
-	for _, ns := range n.hosts {
-		if bytes.Contains(list, []byte(ns)) {
-			if err := ip("netns", "del", ns); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	if n.claim == nil {
+		return nil
 	}
-	for _, l := range n.links() {
-		if ipCmd("link", "show", "dev", l).Run() == nil {
-			if err := ip("link", "del", l); err != nil {
-				errs = append(errs, err)
-			}
-		}
+	_, err := clearNet(n.id, n.mark)
+	if err == nil {
+		releaseClaim(n.claim)
+	} else {
+		n.claim.Close() // the lock goes; the claim file says whose it was
 	}
-	return errors.Join(errs...)
+	n.claim = nil
+	return err
 }
 
 // Cut takes host i's LAN link down: it can reach no other host, while its
 // uplink stays up.
-func (n *Net) Cut(i int) error { return ip("link", "set", n.lanVeth(i), "down") }
+func (n *Net) Cut(i int) error {
+	_, err := ip("link", "set", n.lanVeth(i), "down")
+	return err
+}
 
 // Heal brings host i's LAN link up again.
-func (n *Net) Heal(i int) error { return ip("link", "set", n.lanVeth(i), "up") }
+func (n *Net) Heal(i int) error {
+	_, err := ip("link", "set", n.lanVeth(i), "up")
+	return err
+}
 
 // Command returns a command that runs name with args in host i.
 func (n *Net) Command(i int, name string, args ...string) *exec.Cmd {

@@ -457,10 +457,16 @@ func (r *runner) waitSpends(ctx context.Context, n int, d time.Duration) {
 // spentSince reports whether a spend on wallet that began after t (Unix
 // ns), by another spender process than sp, has been accepted.
 func (r *runner) spentSince(wallet, t int64, sp *spenderProc) bool {
+	return r.spentOn(wallet, t, sp, "")
+}
+
+// spentOn is spentSince for a spend whose lock the server granted ("":
+// any).
+func (r *runner) spentOn(wallet, t int64, sp *spenderProc, server string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, s := range r.sections {
-		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted {
+		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (server == "" || s.server == server) {
 			return true
 		}
 	}

@@ -80,7 +80,9 @@ type articleLease[L, C any] struct {
 	l L
 }
 
-func (l articleLease[L, C]) Release(ctx context.Context) error { return l.a.wrap(l.a.Release(l.l, ctx)) }
+func (l articleLease[L, C]) Release(ctx context.Context) error {
+	return l.a.wrap(l.a.Release(l.l, ctx))
+}
 
 func (l articleLease[L, C]) Refresh(ctx context.Context, ttl time.Duration) error {
 	if l.a.Refresh == nil {

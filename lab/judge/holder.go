@@ -69,6 +69,7 @@ type answer struct {
 	NotHeld    bool     `json:"not_held,omitempty"`
 	NotClaimed bool     `json:"not_claimed,omitempty"`
 	Stale      bool     `json:"stale,omitempty"` // PostgreSQL refused the write
+	Lost       bool     `json:"lost,omitempty"`  // the judge lost a reply the call waited for
 	Fence      int64    `json:"fence,omitempty"`
 	Balance    int64    `json:"balance,omitempty"`
 	Cmds       []string `json:"cmds,omitempty"` // the commands the call sent
@@ -197,7 +198,7 @@ func (h *holder) do(o order) {
 	}
 	a.Ret = now()
 	if o.Op == "acquire" || o.Op == "release" || o.Op == "refresh" {
-		a.Cmds = h.hooks.commands()
+		a.Cmds, a.Lost = h.hooks.commands(), h.hooks.lostOne()
 	}
 	a.OK = err == nil
 	if err != nil {
@@ -270,14 +271,19 @@ func (h *holder) watch(o order) error {
 }
 
 // burst runs o.Conc goroutines, each taking the lock o.N times, holding it
-// for o.Hold and releasing it, and reports every cycle.
+// for o.Hold and releasing it, and reports every cycle. It starts no cycle
+// after o.Timeout, and each Acquire's context ends then too.
 func (h *holder) burst(o order) {
 	var wg sync.WaitGroup
+	deadline := time.Now().Add(o.Timeout)
 	for g := range o.Conc {
 		wg.Go(func() {
 			for i := range o.N {
+				if time.Now().After(deadline) {
+					return
+				}
 				e := answer{Ev: "cycle", Lease: fmt.Sprintf("%s.%d.%d", o.Lease, g, i), Call: now()}
-				ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+				ctx, cancel := context.WithDeadline(context.Background(), deadline)
 				l, err := h.acquire(ctx, o)
 				e.Ret = now()
 				if f, ok := l.(Fencer); ok && err == nil {

@@ -58,4 +58,8 @@ var (
 type Adapter struct {
 	Name string
 	New  func(r Redis) (Lock, error)
+	// ServerArgs go on the command line of the redis-server that the
+	// judge restarts (see the restart check): a mutant's one change
+	// there, "--appendonly", "no".
+	ServerArgs []string
 }

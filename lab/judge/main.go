@@ -44,7 +44,7 @@ func Holder(adapters ...Adapter) {
 func Main(adapters ...Adapter) {
 	Holder(adapters...)
 	harness.Main(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		return main1(ctx, args, stdout, stderr, adapters)
+		return MainWith(ctx, args, stdout, stderr, adapters)
 	})
 }
 
@@ -55,6 +55,10 @@ type Flags struct {
 	Seed  int64
 	JSON  bool
 	HTML  string
+	Root  string // the repo, where a -lock path is read from
+
+	Exercise string // -exercise N: stub step N's functions in the root's lock/
+	Matrix   string // -matrix FILE: judge every lock and mutant, write the table
 }
 
 // ParseFlags reads the judge's flags from args; its error is the one line
@@ -68,6 +72,9 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 	seed := fs.String("seed", "", "the schedule's seed; a fresh one when empty")
 	fs.BoolVar(&f.JSON, "json", false, "print the report as JSON")
 	fs.StringVar(&f.HTML, "html", "", "write the timelines of the checks to this HTML file")
+	fs.StringVar(&f.Exercise, "exercise", "", "turn step `N`'s functions in the root's lock/ into stubs (2, 3 or 5)")
+	fs.StringVar(&f.Matrix, "matrix", "", "judge every lock and mutant and write the matrix to this Markdown `file`")
+	fs.StringVar(&f.Root, "root", "", "the repo's folder, where -lock ./path is read from (the root module's, by default)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -97,7 +104,9 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 	return f, nil
 }
 
-func main1(ctx context.Context, args []string, stdout, stderr io.Writer, adapters []Adapter) int {
+// MainWith is Main's run: it judges the adapter -lock names among
+// adapters, and returns the exit code.
+func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, adapters []Adapter) int {
 	f, err := ParseFlags(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {

@@ -49,6 +49,7 @@ type hooks struct {
 	ran      int64 // commands answered without an error since arm
 	crashAt  int64 // kill this process right after the crashAt-th of them; 0: never
 	loseNext bool  // lose the reply of the next command that runs
+	lost     bool  // a reply was lost since arm
 	log      []string
 }
 
@@ -110,6 +111,7 @@ func (h *hooks) takeLose() bool {
 	defer h.mu.Unlock()
 	lose := h.loseNext
 	h.loseNext = false
+	h.lost = h.lost || lose
 	return lose
 }
 
@@ -117,7 +119,14 @@ func (h *hooks) takeLose() bool {
 func (h *hooks) arm(crashAt int64, lose bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.crashAt, h.loseNext, h.ran, h.log = crashAt, lose, 0, nil
+	h.crashAt, h.loseNext, h.ran, h.log, h.lost = crashAt, lose, 0, nil, false
+}
+
+// lostOne reports whether a reply was lost since the last arm.
+func (h *hooks) lostOne() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
 }
 
 // commands returns what ran since the last arm.
@@ -142,8 +151,11 @@ func describe(c redis.Cmder) string {
 	parts := []string{name}
 	for i, a := range args[1:] {
 		s := fmt.Sprint(a)
-		if i > 0 && len(s) > 5 {
+		switch {
+		case i > 0 && len(s) > 5:
 			s = "…"
+		case i > 0:
+			s = strings.ToUpper(s)
 		}
 		parts = append(parts, s)
 	}

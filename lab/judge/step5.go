@@ -16,13 +16,13 @@ func fencesIncrease(c *check) (Outcome, string) {
 	for i := range 4 {
 		p := c.holder()
 		ps = append(ps, p)
-		o := order{Op: "burst", Lease: fmt.Sprintf("P%d", i+1), Key: c.key, TTL: ttl, Timeout: 20 * time.Second,
+		o := order{Op: "burst", Lease: fmt.Sprintf("P%d", i+1), Key: c.key, TTL: ttl, Timeout: 10 * time.Second,
 			N: 6, Conc: 2, Hold: time.Millisecond, Fenced: true}
 		orders = append(orders, o)
 		waits = append(waits, p.send(o))
 	}
 	for i, p := range ps {
-		if _, err := p.await(orders[i], waits[i], 60*time.Second); err != nil {
+		if _, err := p.await(orders[i], waits[i], 40*time.Second); err != nil {
 			return Fail, err.Error()
 		}
 	}

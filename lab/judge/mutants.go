@@ -53,7 +53,7 @@ var Mutants = []Mutant{
 		Old:     "if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n  return redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\nend\nreturn 0",
 		New:     "redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2])\nreturn 1"},
 	{Name: "forgetful-redis", Property: "restart-keeps",
-		Mistake: "the lock's code is unchanged; its Redis runs with appendonly no, so a restart forgets every lease while its holder still works. The code cannot see a restart: the one line that decides whether a lease outlives one is the server's persistence",
+		Mistake:    "the lock's code is unchanged; its Redis runs with appendonly no, so a restart forgets every lease while its holder still works. The code cannot see a restart: the one line that decides whether a lease outlives one is the server's persistence",
 		ServerArgs: []string{"--appendonly", "no"}},
 	{Name: "ttl-zero", Property: "ttl-refused",
 		Mistake: "Acquire lets a TTL of 0 through: go-redis sends SET NX with no expiry, a lock that never ends if its holder dies",

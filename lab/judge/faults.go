@@ -26,7 +26,7 @@ func restartKeeps(c *check) (Outcome, string) {
 	ttl := 10 * time.Second
 	a := c.acquire(p, "A", ttl, 5*time.Second)
 	if !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	down := now()
 	if err := srv.Restart(c.ctx); err != nil {

@@ -77,7 +77,7 @@ func oneHolder(c *check) (Outcome, string) {
 		}
 	}
 	if len(held) == 0 {
-		return Unknown, fmt.Sprintf("none of the %d acquires got the lock", len(cycles))
+		return Fail, fmt.Sprintf("none of the %d acquires got the lock; the first said %s", len(cycles), quote(firstErr(cycles)))
 	}
 	if failed > 0 {
 		return Pass, fmt.Sprintf("%d leases, none overlapping; %d acquires gave up within the burst's 10s", len(held), failed)
@@ -168,7 +168,7 @@ func releaseOwn(c *check) (Outcome, string) {
 	long := 10 * time.Second
 	p, q := c.holder(), c.holder()
 	if a := c.acquire(p, "A", long, 5*time.Second); !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	rel := c.release(p, "A", order{})
 	b := c.acquire(q, "B", long, 2*time.Second)
@@ -187,7 +187,7 @@ func releaseOwn(c *check) (Outcome, string) {
 	short := 300 * time.Millisecond
 	a := c.acquire(p, "C", short, 5*time.Second)
 	if !a.OK {
-		return Unknown, "holder C could not take a free lock: " + a.Err
+		return Fail, "holder C could not take a free lock: " + a.Err
 	}
 	c.sleep(c.jitter(2 * short))
 	c.lapse(p, "C", a.Call+int64(short))
@@ -214,7 +214,7 @@ func releaseOwn(c *check) (Outcome, string) {
 func lostReply(c *check) (Outcome, string) {
 	p := c.holder()
 	if a := c.acquire(p, "A", 10*time.Second, 5*time.Second); !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	rel := c.release(p, "A", order{Lose: true})
 	c.tl.mark(rel.Ret, who("A", p), "release's reply lost", false)
@@ -267,7 +267,7 @@ func sentOrNothing(cmds []string) string {
 func waitBounded(c *check) (Outcome, string) {
 	p, q := c.holder(), c.holder()
 	if a := c.acquire(p, "A", 10*time.Second, 5*time.Second); !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	wait := 300 * time.Millisecond
 	b, err := q.call(order{Op: "acquire", Lease: "B", Key: c.key, TTL: 10 * time.Second, Timeout: wait}, wait+3*time.Second)
@@ -281,6 +281,16 @@ func waitBounded(c *check) (Outcome, string) {
 		return Fail, fmt.Sprintf("holder B's Acquire, with a context of %s, returned a lease at %s while holder A held the lock", dur(wait), c.sec(b.Ret))
 	}
 	return Pass, fmt.Sprintf("a context of %s: Acquire gave up after %s", dur(wait), dur(time.Duration(b.Ret-b.Call)))
+}
+
+// firstErr is the first error of a burst's cycles.
+func firstErr(cycles []answer) string {
+	for _, a := range cycles {
+		if a.Err != "" {
+			return a.Err
+		}
+	}
+	return "nothing"
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

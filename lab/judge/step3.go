@@ -17,7 +17,7 @@ func refreshOwn(c *check) (Outcome, string) {
 	ttl := 2 * time.Second
 	a := c.acquire(p, "A", ttl, 5*time.Second)
 	if !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	c.sleep(c.jitter(ttl * 3 / 5))
 	ref := c.call(p, order{Op: "refresh", Lease: "A", TTL: ttl})
@@ -44,7 +44,7 @@ func refreshOwn(c *check) (Outcome, string) {
 	c.key = "judge:refresh-own:lapsed:lock"
 	a = c.acquire(p, "C", short/2, 5*time.Second)
 	if !a.OK {
-		return Unknown, "holder C could not take a free lock: " + a.Err
+		return Fail, "holder C could not take a free lock: " + a.Err
 	}
 	c.sleep(c.jitter(short))
 	c.lapse(p, "C", a.Call+int64(short/2))
@@ -81,7 +81,7 @@ func watchdogKeeps(c *check) (Outcome, string) {
 	p, q := c.holder(), c.holder()
 	ttl := 500 * time.Millisecond
 	if a := c.acquire(p, "A", ttl, 5*time.Second); !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	if w := c.call(p, order{Op: "watch", Lease: "A", TTL: ttl}); !w.OK {
 		return Fail, "Watch failed: " + w.Err
@@ -110,13 +110,19 @@ func watchdogKeeps(c *check) (Outcome, string) {
 func workCancelled(c *check) (Outcome, string) {
 	p, q := c.holder(), c.holder()
 	ttl := time.Second
-	if a := c.acquire(p, "A", ttl, 5*time.Second); !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+	a := c.acquire(p, "A", ttl, 5*time.Second)
+	if !a.OK {
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	if w := c.call(p, order{Op: "watch", Lease: "A", TTL: ttl}); !w.OK {
 		return Fail, "Watch failed: " + w.Err
 	}
 	c.sleep(c.jitter(ttl / 2))
+	if l, lost := c.awaitLost("A", 0); lost {
+		c.tl.close(who("A", p), l.Ret, "work cancelled")
+		c.tl.bad(who("A", p))
+		return Fail, fmt.Sprintf("holder A's watchdog cancelled the work at %s, while its lease (granted at %s, TTL %s) still held and before the judge took it away: %s", c.sec(l.Ret), c.sec(a.Ret), dur(ttl), l.Err)
+	}
 	wiped := now()
 	if err := c.rdb.FlushAll(c.ctx).Err(); err != nil { // the judge's own server, nobody else's
 		return Unknown, "the judge could not wipe its own Redis: " + err.Error()

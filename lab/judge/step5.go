@@ -33,9 +33,13 @@ func fencesIncrease(c *check) (Outcome, string) {
 			held = append(held, a)
 		}
 	}
+	cycles := c.cycles
 	c.mu.Unlock()
+	if len(held) == 0 {
+		return Fail, fmt.Sprintf("none of the %d fenced acquires got the lock; the first said %s", len(cycles), quote(firstErr(cycles)))
+	}
 	if len(held) < 2 {
-		return Unknown, fmt.Sprintf("only %d fenced acquires got the lock", len(held))
+		return Unknown, fmt.Sprintf("only %d fenced acquire got the lock", len(held))
 	}
 	sort.Slice(held, func(i, j int) bool { return held[i].Ret < held[j].Ret })
 	for i, a := range held {
@@ -71,7 +75,7 @@ func staleWrite(c *check) (Outcome, string) {
 	}
 	a := acquire(p, "A", ttl, 5*time.Second)
 	if !a.OK {
-		return Unknown, "holder A could not take a free lock: " + a.Err
+		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	ra := c.call(p, order{Op: "read", Lease: "A", Wallet: id, Fenced: fenced})
 	if !ra.OK {

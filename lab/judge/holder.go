@@ -335,10 +335,10 @@ func (h *holder) quit(o order) {
 	}
 	if a.OK {
 		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > h.base+1 && time.Now().Before(deadline) {
+		for runtime.NumGoroutine() > h.base && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if n := runtime.NumGoroutine() - h.base - 1; n > 0 {
+		if n := runtime.NumGoroutine() - h.base; n > 0 {
 			a.OK, a.Err = false, fmt.Sprintf("%d goroutines the lock started were still running 3s after every lease was given back and the lock closed: %s", n, firstStack())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func Main(adapters ...Adapter) {
 type Flags struct {
 	Lock  string
 	Steps []int
+	Only  []string
 	Seed  int64
 	JSON  bool
 	HTML  string
@@ -69,6 +71,7 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.Lock, "lock", "", "the lock to judge")
 	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults (comma-separated); all when empty")
+	only := fs.String("only", "", "judge only these properties, by id (comma-separated)")
 	seed := fs.String("seed", "", "the schedule's seed; a fresh one when empty")
 	fs.BoolVar(&f.JSON, "json", false, "print the report as JSON")
 	fs.StringVar(&f.HTML, "html", "", "write the timelines of the checks to this HTML file")
@@ -90,6 +93,14 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 			f.Steps = append(f.Steps, 4)
 		default:
 			return f, fmt.Errorf("judge: -step %s: the chapters are 2, 3 and 5, and faults", safe.Quote(s))
+		}
+	}
+	if *only != "" {
+		f.Only = strings.Split(*only, ",")
+		for _, id := range f.Only {
+			if !slices.ContainsFunc(properties, func(p property) bool { return p.id == id }) {
+				return f, fmt.Errorf("judge: -only %s: no such property; they are %s", safe.Quote(id), PropertyIDs())
+			}
 		}
 	}
 	if *seed == "" {
@@ -134,7 +145,7 @@ func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, adap
 		fmt.Fprintln(stderr, "judge:", err)
 		return 1
 	}
-	return Judge(ctx, Config{Adapter: a, Steps: f.Steps, Seed: f.Seed, Exe: exe}, f, stdout, stderr)
+	return Judge(ctx, Config{Adapter: a, Steps: f.Steps, Only: f.Only, Seed: f.Seed, Exe: exe}, f, stdout, stderr)
 }
 
 // Judge runs c and prints what it found as the flags ask; it returns the
@@ -168,4 +179,13 @@ func Judge(ctx context.Context, c Config, f Flags, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// PropertyIDs lists the properties' ids, comma-separated.
+func PropertyIDs() string {
+	var ids []string
+	for _, p := range properties {
+		ids = append(ids, p.id)
+	}
+	return strings.Join(ids, ", ")
 }

@@ -30,6 +30,8 @@ type proc struct {
 	events func(answer)
 	ended  chan struct{} // its stdout read to the end
 	wmu    sync.Mutex
+
+	quitErr error // what quit found
 }
 
 // startHolder starts holder process n.
@@ -139,12 +141,10 @@ func (p *proc) quit() error {
 		return nil
 	}
 	a, err := p.call(order{Op: "quit"}, 8*time.Second)
-	if err != nil {
-		return err
-	}
 	p.prog.Stdin.Close()
-	if !a.OK {
-		return fmt.Errorf("%w: %s", errNoReturn, a.Err)
+	if err == nil && !a.OK {
+		err = fmt.Errorf("%w: %s", errNoReturn, a.Err)
 	}
-	return nil
+	p.quitErr = err
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,8 +20,9 @@ import (
 // Config is one judging of one lock.
 type Config struct {
 	Adapter Adapter
-	Steps   []int // the chapters to judge (2, 3, 5; 4: the faults); nil: all
-	Seed    int64 // picks the schedule: the same seed, the same schedule
+	Steps   []int    // the chapters to judge (2, 3, 5; 4: the faults); nil: all
+	Only    []string // the properties to judge, by id; nil: all the chapters have
+	Seed    int64    // picks the schedule: the same seed, the same schedule
 	// Exe and Args start a holder process: this program again (os.Args[0]
 	// and, for a test binary, the flags that run the same test).
 	Exe  string
@@ -112,7 +114,7 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		r.claims[cl] = true
 	}
 	for _, p := range properties {
-		if !r.wants(p.step) {
+		if !r.wants(p) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -128,16 +130,11 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	return rep, ctx.Err()
 }
 
-func (r *runner) wants(step int) bool {
-	if len(r.c.Steps) == 0 {
-		return true
+func (r *runner) wants(p property) bool {
+	if len(r.c.Only) > 0 {
+		return slices.Contains(r.c.Only, p.id)
 	}
-	for _, s := range r.c.Steps {
-		if s == step {
-			return true
-		}
-	}
-	return false
+	return len(r.c.Steps) == 0 || slices.Contains(r.c.Steps, p.step)
 }
 
 // probe asks a holder what the lock claims.
@@ -179,7 +176,7 @@ func (r *runner) judge(ctx context.Context, p property) Verdict {
 	c := r.newCheck(ctx, p)
 	v.Outcome, v.Why = c.safely(p.run)
 	if err := c.end(); err != nil && v.Outcome != Fail {
-		v.Outcome, v.Why = Fail, err.Error()
+		v.Outcome, v.Why = Fail, strings.TrimPrefix(err.Error(), errNoReturn.Error()+": ")
 	}
 	v.Took = time.Duration(now() - c.start)
 	c.tl.End = now()
@@ -222,7 +219,7 @@ func (c *check) safely(run func(*check) (Outcome, string)) (o Outcome, why strin
 			if !ok {
 				panic(e)
 			}
-			o, why = Fail, err.Error()
+			o, why = Fail, strings.TrimPrefix(err.Error(), errNoReturn.Error()+": ")
 		}
 	}()
 	return run(c)
@@ -236,8 +233,8 @@ type noReturn struct{ error }
 func (c *check) end() error {
 	var errs []error
 	for _, p := range c.procs {
-		if err := p.quit(); err != nil && !c.killed(p) {
-			errs = append(errs, err)
+		if killed := c.killed(p); p.quit() != nil && !killed {
+			errs = append(errs, p.quitErr)
 		}
 	}
 	c.rdb.Close()

@@ -51,7 +51,7 @@ func Test(t *testing.T, a Adapter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	t.Logf("judge: %s, seed %d (JUDGE_SEED=%d replays this schedule)", a.Name, f.Seed, f.Seed)
-	rep, err := Run(ctx, Config{Adapter: a, Steps: f.Steps, Seed: f.Seed, Exe: exe,
+	rep, err := Run(ctx, Config{Adapter: a, Steps: f.Steps, Only: f.Only, Seed: f.Seed, Exe: exe,
 		Args: []string{"-test.run=" + strings.Join(run, "/"), "-test.count=1"}})
 	if err != nil {
 		t.Fatal(err)

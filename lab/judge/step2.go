@@ -244,20 +244,33 @@ func ttlRefused(c *check) (Outcome, string) {
 			why := fmt.Sprintf("Acquire with a TTL of %s was not refused: it sent %s and returned a lease", ttl, sentOrNothing(a.Cmds))
 			if never := c.keysWithoutTTL(); len(never) > 0 {
 				why += fmt.Sprintf("; the key %s never expires, so a holder that dies now blocks every other for good", strings.Join(never, ", "))
+			} else if b := c.acquire(c.holder(), "Z", time.Second, 300*time.Millisecond); b.OK {
+				why += fmt.Sprintf(", and another holder got the lock too, at %s: the lease held nothing", c.sec(b.Ret))
 			}
 			c.release(p, lease, order{})
 			return Fail, why
 		}
 		if len(a.Cmds) > 0 {
-			return Fail, fmt.Sprintf("Acquire with a TTL of %s was refused only after it sent %s", ttl, strings.Join(a.Cmds, ", "))
+			why := fmt.Sprintf("Acquire with a TTL of %s was refused only after it sent %s", ttl, sentOrNothing(a.Cmds))
+			for _, cmd := range a.Cmds {
+				if strings.HasPrefix(cmd, "SET ") && !strings.Contains(cmd, " PX") && !strings.Contains(cmd, " EX") {
+					why += "; a SET with no expiry among them: a holder that dies before its clean-up leaves a key that never expires"
+					break
+				}
+			}
+			return Fail, why
 		}
 	}
 	return Pass, "0, 500µs and -1s refused, with no command sent"
 }
 
+// sentOrNothing lists the first commands a call sent.
 func sentOrNothing(cmds []string) string {
-	if len(cmds) == 0 {
+	switch n := len(cmds); {
+	case n == 0:
 		return "nothing the judge could see"
+	case n > 4:
+		return fmt.Sprintf("%s and %d more", strings.Join(cmds[:4], ", "), n-4)
 	}
 	return strings.Join(cmds, ", ")
 }

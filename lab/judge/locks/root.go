@@ -23,4 +23,4 @@ var Root = judge.Article[*lock.Lock, lock.Client]{
 }.Adapter()
 
 // All is every lock the judge program knows, by name.
-func All() []judge.Adapter { return []judge.Adapter{Root} }
+func All() []judge.Adapter { return []judge.Adapter{Root, Hardened, Fair, Redislock, Redsync} }

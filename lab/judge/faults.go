@@ -47,3 +47,68 @@ func restartKeeps(c *check) (Outcome, string) {
 	c.release(p, "A", order{})
 	return Pass, fmt.Sprintf("Redis restarted at %s with holder A's lease in its append-only file; holder B found it held", c.sec(down))
 }
+
+// restartEmpty: holder A holds the lock and has read the wallet; Redis
+// is killed and started again with nothing (no persistence); holder B
+// takes the lock the restart forgot, spends and writes; A writes. With a
+// fence, PostgreSQL must keep the money right.
+func restartEmpty(c *check) (Outcome, string) {
+	fenced := c.r.claims["fence"]
+	id, err := c.r.wallet(c.ctx, 100)
+	if err != nil {
+		return Unknown, "PostgreSQL: " + err.Error()
+	}
+	srv, err := c.r.procs.StartRedis(c.ctx, c.r.dir)
+	if err != nil {
+		return Unknown, "the judge could not start a Redis of its own: " + err.Error()
+	}
+	defer srv.Proc().Kill(3 * time.Second)
+	c.useRedis(srv)
+	p, q := c.holder(), c.holder()
+	ttl := 5 * time.Second
+	a := c.acquireMaybeFenced(p, "A", ttl, fenced)
+	if !a.OK {
+		return Fail, "holder A could not take a free lock: " + a.Err
+	}
+	ra := c.call(p, order{Op: "read", Lease: "A", Wallet: id, Fenced: fenced})
+	if !ra.OK {
+		return Unknown, "holder A could not read the wallet: " + ra.Err
+	}
+	c.tl.mark(ra.Ret, who("A", p), fmt.Sprintf("read %d", ra.Balance), false)
+	down := now()
+	if err := srv.Restart(c.ctx); err != nil {
+		return Unknown, "the judge could not restart its Redis: " + err.Error()
+	}
+	c.tl.fault(down, now(), "Redis restarted empty")
+	b := c.acquireMaybeFenced(q, "B", ttl, fenced)
+	if !b.OK {
+		c.release(p, "A", order{})
+		return Pass, fmt.Sprintf("after Redis restarted empty at %s, holder B could not take the lock (%s)", c.sec(down), b.Err)
+	}
+	rb := c.call(q, order{Op: "read", Lease: "B", Wallet: id, Fenced: fenced})
+	story := fmt.Sprintf("Redis restarted empty at %s, while holder A (granted at %s, TTL %s) held the lock and had read %d; holder B got the lock at %s", c.sec(down), c.sec(a.Ret), dur(ttl), ra.Balance, c.sec(b.Ret))
+	if rb.OK {
+		wb := c.call(q, order{Op: "write", Lease: "B", Wallet: id, Fenced: fenced, Balance: rb.Balance - 10})
+		c.tl.mark(wb.Ret, who("B", q), fmt.Sprintf("wrote %d", rb.Balance-10), false)
+		story += fmt.Sprintf(", read %d and wrote %d", rb.Balance, rb.Balance-10)
+	} else {
+		c.tl.mark(rb.Ret, who("B", q), "claim refused", false)
+		story += fmt.Sprintf(", and PostgreSQL refused its claim (fence %d, not above A's %d: the fence counter restarted with Redis)", b.Fence, a.Fence)
+	}
+	c.release(q, "B", order{})
+	wa := c.call(p, order{Op: "write", Lease: "A", Wallet: id, Fenced: fenced, Balance: ra.Balance - 10})
+	c.tl.mark(wa.Ret, who("A", p), map[bool]string{true: fmt.Sprintf("wrote %d", ra.Balance-10), false: "write refused"}[wa.OK], wa.OK && rb.OK)
+	c.release(p, "A", order{})
+	bal, err := c.r.balance(c.ctx, id)
+	if err != nil {
+		return Unknown, "PostgreSQL: " + err.Error()
+	}
+	lost := rb.OK && wa.OK && bal == 90
+	switch {
+	case !lost:
+		return Pass, fmt.Sprintf("%s; the balance is %d, right for the spends accepted", story, bal)
+	case fenced:
+		return Fail, fmt.Sprintf("%s; A then wrote %d too: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+	}
+	return Broken, fmt.Sprintf("a Redis restarted empty forgets the lease, and nothing else stops the old holder: %s; A then wrote %d over it: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/drill"
 	"example.com/walletlock/lab/internal/harness"
 )
 
@@ -21,6 +22,9 @@ import (
 // it as one; otherwise it returns at once. A program that judges calls it
 // first thing in main, with every adapter it may judge.
 func Holder(adapters ...Adapter) {
+	if c, ok := drill.SpenderRole(); ok {
+		os.Exit(drillSpender(c, adapters))
+	}
 	v, ok := os.LookupEnv(holderEnv)
 	if !ok {
 		return

@@ -21,8 +21,9 @@ import (
 // loses the reply of a command that ran, or kills the holder process
 // right after one, as a crash would.
 type Redis struct {
-	Addr string
-	h    *hooks
+	Addr   string
+	h      *hooks
+	client *redis.Client // the drill's, in a spender process (see drillHolder)
 }
 
 // Client returns a new client of the judge's Redis, with no retries (a
@@ -30,6 +31,9 @@ type Redis struct {
 // deadline honoured. Close it when the lock closes; the holder process's
 // end closes it otherwise.
 func (r Redis) Client() *redis.Client {
+	if r.client != nil {
+		return r.client
+	}
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1, ContextTimeoutEnabled: true,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	if r.h != nil {

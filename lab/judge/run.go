@@ -130,9 +130,15 @@ func Run(ctx context.Context, c Config) (Report, error) {
 	return rep, ctx.Err()
 }
 
+// wants says whether the run judges p: the failover and the partition,
+// which take a minute or more, only when asked for by name or chapter
+// (-step faults).
 func (r *runner) wants(p property) bool {
 	if len(r.c.Only) > 0 {
 		return slices.Contains(r.c.Only, p.id)
+	}
+	if p.slow {
+		return slices.Contains(r.c.Steps, p.step)
 	}
 	return len(r.c.Steps) == 0 || slices.Contains(r.c.Steps, p.step)
 }
@@ -163,6 +169,7 @@ type property struct {
 	step  int
 	title string
 	needs string // a claim ("refresh", "watchdog", "fence") without which it is not claimed
+	slow  bool   // the failover and the partition: minutes, not seconds (Config.Slow)
 	run   func(c *check) (Outcome, string)
 }
 
@@ -315,6 +322,14 @@ func (c *check) acquireFenced(p *proc, lease string, ttl, timeout time.Duration)
 		c.tl.open(who(lease, p), a.Ret, fmt.Sprintf("fence %d, TTL %s", a.Fence, dur(ttl)))
 	}
 	return a
+}
+
+// acquireMaybeFenced is acquireFenced when fenced, acquire otherwise.
+func (c *check) acquireMaybeFenced(p *proc, lease string, ttl time.Duration, fenced bool) answer {
+	if fenced {
+		return c.acquireFenced(p, lease, ttl, 5*time.Second)
+	}
+	return c.acquire(p, lease, ttl, 5*time.Second)
 }
 
 // release has p give lease back, and ends it on the timeline.

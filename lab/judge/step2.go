@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/drill"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ var properties = []property{
 	{id: "fences-increase", step: 5, title: "fences strictly increase across holders", needs: "fence", run: fencesIncrease},
 	{id: "stale-write", step: 5, title: "PostgreSQL refuses the write of a holder paused past its TTL", run: staleWrite},
 	{id: "restart-keeps", step: 4, title: "a lease outlives a restart of a Redis that keeps its data (appendonly yes)", run: restartKeeps},
+	{id: "restart-empty", step: 4, title: "Redis restarted empty under a holder: the money stays right", run: restartEmpty},
+	{id: "failover", step: 4, title: "a Sentinel failover to a replica that never got the lease: the money stays right", slow: true, run: drillFault(drill.Failover, "a failover")},
+	{id: "partition", step: 4, title: "the primary cut off from the majority (a partition): the money stays right", slow: true, run: drillFault(drill.Partition, "a partition")},
 }
 
 // oneHolder: 4 processes of 4 goroutines each take the lock 8 times

@@ -54,6 +54,7 @@ func restartKeeps(c *check) (Outcome, string) {
 // fence, PostgreSQL must keep the money right.
 func restartEmpty(c *check) (Outcome, string) {
 	fenced := c.r.claims["fence"]
+	set := now()
 	id, err := c.r.wallet(c.ctx, 100)
 	if err != nil {
 		return Unknown, "PostgreSQL: " + err.Error()
@@ -80,15 +81,17 @@ func restartEmpty(c *check) (Outcome, string) {
 		return Unknown, "the judge could not restart its Redis: " + err.Error()
 	}
 	c.tl.fault(down, now(), "Redis restarted empty")
+	c.tl.close(who("A", p), down, "forgotten when Redis restarted empty")
 	b := c.acquireMaybeFenced(q, "B", ttl, fenced)
 	if !b.OK {
 		c.release(p, "A", order{})
 		return Pass, fmt.Sprintf("after Redis restarted empty at %s, holder B could not take the lock (%s)", c.sec(down), b.Err)
 	}
 	rb := c.call(q, order{Op: "read", Lease: "B", Wallet: id, Fenced: fenced})
+	var wb answer
 	story := fmt.Sprintf("Redis restarted empty at %s, while holder A (granted at %s, TTL %s) held the lock and had read %d; holder B got the lock at %s", c.sec(down), c.sec(a.Ret), dur(ttl), ra.Balance, c.sec(b.Ret))
 	if rb.OK {
-		wb := c.call(q, order{Op: "write", Lease: "B", Wallet: id, Fenced: fenced, Balance: rb.Balance - 10})
+		wb = c.call(q, order{Op: "write", Lease: "B", Wallet: id, Fenced: fenced, Balance: rb.Balance - 10})
 		c.tl.mark(wb.Ret, who("B", q), fmt.Sprintf("wrote %d", rb.Balance-10), false)
 		story += fmt.Sprintf(", read %d and wrote %d", rb.Balance, rb.Balance-10)
 	} else {
@@ -97,12 +100,20 @@ func restartEmpty(c *check) (Outcome, string) {
 	}
 	c.release(q, "B", order{})
 	wa := c.call(p, order{Op: "write", Lease: "A", Wallet: id, Fenced: fenced, Balance: ra.Balance - 10})
-	c.tl.mark(wa.Ret, who("A", p), map[bool]string{true: fmt.Sprintf("wrote %d", ra.Balance-10), false: "write refused"}[wa.OK], wa.OK && rb.OK)
+	label := "write refused"
+	if wa.OK && rb.OK {
+		label = fmt.Sprintf("wrote %d over B's %d: one spend lost", ra.Balance-10, rb.Balance-10)
+	} else if wa.OK {
+		label = fmt.Sprintf("wrote %d", ra.Balance-10)
+	}
+	c.tl.mark(wa.Ret, who("A", p), label, wa.OK && rb.OK)
 	c.release(p, "A", order{})
+	readBack := now()
 	bal, err := c.r.balance(c.ctx, id)
 	if err != nil {
 		return Unknown, "PostgreSQL: " + err.Error()
 	}
+	story += linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
 	lost := rb.OK && wa.OK && bal == 90
 	switch {
 	case !lost:

@@ -63,6 +63,7 @@ func fencesIncrease(c *check) (Outcome, string) {
 // writes what it computed. PostgreSQL must refuse A's write.
 func staleWrite(c *check) (Outcome, string) {
 	fenced := c.r.claims["fence"]
+	set := now()
 	id, err := c.r.wallet(c.ctx, 100)
 	if err != nil {
 		return Unknown, "PostgreSQL: " + err.Error()
@@ -103,10 +104,12 @@ func staleWrite(c *check) (Outcome, string) {
 	c.tl.fault(paused, woke, "holder A paused (SIGSTOP)")
 	c.tl.close(who("A", p), paused+int64(ttl), "expired while paused")
 	wa := c.call(p, order{Op: "write", Lease: "A", Wallet: id, Fenced: fenced, Balance: ra.Balance - 10})
+	readBack := now()
 	bal, err := c.r.balance(c.ctx, id)
 	if err != nil {
 		return Unknown, "PostgreSQL: " + err.Error()
 	}
+	lin := linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
 	if wa.OK {
 		c.tl.mark(wa.Ret, who("A", p), fmt.Sprintf("wrote %d: one spend lost", ra.Balance-10), true)
 	} else {
@@ -116,11 +119,11 @@ func staleWrite(c *check) (Outcome, string) {
 		c.sec(ra.Call-int64(time.Millisecond)), c.sec(paused+int64(ttl)), ra.Balance, dur(time.Duration(woke-paused)), c.sec(b.Ret), c.sec(wb.Ret), rb.Balance, rb.Balance-10, c.sec(woke))
 	switch {
 	case !wa.OK && wa.Stale:
-		return Pass, fmt.Sprintf("%s and PostgreSQL refused its write (fence %d, below B's %d); balance %d", story, a.Fence, b.Fence, bal)
+		return Pass, fmt.Sprintf("%s and PostgreSQL refused its write (fence %d, below B's %d); balance %d%s", story, a.Fence, b.Fence, bal, lin)
 	case !wa.OK:
 		return Unknown, fmt.Sprintf("%s and its write failed for another reason: %s", story, wa.Err)
 	case !fenced:
-		return Broken, fmt.Sprintf("the lock has no fence, so nothing stops a holder that wakes after its TTL: %s, and wrote %d over it: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+		return Broken, fmt.Sprintf("the lock has no fence, so nothing stops a holder that wakes after its TTL: %s, and wrote %d over it: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
 	}
-	return Fail, fmt.Sprintf("%s and PostgreSQL accepted its fenced write of %d: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+	return Fail, fmt.Sprintf("%s and PostgreSQL accepted its fenced write of %d: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
 }

@@ -132,14 +132,18 @@ test-cluster: up $(SERVICES) ## the lock's tests and short runs of steps 2, 5 an
 #   make judge LOCK=./mylock            your package, with the root lock's API
 #   make judge LOCK=mutant:del-no-token the root's lock with one mistake
 #   make judge LOCK=hardened            a lock the judge knows (root, hardened, fair, redislock, redsync, rueidislock)
+#   make judge ONLY=stale-write         one property (ids: go run ./cmd/judge -only x lists them)
 LOCK ?=
 STEP ?=
 SEED ?=
-judge: up ## judge a lock (LOCK=./pkg, mutant:NAME or a known one; STEP=2|3|5|faults; SEED=n replays)
-	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' $(if $(LOCK),-lock '$(LOCK)') $(if $(STEP),-step '$(STEP)') $(if $(SEED),-seed '$(SEED)')
+ONLY ?=
+HTML ?=
+judge: up ## judge a lock (LOCK=./pkg, mutant:NAME or a known one; STEP=2|3|5|faults|guards; ONLY=id; SEED=n replays; HTML=page.html)
+	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' $(if $(LOCK),-lock '$(LOCK)') $(if $(STEP),-step '$(STEP)') \
+		$(if $(ONLY),-only '$(ONLY)') $(if $(SEED),-seed '$(SEED)') $(if $(HTML),-html '$(abspath $(HTML))')
 
 judge-matrix: up ## regenerate docs/judge.md: every lock and mutant against every property and fault
-	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -matrix '$(CURDIR)/docs/judge.md'
+	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -seed 1 -matrix '$(CURDIR)/docs/judge.md'
 
 exercise: ## turn step STEP's functions in lock/ into stubs with TODOs (STEP=2, 3 or 5); git restore lock/ brings them back
 	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -exercise '$(STEP)'

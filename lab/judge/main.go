@@ -74,7 +74,7 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.Lock, "lock", "", "the lock to judge")
-	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults (comma-separated); all when empty")
+	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults, guards (comma-separated); all but the failover and the partition when empty")
 	only := fs.String("only", "", "judge only these properties, by id (comma-separated)")
 	seed := fs.String("seed", "", "the schedule's seed; a fresh one when empty")
 	fs.BoolVar(&f.JSON, "json", false, "print the report as JSON")
@@ -95,8 +95,10 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 			f.Steps = append(f.Steps, n)
 		case "4", "faults":
 			f.Steps = append(f.Steps, 4)
+		case "6", "guards":
+			f.Steps = append(f.Steps, 6)
 		default:
-			return f, fmt.Errorf("judge: -step %s: the chapters are 2, 3 and 5, and faults", safe.Quote(s))
+			return f, fmt.Errorf("judge: -step %s: the chapters are 2, 3 and 5, faults and guards", safe.Quote(s))
 		}
 	}
 	if *only != "" {

@@ -64,6 +64,9 @@ type pageTick struct {
 	Last  bool
 }
 
+// StepName is "step 2", "fault" or "guard".
+func (pc pageCheck) StepName() string { return stepName(pc.Step) }
+
 func newPageCheck(v Verdict) pageCheck {
 	pc := pageCheck{Verdict: v, Class: map[Outcome]string{Pass: "pass", Fail: "fail", Broken: "broken", Unknown: "unknown", NotClaimed: "unknown"}[v.Outcome]}
 	pc.rank = map[Outcome]int{Fail: 0, Broken: 1, Unknown: 2, Pass: 3, NotClaimed: 4}[v.Outcome]
@@ -217,7 +220,7 @@ body { overflow-x: hidden; }
 <span class="k" style="background:repeating-linear-gradient(45deg,#ccc,#ccc 4px,#aaa 4px,#aaa 8px)"></span>a fault the judge injected (a pause, a kill, a restart), named above the rows;
 a black line is something a holder did (a read, a write), a red one the write that should not have landed. Times are seconds since the check began.</p>
 {{range .Checks}}<section class="{{.Class}}">
-<h2><span class="verdict">{{.Outcome}}</span>{{if eq .Step 4}}fault{{else}}step {{.Step}}{{end}}: {{.Title}}</h2>
+<h2><span class="verdict">{{.Outcome}}</span>{{.StepName}}: {{.Title}}</h2>
 <p class="why">{{.Why}}</p>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
 {{if .Rows}}<div class="chart">

@@ -46,8 +46,11 @@ func (v Verdict) Line() string {
 }
 
 func stepName(step int) string {
-	if step == 4 {
+	switch step {
+	case 4:
 		return "fault"
+	case 6:
+		return "guard"
 	}
 	return fmt.Sprintf("step %d", step)
 }

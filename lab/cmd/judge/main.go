@@ -16,18 +16,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
+	"example.com/walletlock/wallet/postgres"
 )
 
 func main() {
@@ -65,6 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, msg)
 		return 0
+	}
+	if f.Matrix != "" {
+		return matrix(ctx, f, root, stdout, stderr)
 	}
 	name, isMutant := strings.CutPrefix(f.Lock, "mutant:")
 	isPath := strings.HasPrefix(f.Lock, ".") || strings.HasPrefix(f.Lock, "/")
@@ -107,4 +115,81 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// matrix judges every lock and mutant, every chapter and fault, and
+// writes the table to f.Matrix.
+func matrix(ctx context.Context, f judge.Flags, root string, stdout, stderr io.Writer) int {
+	start := time.Now()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	var rows []judge.MatrixRow
+	for _, a := range locks.All() {
+		t := time.Now()
+		fmt.Fprintf(stdout, "judge: %s...\n", a.Name)
+		rep, err := judge.Run(ctx, judge.Config{Adapter: a, Steps: judge.AllSteps, Seed: f.Seed, Exe: exe})
+		rows = append(rows, judge.MatrixRow{Lock: a.Name, Report: rep, Err: err, Elapsed: time.Since(t)})
+		fmt.Fprintf(stdout, "judge: %s: %s (%v)\n", a.Name, rep.Count(), time.Since(t).Round(time.Second))
+		if ctx.Err() != nil {
+			return 130
+		}
+	}
+	for i := range judge.Mutants {
+		m := judge.Mutants[i]
+		t := time.Now()
+		row := judge.MatrixRow{Lock: "mutant:" + m.Name, Mutant: &m}
+		fmt.Fprintf(stdout, "judge: mutant:%s...\n", m.Name)
+		b, err := judge.BuildMutant(ctx, root, m)
+		if err == nil {
+			var out []byte
+			cmd := exec.CommandContext(ctx, b.Exe, "-json", "-seed", strconv.FormatInt(f.Seed, 10), "-step", "2,3,5,faults,guards")
+			cmd.Stderr = stderr
+			out, err = cmd.Output()
+			if _, exit := err.(*exec.ExitError); exit {
+				err = nil // a mutant fails: that is the point
+			}
+			if err == nil {
+				err = json.Unmarshal(out, &row.Report)
+			}
+			b.Remove()
+		}
+		row.Err, row.Elapsed = err, time.Since(t)
+		rows = append(rows, row)
+		fmt.Fprintf(stdout, "judge: mutant:%s: %s (%v)\n", m.Name, row.Report.Count(), time.Since(t).Round(time.Second))
+		if ctx.Err() != nil {
+			return 130
+		}
+	}
+	file, err := os.Create(f.Matrix)
+	if err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	defer file.Close()
+	versions := "redis-server " + launch.RedisVersion() + " and PostgreSQL " + pgVersion(ctx)
+	if err := judge.WriteMatrix(file, rows, f.Seed, versions, time.Since(start)); err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "judge: wrote %s (%v)\n", f.Matrix, time.Since(start).Round(time.Second))
+	return 0
+}
+
+// pgVersion is the PostgreSQL server's version, as SHOW server_version
+// says it.
+func pgVersion(ctx context.Context) string {
+	pool, err := postgres.Connect(ctx)
+	if err != nil {
+		return "?"
+	}
+	defer pool.Close()
+	var v string
+	if pool.QueryRow(ctx, "SHOW server_version").Scan(&v) != nil {
+		return "?"
+	}
+	v, _, _ = strings.Cut(v, " ")
+	return v
 }

@@ -92,12 +92,19 @@ func drillFault(nemesis, what string) func(c *check) (Outcome, string) {
 		if err != nil {
 			return Unknown, "PostgreSQL: " + err.Error()
 		}
-		prefix := strings.ReplaceAll(c.r.owner, ":", "-") + ":"
+		// One prefix for every judge: a judge killed mid-partition leaves
+		// network namespaces named after it, which the next one's drill
+		// removes (drill.MakeNet), and rows, which TakeOver deletes. Two
+		// judges at once: the second's drill is refused (unknown).
+		prefix := "judge-drill:"
 		release, err := drill.TakePrefix(ctx, pool, prefix)
 		if err != nil {
 			return Unknown, err.Error()
 		}
 		defer release()
+		if _, err := drill.TakeOver(ctx, pool, store, prefix, drill.FirstID(prefix), 2); err != nil {
+			return Unknown, err.Error()
+		}
 		fenced := c.r.claims["fence"]
 		strategy := drill.CustomLease
 		if fenced {

@@ -113,13 +113,13 @@ func restartEmpty(c *check) (Outcome, string) {
 	if err != nil {
 		return Unknown, "PostgreSQL: " + err.Error()
 	}
-	story += linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
+	lin := linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
 	lost := rb.OK && wa.OK && bal == 90
 	switch {
 	case !lost:
-		return Pass, fmt.Sprintf("%s; the balance is %d, right for the spends accepted", story, bal)
+		return Pass, fmt.Sprintf("%s; the balance is %d, right for the spends accepted%s", story, bal, lin)
 	case fenced:
-		return Fail, fmt.Sprintf("%s; A then wrote %d too: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+		return Fail, fmt.Sprintf("%s; A then wrote %d too: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
 	}
-	return Broken, fmt.Sprintf("a Redis restarted empty forgets the lease, and nothing else stops the old holder: %s; A then wrote %d over it: two spends of 10 accepted, balance %d", story, ra.Balance-10, bal)
+	return Broken, fmt.Sprintf("a Redis restarted empty forgets the lease, and nothing else stops the old holder: %s; A then wrote %d over it: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
 }

@@ -79,8 +79,12 @@ func WriteMatrix(w io.Writer, rows []MatrixRow, seed int64, versions string, too
 		}
 	}
 	p("\n## Why each cell that is not a pass\n\n")
+	p("For a mutant, only the cells where it differs from the article's lock.\n\n")
 	for _, r := range rows {
 		for _, v := range r.Report.Verdicts {
+			if r.Mutant != nil && root != nil && find(root.Report, v.ID).Outcome == v.Outcome {
+				continue
+			}
 			if v.Outcome != Pass && v.Outcome != NotClaimed {
 				p("- **%s**, %s: %s: %s. `%s`\n", r.Lock, v.Title, v.Outcome, oneSentence(v.Why), repro(r, v.ID, seed))
 			}

@@ -74,7 +74,7 @@ func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
 	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.Lock, "lock", "", "the lock to judge")
-	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults, guards (comma-separated); all but the failover and the partition when empty")
+	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults, guards (comma-separated); all but the failover, the partition and the guards when empty")
 	only := fs.String("only", "", "judge only these properties, by id (comma-separated)")
 	seed := fs.String("seed", "", "the schedule's seed; a fresh one when empty")
 	fs.BoolVar(&f.JSON, "json", false, "print the report as JSON")

@@ -100,10 +100,10 @@ func newPageCheck(v Verdict) pageCheck {
 			if len(near) > most {
 				near = near[:most]
 			}
-			pc.Note = fmt.Sprintf("%d holders took the lock; the drawing shows the %d around the overlap, 20 ms either side", len(rows), len(near))
+			pc.Note = fmt.Sprintf("%d holders took the lock; the drawing shows the %d around the overlap, 20 ms either side. Holder P2.1.3 is process 2's goroutine 1, taking the lock for the 4th time (counted from 0).", len(rows), len(near))
 			rows, from, to = near, lo, hi
 		} else {
-			pc.Note = fmt.Sprintf("%d holders took the lock, one after another; the drawing shows the first %d", len(rows), most)
+			pc.Note = fmt.Sprintf("%d holders took the lock, one after another; the drawing shows the first %d. Holder P2.1.3 is process 2's goroutine 1, taking the lock for the 4th time (counted from 0).", len(rows), most)
 			rows = rows[:most]
 			to = end(rows[most-1].Leases[len(rows[most-1].Leases)-1], to)
 		}

@@ -86,12 +86,13 @@ type runner struct {
 // (c.Exe) that make the lock and call it; it kills every one of them and
 // deletes the PostgreSQL rows it wrote before it returns, also when ctx
 // ends first.
-func Run(ctx context.Context, c Config) (Report, error) {
+func Run(ctx context.Context, c Config) (rep Report, err error) {
 	start := time.Now()
-	rep := Report{Lock: c.Adapter.Name, Seed: c.Seed}
+	rep = Report{Lock: c.Adapter.Name, Seed: c.Seed}
 	r := &runner{c: c, adapter: c.Adapter, exe: c.Exe, args: c.Args, procs: new(launch.Group),
 		rng: mrand.New(mrand.NewPCG(uint64(c.Seed), 0x6a75646765)), owner: "judge:" + strings.ToLower(rand.Text()[:10])}
 	defer r.procs.KillAll(5 * time.Second)
+	defer func() { rep.Took = time.Since(start) }()
 	r.dir = c.Dir
 	if r.dir == "" {
 		d, err := os.MkdirTemp("", "judge-")
@@ -101,7 +102,6 @@ func Run(ctx context.Context, c Config) (Report, error) {
 		defer os.RemoveAll(d)
 		r.dir = d
 	}
-	var err error
 	if r.redis, err = r.procs.StartRedis(ctx, r.dir); err != nil {
 		return rep, fmt.Errorf("judge: start a redis-server of its own: %w", err)
 	}
@@ -126,7 +126,6 @@ func Run(ctx context.Context, c Config) (Report, error) {
 			c.Say(v)
 		}
 	}
-	rep.Took = time.Since(start)
 	return rep, ctx.Err()
 }
 

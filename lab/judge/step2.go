@@ -207,7 +207,7 @@ func releaseOwn(c *check) (Outcome, string) {
 	r := c.holder()
 	e := c.acquire(r, "E", long, 500*time.Millisecond)
 	if e.OK {
-		c.tl.mark(e.Ret, who("D", q), "lease gone: C's late release deleted it", true)
+		c.tl.mark(late.Ret, who("D", q), "lease gone: C's late release deleted it", true)
 		c.tl.mark(e.Ret, who("E", r), "granted while D held the lock", true)
 		c.tl.bad(who("E", r))
 		return Fail, fmt.Sprintf("holder C's late release at %s, after its lease expired at %s, deleted holder D's lease (held from %s, TTL %s): holder E got the lock at %s while D still held it",

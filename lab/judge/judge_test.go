@@ -158,3 +158,40 @@ func (l leakLock) Acquire(ctx context.Context, key string, ttl time.Duration) (j
 	go func() { select {} }()
 	return l.inner.Acquire(ctx, key, ttl)
 }
+
+// A learner's package with the root lock's API is judged through the
+// adapter the judge generates: only what it has is claimed.
+func TestBuildPackage_judgesALearnersPackage(t *testing.T) {
+	if _, err := launch.RedisBinary(); err != nil {
+		t.Skip(err)
+	}
+	testenv.Postgres(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, err := judge.BuildPackage(ctx, root, filepath.Join(root, "lab", "judge", "learner"), "./lab/judge/learner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove()
+	if got, want := strings.Join(b.Claims, ","), "Acquire,Release"; got != want {
+		t.Errorf("claims %s, want %s", got, want)
+	}
+	out, err := exec.CommandContext(ctx, b.Exe, "-json", "-seed", "1", "-only", "release-own,watchdog-keeps").Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rep judge.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Verdicts {
+		want := map[string]judge.Outcome{"release-own": judge.Pass, "watchdog-keeps": judge.NotClaimed}[v.ID]
+		if v.Outcome != want {
+			t.Errorf("%s: got %s, want %s: %s", v.ID, v.Outcome, want, v.Why)
+		}
+	}
+}

@@ -106,10 +106,15 @@ func (p *proc) await(o order, ch <-chan answer, within time.Duration) (answer, e
 	case a := <-ch:
 		return a, nil
 	case <-p.prog.Exited():
+		// Its last lines may still be in the pipe: read them all first.
+		select {
+		case <-p.ended:
+		case <-time.After(3 * time.Second):
+		}
 		select {
 		case a := <-ch:
 			return a, nil
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		return answer{}, fmt.Errorf("%w: holder process %d died during %s (%s)%s", errNoReturn, p.n, o.Op, p.prog.State(), p.why())
 	case <-t.C:

@@ -79,17 +79,21 @@ func refreshOwn(c *check) (Outcome, string) {
 // keeps the lease all along.
 func watchdogKeeps(c *check) (Outcome, string) {
 	p, q := c.holder(), c.holder()
-	ttl := 500 * time.Millisecond
+	ttl := time.Second
 	if a := c.acquire(p, "A", ttl, 5*time.Second); !a.OK {
 		return Fail, "holder A could not take a free lock: " + a.Err
 	}
 	if w := c.call(p, order{Op: "watch", Lease: "A", TTL: ttl}); !w.OK {
 		return Fail, "Watch failed: " + w.Err
 	}
-	b := c.acquire(q, "B", ttl, 4*ttl)
+	b := c.acquire(q, "B", ttl, 3*ttl)
 	if b.OK {
 		c.tl.bad(who("B", q))
-		return Fail, fmt.Sprintf("holder A's watchdog should have kept its lease (TTL %s), yet holder B got the lock at %s", dur(ttl), c.sec(b.Ret))
+		if l, lost := c.awaitLost("A", ttl); lost {
+			c.tl.close(who("A", p), l.Ret, "work cancelled")
+			return Unknown, fmt.Sprintf("holder B got the lock at %s, and holder A's watchdog cancelled A's work at %s (%s): a refresh came too late, as on a machine too busy to run it in time; the watchdog did its part", c.sec(b.Ret), c.sec(l.Ret), l.Err)
+		}
+		return Fail, fmt.Sprintf("holder A's watchdog should have kept its lease (TTL %s), yet holder B got the lock at %s while A's work still ran", dur(ttl), c.sec(b.Ret))
 	}
 	if l, lost := c.awaitLost("A", 0); lost {
 		c.tl.mark(l.Ret, who("A", p), "work cancelled", true)
@@ -101,7 +105,7 @@ func watchdogKeeps(c *check) (Outcome, string) {
 		return Fail, fmt.Sprintf("after holder A stopped its watchdog and released at %s, holder C could not take the lock by %s", c.sec(b.Call), c.sec(b.Ret))
 	}
 	c.release(q, "C", order{})
-	return Pass, fmt.Sprintf("the lease (TTL %s) outlived %s of work; nobody else got in", dur(ttl), dur(4*ttl))
+	return Pass, fmt.Sprintf("the lease (TTL %s) outlived %s of work; nobody else got in", dur(ttl), dur(3*ttl))
 }
 
 // workCancelled: the judge wipes its Redis under a watched lease, another

@@ -16,7 +16,7 @@
 GO ?= go
 
 .PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop compare drills \
-	cluster-up cluster-down cluster-status test-cluster
+	cluster-up cluster-down cluster-status test-cluster judge judge-matrix exercise
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -132,3 +132,26 @@ test-cluster: up $(SERVICES) ## the lock's tests and short runs of steps 2, 5 an
 	|| status=$$?; \
 	[ -n "$$kept" ] || $(SERVICES) cluster-down; \
 	exit $$status
+
+# The judge (lab/cmd/judge): a lock through the article's properties, on a
+# redis-server of its own and PostgreSQL, with real holder processes.
+#   make judge                          the root's lock (lock/), every chapter
+#   make judge STEP=2 SEED=7            step 2's properties, seed 7's schedule
+#   make judge LOCK=./mylock            your package, with the root lock's API
+#   make judge LOCK=mutant:del-no-token the root's lock with one mistake
+#   make judge LOCK=hardened            a lock the judge knows (root, hardened, fair, redislock, redsync, rueidislock)
+#   make judge ONLY=stale-write         one property (ids: go run ./cmd/judge -only x lists them)
+LOCK ?=
+STEP ?=
+SEED ?=
+ONLY ?=
+HTML ?=
+judge: up ## judge a lock (LOCK=./pkg, mutant:NAME or a known one; STEP=2|3|5|faults|guards; ONLY=id; SEED=n replays; HTML=page.html)
+	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' $(if $(LOCK),-lock '$(LOCK)') $(if $(STEP),-step '$(STEP)') \
+		$(if $(ONLY),-only '$(ONLY)') $(if $(SEED),-seed '$(SEED)') $(if $(HTML),-html '$(abspath $(HTML))')
+
+judge-matrix: up ## regenerate docs/judge.md: every lock and mutant against every property and fault
+	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -seed 1 -matrix '$(CURDIR)/docs/judge.md'
+
+exercise: ## turn step STEP's functions in lock/ into stubs with TODOs (STEP=2, 3 or 5); git restore lock/ brings them back
+	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -exercise '$(STEP)'

@@ -54,3 +54,7 @@ tool (
 	github.com/rhysd/actionlint/cmd/actionlint
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+require example.com/walletlock v0.0.0
+
+replace example.com/walletlock => ../

@@ -1,0 +1,90 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/judge"
+)
+
+// Redislock is github.com/bsm/redislock v0.10.0 (step 4's), waiting for a
+// held lock by trying again every 10 ms until ctx ends. It has no watchdog
+// and, in this release, no fence.
+var Redislock = judge.Adapter{Name: "redislock", New: func(r judge.Redis) (judge.Lock, error) {
+	rdb := r.Client()
+	return rlLock{redislock.New(rdb), rdb}, nil
+}}
+
+type rlLock struct {
+	c   *redislock.Client
+	rdb *redis.Client
+}
+
+func (l rlLock) Acquire(ctx context.Context, key string, ttl time.Duration) (judge.Lease, error) {
+	x, err := l.c.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)})
+	if err != nil {
+		return nil, err
+	}
+	return rlLease{x}, nil
+}
+
+func (l rlLock) Close() error { return l.rdb.Close() }
+
+type rlLease struct{ l *redislock.Lock }
+
+func (l rlLease) Release(ctx context.Context) error {
+	return notHeld(l.l.Release(ctx), redislock.ErrLockNotHeld)
+}
+func (l rlLease) Refresh(ctx context.Context, ttl time.Duration) error {
+	return notHeld(l.l.Refresh(ctx, ttl, nil), redislock.ErrNotObtained)
+}
+
+// Redsync is github.com/go-redsync/redsync/v4's mutex on the judge's one
+// Redis (Redlock with one node), with its defaults but the expiry: 32
+// tries, 50 to 250 ms apart. It has no watchdog and no fence; Extend
+// renews the expiry it was made with.
+var Redsync = judge.Adapter{Name: "redsync", New: func(r judge.Redis) (judge.Lock, error) {
+	rdb := r.Client()
+	return rsLock{redsync.New(goredis.NewPool(rdb)), rdb}, nil
+}}
+
+type rsLock struct {
+	rs  *redsync.Redsync
+	rdb *redis.Client
+}
+
+func (l rsLock) Acquire(ctx context.Context, key string, ttl time.Duration) (judge.Lease, error) {
+	m := l.rs.NewMutex(key, redsync.WithExpiry(ttl))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return rsLease{m}, nil
+}
+
+func (l rsLock) Close() error { return l.rdb.Close() }
+
+type rsLease struct{ m *redsync.Mutex }
+
+func (l rsLease) Release(ctx context.Context) error { return held(l.m.UnlockContext(ctx)) }
+func (l rsLease) Refresh(ctx context.Context, _ time.Duration) error {
+	return held(l.m.ExtendContext(ctx))
+}
+
+// held is redsync's (ok, err) as one error: ok false with no error, or
+// ErrLockAlreadyExpired or ErrExtendFailed, is "not held".
+func held(ok bool, err error) error {
+	switch {
+	case errors.Is(err, redsync.ErrLockAlreadyExpired), errors.Is(err, redsync.ErrExtendFailed):
+		return fmt.Errorf("%w: %w", judge.ErrNotHeld, err)
+	case !ok && err == nil:
+		return fmt.Errorf("%w: redsync answered false", judge.ErrNotHeld)
+	}
+	return err
+}

@@ -1,0 +1,98 @@
+package judge
+
+import "sync"
+
+// Timeline is what happened during one check, for its sentence and its
+// picture: one row per holder with the intervals it held the lease, the
+// faults the judge injected, and marks (a write, a refusal, the bad one).
+// Times are Unix ns.
+type Timeline struct {
+	Start  int64  `json:"start"`
+	End    int64  `json:"end"`
+	Rows   []*Row `json:"rows"`
+	Faults []Span `json:"faults,omitempty"`
+	Marks  []Mark `json:"marks,omitempty"`
+
+	mu sync.Mutex
+}
+
+// Row is one holder.
+type Row struct {
+	Name   string `json:"name"` // "holder A (process 1)"
+	Leases []Span `json:"leases"`
+}
+
+// Span is an interval: a lease held (From the grant's return to its
+// release, or to its TTL's end when it lapsed), or a fault.
+type Span struct {
+	From  int64  `json:"from"`
+	To    int64  `json:"to"` // 0: still open when the check ended
+	Label string `json:"label"`
+	Bad   bool   `json:"bad,omitempty"` // the interval that broke the property
+}
+
+// Mark is one instant on a row: "wrote 90", "refused: stale fence".
+type Mark struct {
+	At    int64  `json:"at"`
+	Row   string `json:"row"`
+	Label string `json:"label"`
+	Bad   bool   `json:"bad,omitempty"`
+}
+
+func (t *Timeline) row(name string) *Row {
+	for _, r := range t.Rows {
+		if r.Name == name {
+			return r
+		}
+	}
+	r := &Row{Name: name}
+	t.Rows = append(t.Rows, r)
+	return r
+}
+
+// open starts a lease interval on a row.
+func (t *Timeline) open(name string, from int64, label string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.row(name)
+	r.Leases = append(r.Leases, Span{From: from, Label: label})
+}
+
+// close ends the row's open interval at to.
+func (t *Timeline) close(name string, to int64, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.row(name)
+	for i := len(r.Leases) - 1; i >= 0; i-- {
+		if r.Leases[i].To == 0 {
+			r.Leases[i].To = to
+			if why != "" {
+				r.Leases[i].Label += ", " + why
+			}
+			return
+		}
+	}
+}
+
+// bad marks the row's last interval as the one that broke the property.
+func (t *Timeline) bad(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.row(name)
+	if n := len(r.Leases); n > 0 {
+		r.Leases[n-1].Bad = true
+	}
+}
+
+func (t *Timeline) fault(from, to int64, label string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Faults = append(t.Faults, Span{From: from, To: to, Label: label})
+}
+
+func (t *Timeline) mark(at int64, name, label string, bad bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.row(name)
+	t.Marks = append(t.Marks, Mark{At: at, Row: name, Label: label, Bad: bad})
+}

@@ -35,7 +35,8 @@ type Lock struct {
 // A ttl under 1 ms is refused before any call (ErrBadTTL): go-redis sends
 // a zero TTL as no expiry at all, a lock that never ends. When SET's reply
 // is lost (a timeout, or ctx ending in flight), Acquire returns the error,
-// and the key may hold our token until ttl runs out.
+// and the key may hold our token until ttl runs out. A key of another type
+// (a hash, say) looks held to SET NX: Acquire waits until ctx ends.
 func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
 	if ttl < time.Millisecond {
 		return nil, ErrBadTTL

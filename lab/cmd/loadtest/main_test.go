@@ -86,7 +86,7 @@ func TestRun_postgresUnreachable(t *testing.T) {
 	testenv.PostgresUnreachable(t, run, "-strategy", "version")
 }
 
-// jsonReport is step 6's -json: the figures, and every row's verdict as a
+// jsonReport is the load test's -json: the figures, and every row's verdict as a
 // phase of the lesson with its worker count.
 type jsonReport struct {
 	loadtest.Report
@@ -201,7 +201,7 @@ func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {
 		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 	if msg := stderr.String(); strings.Count(msg, "\n") != 1 ||
-		!strings.HasPrefix(msg, "step6-loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
+		!strings.HasPrefix(msg, "loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
 		t.Errorf("stderr = %q, want one line that leaves redlock out and names make redlock-up", msg)
 	}
 	var rep struct {
@@ -348,7 +348,7 @@ func TestRun_aTimeoutNoSpendMeetsMeasuresNothing(t *testing.T) {
 			t.Errorf("%s: measured %v, note %q, verdict %q, %d errors; want NO DATA", r.Strategy, r.Measured, r.Note, r.Verdict(), r.Errors)
 		}
 	}
-	want := "step6-loadtest: measured nothing: lock (no spend accepted), version (no spend accepted)\n"
+	want := "loadtest: measured nothing: lock (no spend accepted), version (no spend accepted)\n"
 	if stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}

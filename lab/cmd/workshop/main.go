@@ -156,7 +156,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		doc.Failures = append(doc.Failures, err.Error())
 		r.Fail(stderr, err)
 	}
-	leftOut := map[string]bool{} // "step/phase" a step chose not to run
 	for _, p := range plan {
 		if !opt.json {
 			fmt.Fprintf(stderr, "workshop: running %s\n", p.step)
@@ -173,10 +172,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		for _, res := range ran.Phases {
 			r.AddResult(res)
 		}
-		for phase, why := range ran.LeftOut {
-			leftOut[p.step+"/"+phase] = true
-			fmt.Fprintf(stderr, "workshop: %s phase %s: left out, not checked: %s\n", p.step, harness.Printable(phase), harness.Printable(why))
-		}
 		if ctx.Err() != nil {
 			// The step had its Ctrl-C and named what it could not clean up,
 			// unless it took too long and was killed.
@@ -191,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if doc.Interrupted == "" {
-		for _, m := range Missing(r.Phases(), leftOut) {
+		for _, m := range Missing(r.Phases()) {
 			failed(errors.New(m))
 		}
 	}

@@ -106,7 +106,8 @@ func readMachine(name string) (charts.Machine, error) {
 		r.Step, r.Phase, r.Check, r.Verdict, r.Want = p(r.Step), p(r.Phase), p(r.Check), p(r.Verdict), p(r.Want)
 		m.Phases = append(m.Phases, r.Result)
 	}
-	// What a step left out it said in its own output, as RunStep reads it.
+	// What a step left out it said in its own output ("left_out": the lab's
+	// step 6 of the lesson's first revision, without its Redlock nodes).
 	for step, out := range rep.Steps {
 		var left struct {
 			LeftOut map[string]string `json:"left_out"`

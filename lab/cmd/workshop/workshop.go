@@ -138,11 +138,8 @@ func Build(ctx context.Context, stderr io.Writer) (string, error) {
 type Ran struct {
 	Out    json.RawMessage // its -json output; nil: it printed none
 	Phases []lesson.Result
-	// LeftOut names the phases the step chose not to run, and why (step 6
-	// leaves redlock out when its nodes are not running).
-	LeftOut map[string]string
-	Failed  error // why it gave no phases the workshop can read; nil: it did
-	Killed  bool  // it did not exit within harness.WaitDelay of Ctrl-C
+	Failed error // why it gave no phases the workshop can read; nil: it did
+	Killed bool  // it did not exit within harness.WaitDelay of Ctrl-C
 }
 
 // RunStep runs one step with -json and -prefix and reads the phases it
@@ -168,12 +165,6 @@ func RunStep(ctx context.Context, bin, step, prefix string, args []string, stder
 		perr = errors.New("printed no JSON")
 	} else {
 		ran.Phases, perr = readPhases(step, ran.Out)
-		var left struct {
-			LeftOut map[string]string `json:"left_out"`
-		}
-		if step != lesson.DrillStep && json.Unmarshal(ran.Out, &left) == nil {
-			ran.LeftOut = left.LeftOut
-		}
 	}
 	if perr != nil {
 		ran.Failed = fmt.Errorf("%s: %w", step, cmp.Or(err, perr))
@@ -233,13 +224,9 @@ func readPhases(step string, out json.RawMessage) ([]lesson.Result, error) {
 }
 
 // Missing lists the phases the lesson promises that no step reported: a
-// step that stops printing a phase must not pass unnoticed. A phase a step
-// said it left out (leftOut, keyed "step/phase") is not missing.
-func Missing(phases []harness.PhaseResult, leftOut map[string]bool) []string {
+// step that stops printing a phase must not pass unnoticed.
+func Missing(phases []harness.PhaseResult) []string {
 	seen := map[string]bool{}
-	for k := range leftOut {
-		seen[k] = true
-	}
 	for _, r := range phases {
 		seen[r.Step+"/"+r.Phase] = true
 	}

@@ -22,8 +22,9 @@ type Machine struct {
 	Started  string
 	Phases   []lesson.Result
 	// LeftOut names the phases a step said it did not run, keyed
-	// "step/phase", with why (step 6 leaves redlock out when its nodes
-	// are not running): they were not checked.
+	// "step/phase", with why (the lab's step 6, in files of the lesson's
+	// first revision, left redlock out when its nodes were not running):
+	// they were not checked.
 	LeftOut     map[string]string
 	Failures    []string
 	Interrupted string          // the step Ctrl-C stopped; "": none

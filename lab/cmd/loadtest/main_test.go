@@ -29,12 +29,22 @@ type own struct {
 }
 
 // ownArgs returns flags that keep a run on keys and wallet ids of the
-// test's own, with a short, light workload, and what they chose.
+// test's own, with a short, light workload, and what they chose. The
+// run's rows, which its prefix owns, are deleted when the test ends: a run
+// that could not delete them (Redis or PostgreSQL too slow after Ctrl-C)
+// names them, and the test must not leave them.
 func ownArgs(t *testing.T, more ...string) ([]string, own) {
 	t.Helper()
 	o := own{rdb: testenv.Redis(t), firstID: testenv.WalletID(t)}
-	testenv.Postgres(t)
+	pool := testenv.Postgres(t)
 	o.prefix = testenv.Prefix(t, o.rdb)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE owner = $1", o.prefix); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("delete the rows of %s: %v", o.prefix, err)
+		}
+	})
 	return append([]string{
 		"-prefix", o.prefix,
 		"-first-id", fmt.Sprint(o.firstID),

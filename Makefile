@@ -2,20 +2,23 @@
 # make test: start them if needed, lint, then run the tests with -race
 #   (cmd/drill's test runs a short drill: pause and restart, lock and fenced),
 #   then scan Redis and PostgreSQL for test: keys and rows left behind.
-# make drills: real processes, real faults (cmd/drill), short; SEEDS=20 for more.
+# make drills: real processes, real faults (lab/cmd/drill), short; SEEDS=20 for more.
+# make workshop: every step briefly, held to the lesson (JSON=1 also writes
+#   workshop-<host>.json here); make compare: those files side by side.
 # make cluster-up: a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:7001-7006
-#   (CLUSTER_PORT=8001 for others); make test-cluster: the lock's tests and
+#   (CLUSTER_PORT=8001 for others); make test-cluster: the locks' tests and
 #   short runs of steps 2, 5 and 6 on it, then the cluster is stopped.
 # Services come from cmd/services: whatever already answers and lets us log
 # in, else docker compose, else local redis-server and PostgreSQL binaries,
 # installed first (apt-get or brew) when they are missing.
-# make redlock-up: three independent Redis nodes for step 6's redlock
-#   strategy (REDLOCK_ADDRS, default 127.0.0.1:6380,6381,6382), no
-#   persistence. `make up` leaves them out; demo and workshop start them.
+# make redlock-up: three independent Redis nodes for the lab's Redlock
+#   (lab/cmd/loadtest's redlock strategy, the drill's redlock cells;
+#   REDLOCK_ADDRS, default 127.0.0.1:6380,6381,6382), no persistence.
+#   `make up` leaves them out.
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop compare drills \
+.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop workshop-bin compare drills \
 	cluster-up cluster-down cluster-status test-cluster judge judge-matrix exercise
 
 help: ## list the targets
@@ -90,14 +93,22 @@ test: up lint ## make lint, then go test -race against the real services (the ro
 transcripts: ## run the commands of TUTORIAL.md and docs/ again and write their output into the pages
 	cd lab && $(GO) test -count=1 -timeout 30m -run '^TestTutorial_transcripts$$' -update .
 
-workshop: up redlock-up ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json; LABEL=name)
-	@cd lab && $(GO) run ./cmd/workshop $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
+# lab/cmd/workshop, built into .services/bin and run from here, so that
+# the files it writes and reads are in this folder: it builds the root's
+# steps and the lab's drill itself (go build is cached: a second build
+# takes a moment).
+WORKSHOP = .services/bin/workshop
+workshop-bin:
+	@cd lab && $(GO) build -o ../$(WORKSHOP) ./cmd/workshop
+
+workshop: up workshop-bin ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json here; LABEL=name)
+	@$(WORKSHOP) $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
 
 # The facilitator's page: every collected workshop-*.json side by side.
 FILES ?= $(wildcard workshop-*.json)
 ROOM ?= room.html
-compare: ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
-	@cd lab && $(GO) run ./cmd/workshop -compare -html '$(abspath $(ROOM))' $(abspath $(FILES))
+compare: workshop-bin ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
+	@$(WORKSHOP) -compare -html '$(ROOM)' $(FILES)
 
 SEEDS ?= 3
 drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)
@@ -116,19 +127,22 @@ cluster-down: $(SERVICES) ## stop the cluster that `make cluster-up` started, no
 cluster-status: $(SERVICES) ## say what each node of the cluster answers
 	@$(SERVICES) cluster-status
 
-# The lock's tests and steps 2, 5 and 6, briefly, on a real cluster. A
-# cluster this target started is stopped afterwards, pass or fail; one that
-# was already up is left running.
-test-cluster: up $(SERVICES) ## the lock's tests and short runs of steps 2, 5 and 6 on a cluster
+# The locks' tests and steps 2, 5 and 6, briefly, on a real cluster: the
+# root's lock and wallet, the lab's hardened and fair locks and its
+# services. A cluster this target started is stopped afterwards, pass or
+# fail; one that was already up is left running.
+test-cluster: up $(SERVICES) ## the locks' tests and short runs of steps 2, 5 and 6 on a cluster
 	@kept=$$(test -f .services/cluster-$(CLUSTER_PORT).started && echo yes); \
 	$(SERVICES) cluster-up || exit 1; \
 	status=0; \
 	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \
-	echo "== go test -race ./lock/... ./internal/services on the cluster $$REDIS_ADDR" && \
+	echo "== go test -race ./lock/... ./wallet/... on the cluster $$REDIS_ADDR" && \
+	$(GO) test -race ./lock/... ./wallet/... && \
+	echo "== lab: go test -race ./lock/... ./internal/services on the cluster" && \
 	(cd lab && $(GO) test -race ./lock/... ./internal/services) && \
-	echo "== step 2 on the cluster" && (cd lab && $(GO) run ./cmd/step2-lock) && \
-	echo "== step 5 on the cluster" && (cd lab && $(GO) run ./cmd/step5-fencing) && \
-	echo "== step 6 on the cluster" && (cd lab && $(GO) run ./cmd/step6-loadtest -duration 300ms -strategy lock,fair,fenced,atomic) \
+	echo "== step 2 on the cluster" && $(GO) run ./cmd/step2-lock && \
+	echo "== step 5 on the cluster" && $(GO) run ./cmd/step5-fencing && \
+	echo "== step 6 on the cluster" && $(GO) run ./cmd/step6-loadtest -duration 300ms \
 	|| status=$$?; \
 	[ -n "$$kept" ] || $(SERVICES) cluster-down; \
 	exit $$status

@@ -8,15 +8,22 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"example.com/walletlock/lab/internal/testenv"
 )
 
-// The testdata files are real runs of make workshop JSON=1: three of an
-// older version, which had fewer phases (one written before the host label
-// and the format existed, lab-b, and "lab c"), and "lab d" of today's, run
-// with the Redlock nodes down, so that step 6 left redlock out.
+// The testdata files are real runs of make workshop JSON=1. Four are of
+// the lesson's first revision, when the steps lived in the lab: three of
+// an older version still, which had fewer phases (one written before the
+// host label and the format existed, lab-b, and "lab c"), and "lab d",
+// run with the Redlock nodes down, so that step 6 left redlock out. "lab
+// e" is of today's: the root's steps and the drill.
 var room = []string{"testdata/workshop-before-host.json", "testdata/workshop-lab-b.json", "testdata/workshop-lab-c.json"}
 
-const labD = "testdata/workshop-lab-d.json"
+const (
+	labD = "testdata/workshop-lab-d.json"
+	labE = "testdata/workshop-lab-e.json"
+)
 
 func compareRun(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -31,8 +38,10 @@ func TestCompare_threeMachinesSideBySide(t *testing.T) {
 	if code != 0 || errs != "" {
 		t.Fatalf("compare = %d, stderr %q; want 0 and nothing", code, errs)
 	}
-	for _, want := range []string{"3 machines:", "before-host ", "lab-b ", "lab c ", "18 of 23 phases as the lesson says, 5 not reported",
-		"3 of 3 machines differ from the lesson:", "lab c: step5-fencing phase 1b: not reported (the lesson says BROKEN)", "wrote " + page} {
+	for _, want := range []string{"3 machines:", "before-host ", "lab-b ", "lab c ", "17 of 19 phases as the lesson says, 2 not reported, 1 no longer in the lesson",
+		"3 of 3 machines differ from the lesson:", "lab c: step5-fencing phase 1b: not reported (the lesson says BROKEN)",
+		"1 phase is no longer in the lesson, from files of an earlier version (shown, not judged):",
+		"step5-fencing phase 3 (50 fenced spenders, some stalling past the TTL): before-host OK, as the lesson then said; lab-b OK, as the lesson then said; lab c OK", "wrote " + page} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary does not say %q:\n%s", want, out)
 		}
@@ -80,7 +89,7 @@ func TestCompare_summaryNamesAPhaseThatDiffers(t *testing.T) {
 		phase["verdict"], phase["match"] = "OK", false
 	})
 	code, out, _ := compareRun(t, room[2], odd)
-	if code != 0 || !strings.Contains(out, "17 of 23") || !strings.Contains(out, "odd: step3-ttl phase 1 gave OK, the lesson says BROKEN") {
+	if code != 0 || !strings.Contains(out, "16 of 19") || !strings.Contains(out, "odd: step3-ttl phase 1 gave OK, the lesson says BROKEN") {
 		t.Errorf("compare = %d, summary:\n%s\nwant odd's step3-ttl 1 named", code, out)
 	}
 }
@@ -142,25 +151,26 @@ func TestCompare_summaryAndPageAgree(t *testing.T) {
 	}
 	html := readPage(t, page)
 	named := strings.Count(out, ": not reported (the lesson says") + strings.Count(out, ", the lesson says ")
-	if red := strings.Count(html, "✗ differs"); red != named || named != 3*5+1 {
-		t.Errorf("the summary names %d phases that differ, the page marks %d; want 16 in both (5 per older file, odd's step3-ttl 1)\n%s", named, red, out)
+	if red := strings.Count(html, "✗ differs"); red != named || named != 3*2+1 {
+		t.Errorf("the summary names %d phases that differ, the page marks %d; want 7 in both (step 5's 1b and step 6's atomic per older file, odd's step3-ttl 1)\n%s", named, red, out)
 	}
-	for _, tally := range []string{"18 of 23 phases as the lesson says, 5 not reported", "26 of 26 phases as the lesson says, 1 left out, not checked", "25 of 26 phases as the lesson says, 1 left out, not checked"} {
+	for _, tally := range []string{"17 of 19 phases as the lesson says, 2 not reported, 1 no longer in the lesson",
+		"23 of 23 phases as the lesson says, 1 left out, not checked, 3 no longer in the lesson", "22 of 23 phases as the lesson says, 1 left out, not checked, 3 no longer in the lesson"} {
 		if !strings.Contains(out, tally) || !strings.Contains(html, tally) {
 			t.Errorf("the summary or the page does not say %q", tally)
 		}
 	}
 }
 
-// A phase a step left out (redlock, its nodes down) is neither a
-// difference nor a pass: both the summary and the page say it was left
-// out, not checked, and why.
+// A phase a step left out (redlock, its nodes down, in step 6 of the
+// lesson's first revision) is neither a difference nor a pass: both the
+// summary and the page say it was left out, not checked, and why.
 func TestCompare_aPhaseLeftOutIsShownAsLeftOut(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "room.html")
 	code, out, _ := compareRun(t, "-html", page, labD)
-	for _, want := range []string{"26 of 26 phases as the lesson says, 1 left out, not checked",
+	for _, want := range []string{"23 of 23 phases as the lesson says, 1 left out, not checked, 3 no longer in the lesson",
 		"No machine differs from the lesson, but 1 phase was left out, not checked:",
-		"lab d: step6-loadtest phase redlock: left out, not checked: redlock: nodes down"} {
+		"lab d: step6-loadtest phase redlock (no longer in the lesson): left out, not checked: redlock: nodes down"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary does not say %q:\n%s", want, out)
 		}
@@ -294,5 +304,75 @@ func copyFile(t *testing.T, from, to string, edit func(map[string]any)) {
 	}
 	if err := os.WriteFile(to, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An old file (the lesson's first revision: the steps in the lab, step 6
+// the deep load test) beside a new one (the root's steps): both are read
+// and judged, step 6 is charted across them under loads the page says
+// differ, and the phases the lesson no longer has are shown apart.
+func TestCompare_anOldFileBesideANewOne(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "room.html")
+	code, out, errs := compareRun(t, "-html", page, labD, labE)
+	if code != 0 || errs != "" {
+		t.Fatalf("compare = %d, stderr %q; want 0 and nothing", code, errs)
+	}
+	// lab d reports every phase of today's lesson: step 5's version column,
+	// its phase 4 then, is today's phase 3.
+	for _, want := range []string{"2 machines:",
+		"lab d  go1.26.8 linux/amd64, 2 CPUs, Redis 7.0.15, PostgreSQL 15.18  23 of 23 phases as the lesson says, 1 left out, not checked, 3 no longer in the lesson",
+		"lab e  go1.26.8 linux/amd64, 2 CPUs, Redis 7.0.15, PostgreSQL 15.18  23 of 23 phases as the lesson says",
+		"3 phases are no longer in the lesson", "step6-loadtest phase fair (the fair lock: waiters queue and a release hands off, under load): lab d OK, as the lesson then said",
+		"Step 6 ran under different loads, so its rates do not compare:",
+		"lab d  64 workers spending from 16 wallets, 1ms of work, 2s per strategy.",
+		"lab e  16 workers spending from 4 wallets, 1ms of work, 1s per strategy, in the article's step 6."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary does not say %q:\n%s", want, out)
+		}
+	}
+	html := readPage(t, page)
+	for _, want := range []string{"Step 6 across the machines", "ran step 6 under different loads", "Step 6: p99 wait", "Step 6: accepted spends per second, the locks",
+		"no longer in the lesson; it was: 50 fenced spenders", "OK, as the lesson then said", "beyond its own work"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page does not contain %q", want)
+		}
+	}
+	if n := strings.Count(html, "<svg"); n != 4 {
+		t.Errorf("%d charts, want 4: the wait, the locks' rate, the rate without a lock, and lab d's share of its ceiling", n)
+	}
+
+	// Two new files: one load, said once, and every rate beside the other.
+	code, out, _ = compareRun(t, "-html", page, labE, labE)
+	if code != 0 || strings.Contains(out, "different loads") || strings.Contains(out, "no longer in the lesson") ||
+		!strings.Contains(readPage(t, page), "Every machine ran step 6 under the same load: 16 workers spending from 4 wallets") {
+		t.Errorf("compare of two new files = %d, summary:\n%s\nwant one load, on the page, and no former phase", code, out)
+	}
+}
+
+// The workshop document keeps every key an old file has, outside the
+// steps' own outputs (which the steps' move to the root changed once):
+// the top level and each phase's row. testdata/json-contract.json is a
+// real run of today's.
+func TestDoc_keepsTheKeysOfAnOldFile(t *testing.T) {
+	strip := func(name string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["steps"] = map[string]any{}
+		doc["phases"] = doc["phases"].([]any)[:1] // step1-race race, in both
+		b, _ := json.Marshal(doc)
+		return b
+	}
+	for _, old := range []string{labD, room[1]} {
+		missing, err := testenv.MissingKeys(strip(old), strip("testdata/json-contract.json"))
+		if err != nil || len(missing) > 0 {
+			t.Errorf("%s: keys today's document lacks: %q (%v)", old, missing, err)
+		}
 	}
 }

@@ -47,9 +47,9 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"-prefix", namespace}, &stdout, &stderr) }()
 
-	// Step 3 runs for about 7 s; the Ctrl-C comes a second into it. Before
+	// Step 3 runs for about 9 s; the Ctrl-C comes a second into it. Before
 	// that, the steps are built (slow the first time) and steps 1 and 2 run.
-	balance := namespace + "*:step3-ttl:balance:*"
+	balance := namespace + "*:step3-ttl:wallet:42:balance"
 	for deadline := time.Now().Add(5 * time.Minute); len(rdb.Keys(ctx, balance).Val()) == 0; {
 		select {
 		case code := <-done:
@@ -94,9 +94,10 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 	}
 }
 
-// -json keeps every key a run printed before the shared report
-// (internal/harness): testdata/json-contract.json, every step's output
-// within it included. It runs every step, about a minute.
+// -json keeps every key of testdata/json-contract.json, a real run of the
+// root's steps and the drill, every step's output within it included
+// (TestDoc_keepsTheKeysOfAnOldFile holds it to the files of before). It
+// runs every step, about a minute.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
 	testenv.Postgres(t)
 	testenv.JSONKeepsKeys(t, run)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -92,6 +93,8 @@ func readMachine(name string) (charts.Machine, error) {
 		Started:     rep.Started.Format("2006-01-02 15:04 MST"),
 		Interrupted: p(rep.Interrupted),
 		Load:        rep.Steps["step6-loadtest"],
+		LoadArgs:    rep.Args["step6-loadtest"],
+		Lesson:      rep.Lesson,
 	}
 	if m.Label == "" { // written before the label existed
 		m.Label = p(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "workshop-"), ".json"))
@@ -103,7 +106,8 @@ func readMachine(name string) (charts.Machine, error) {
 		r.Step, r.Phase, r.Check, r.Verdict, r.Want = p(r.Step), p(r.Phase), p(r.Check), p(r.Verdict), p(r.Want)
 		m.Phases = append(m.Phases, r.Result)
 	}
-	// What a step left out it said in its own output, as RunStep reads it.
+	// What a step left out it said in its own output ("left_out": the lab's
+	// step 6 of the lesson's first revision, without its Redlock nodes).
 	for step, out := range rep.Steps {
 		var left struct {
 			LeftOut map[string]string `json:"left_out"`
@@ -182,7 +186,11 @@ func printRoom(w io.Writer, room *charts.Room) {
 			case charts.NotReported:
 				fmt.Fprintf(w, "%s: %s phase %s: not reported (the lesson says %s)\n", m.Label, ph.Step, ph.Phase, ph.Want)
 			case charts.LeftOut:
-				fmt.Fprintf(w, "%s: %s phase %s: left out, not checked: %s\n", m.Label, ph.Step, ph.Phase, c.Checks)
+				former := ""
+				if ph.Former {
+					former = " (no longer in the lesson)"
+				}
+				fmt.Fprintf(w, "%s: %s phase %s%s: left out, not checked: %s\n", m.Label, ph.Step, ph.Phase, former, c.Checks)
 			}
 		}
 		for _, f := range m.Failures {
@@ -192,6 +200,7 @@ func printRoom(w io.Writer, room *charts.Room) {
 			fmt.Fprintf(w, "%s: interrupted during %s\n", m.Label, m.Interrupted)
 		}
 	}
+	printFormer(w, room)
 	if !room.SameLoad() {
 		fmt.Fprintln(w, "Step 6 ran under different loads, so its rates do not compare:")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -201,6 +210,30 @@ func printRoom(w io.Writer, room *charts.Room) {
 			}
 		}
 		tw.Flush()
+	}
+}
+
+// printFormer names the phases the lesson no longer has that machines of
+// an earlier version gave, with what each gave: shown, not judged.
+func printFormer(w io.Writer, room *charts.Room) {
+	var rows []charts.PhaseRow
+	for _, ph := range room.Phases {
+		if ph.Former && slices.ContainsFunc(ph.Cells, func(c charts.Cell) bool { return c.Status == charts.Former }) {
+			rows = append(rows, ph)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d %s no longer in the lesson, from files of an earlier version (shown, not judged):\n", len(rows), plural(len(rows), "phase is", "phases are"))
+	for _, ph := range rows {
+		var gave []string
+		for i, c := range ph.Cells {
+			if c.Status == charts.Former {
+				gave = append(gave, room.Machines[i].Label+" "+c.Text)
+			}
+		}
+		fmt.Fprintf(w, "  %s phase %s (%s): %s\n", ph.Step, ph.Phase, ph.What, strings.Join(gave, "; "))
 	}
 }
 

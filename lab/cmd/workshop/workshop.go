@@ -1,7 +1,8 @@
 package main
 
-// The workshop's plumbing: it builds the step programs once, runs one with
-// -json and reads the phases it reported, and keeps the JSON document a
+// The workshop's plumbing: it builds the programs once (the root's steps
+// and the lab's drill), runs one with -json and reads the phases it
+// reported, and keeps the JSON document a
 // machine hands to the facilitator, who puts a room's documents side by
 // side with Compare (room.go).
 
@@ -50,6 +51,13 @@ type Doc struct {
 	Failures []string                   `json:"failures,omitempty"`
 	// The step Ctrl-C interrupted; the phases are those run before.
 	Interrupted string `json:"interrupted,omitempty"`
+	// Lesson is the revision of the lesson the run was held to
+	// (lesson.Revision); a file without it is of revision 1, whose steps
+	// lived in the lab and had other phases (lesson.Formers).
+	Lesson int `json:"lesson,omitempty"`
+	// Args are the flags each step ran with, beside -json and -prefix:
+	// the root's step 6 does not print its load, so the room reads it here.
+	Args map[string][]string `json:"args,omitempty"`
 }
 
 // Row is a phase as the document and the table give it.
@@ -69,6 +77,8 @@ func New(ctx context.Context, host string) (*Doc, error) {
 		CPUs:    runtime.NumCPU(),
 		Started: time.Now().UTC().Truncate(time.Second),
 		Steps:   map[string]json.RawMessage{},
+		Lesson:  lesson.Revision,
+		Args:    map[string][]string{},
 	}
 	rdb, err := services.Connect(ctx)
 	if err != nil {
@@ -99,21 +109,27 @@ func (doc *Doc) Finish(phases []harness.PhaseResult) {
 	doc.Seconds = time.Since(doc.Started).Round(time.Second).Seconds()
 }
 
-// Build compiles every program of the module into a new temporary
-// directory, which the caller removes, so that the timings of the steps do
-// not include compiling. The compiler's messages go to stderr.
+// Build compiles the root's programs (its steps, cmd/...) and the lab's
+// drill into a new temporary directory, which the caller removes, so that
+// the timings of the steps do not include compiling. Each is built in its
+// own module's folder (harness.Repo), so that the workshop runs from the
+// root or from lab/. The compiler's messages go to stderr.
 func Build(ctx context.Context, stderr io.Writer) (string, error) {
+	root, lab, err := harness.Repo(ctx)
+	if err != nil {
+		return "", err
+	}
 	bin, err := os.MkdirTemp("", "walletlock-workshop-")
 	if err != nil {
 		return "", err
 	}
-	// The package path, not ./cmd/..., so that it builds from any directory
-	// of the module (the tests run in cmd/workshop).
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin+string(filepath.Separator), "example.com/walletlock/lab/cmd/...")
-	build.Stderr = stderr
-	if err := build.Run(); err != nil {
+	if err := harness.Build(ctx, root, bin, stderr, "./cmd/..."); err != nil {
 		os.RemoveAll(bin)
-		return "", fmt.Errorf("go build ./cmd/... failed: %w", err)
+		return "", err
+	}
+	if err := harness.Build(ctx, lab, bin, stderr, "./cmd/drill"); err != nil {
+		os.RemoveAll(bin)
+		return "", err
 	}
 	return bin, nil
 }
@@ -122,11 +138,8 @@ func Build(ctx context.Context, stderr io.Writer) (string, error) {
 type Ran struct {
 	Out    json.RawMessage // its -json output; nil: it printed none
 	Phases []lesson.Result
-	// LeftOut names the phases the step chose not to run, and why (step 6
-	// leaves redlock out when its nodes are not running).
-	LeftOut map[string]string
-	Failed  error // why it gave no phases the workshop can read; nil: it did
-	Killed  bool  // it did not exit within harness.WaitDelay of Ctrl-C
+	Failed error // why it gave no phases the workshop can read; nil: it did
+	Killed bool  // it did not exit within harness.WaitDelay of Ctrl-C
 }
 
 // RunStep runs one step with -json and -prefix and reads the phases it
@@ -152,12 +165,6 @@ func RunStep(ctx context.Context, bin, step, prefix string, args []string, stder
 		perr = errors.New("printed no JSON")
 	} else {
 		ran.Phases, perr = readPhases(step, ran.Out)
-		var left struct {
-			LeftOut map[string]string `json:"left_out"`
-		}
-		if step != lesson.DrillStep && json.Unmarshal(ran.Out, &left) == nil {
-			ran.LeftOut = left.LeftOut
-		}
 	}
 	if perr != nil {
 		ran.Failed = fmt.Errorf("%s: %w", step, cmp.Or(err, perr))
@@ -184,7 +191,9 @@ func jsonDoc(b []byte) (json.RawMessage, bool) {
 	return json.RawMessage(append(append([]byte("["), bytes.Join(lines, []byte(","))...), ']')), true
 }
 
-// readPhases reads the phases a step reported: a step's "phases", or the
+// readPhases reads the phases a step reported: a step's "phases", each
+// held to the verdict the lesson wants where the lesson knows it (a root
+// step states its own, and a test holds those to the lesson), or the
 // drill's rows as phases of the step "drill", named nemesis/strategy and
 // judged by lesson.Drills.
 func readPhases(step string, out json.RawMessage) ([]lesson.Result, error) {
@@ -192,6 +201,11 @@ func readPhases(step string, out json.RawMessage) ([]lesson.Result, error) {
 		var got struct{ Phases []lesson.Result }
 		if err := json.Unmarshal(out, &got); err != nil {
 			return nil, err
+		}
+		for i, r := range got.Phases {
+			if p, ok := lesson.Lookup(r.Step, r.Phase); ok {
+				got.Phases[i].Want = p.Want
+			}
 		}
 		return got.Phases, nil
 	}
@@ -210,13 +224,9 @@ func readPhases(step string, out json.RawMessage) ([]lesson.Result, error) {
 }
 
 // Missing lists the phases the lesson promises that no step reported: a
-// step that stops printing a phase must not pass unnoticed. A phase a step
-// said it left out (leftOut, keyed "step/phase") is not missing.
-func Missing(phases []harness.PhaseResult, leftOut map[string]bool) []string {
+// step that stops printing a phase must not pass unnoticed.
+func Missing(phases []harness.PhaseResult) []string {
 	seen := map[string]bool{}
-	for k := range leftOut {
-		seen[k] = true
-	}
 	for _, r := range phases {
 		seen[r.Step+"/"+r.Phase] = true
 	}

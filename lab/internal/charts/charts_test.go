@@ -265,13 +265,15 @@ func TestSaveLoad_writesTheFileOrNamesIt(t *testing.T) {
 
 // room is three machines that ran the whole lesson; the third's step 3
 // phase 1 gave OK where the lesson says BROKEN, and it did not run step 6.
+// Step 6 is the root's, run as the workshop runs it.
 func room(t *testing.T) []Machine {
 	t.Helper()
-	load := readTestdata(t, "step6.json")
+	load := readTestdata(t, "step6-root.json")
 	var room []Machine
 	for i, host := range []string{"ana-laptop", "bob-desktop", "room-pc-3"} {
 		m := Machine{Label: host, File: "workshop-" + host + ".json", Go: "go1.26.8", OS: "linux/amd64", CPUs: 2 + 2*i,
-			Redis: "7.0.15", Postgres: "15.18", Started: "2026-11-30 14:28 UTC", Load: load}
+			Redis: "7.0.15", Postgres: "15.18", Started: "2026-11-30 14:28 UTC", Load: load, Lesson: lesson.Revision,
+			LoadArgs: []string{"-workers", "16", "-wallets", "4", "-work", "1ms", "-duration", "1s"}}
 		for _, p := range lesson.Phases {
 			check := "accepted=10 balance=0 expected=0 " + p.Want
 			m.Phases = append(m.Phases, lesson.NewResult(p.Step, p.Phase, check, p.Want == lesson.OK))
@@ -279,11 +281,14 @@ func room(t *testing.T) []Machine {
 		room = append(room, m)
 	}
 	room[2].Phases[2].Verdict = lesson.OK
-	room[2].Phases = room[2].Phases[:len(room[2].Phases)-6]
+	room[2].Phases = room[2].Phases[:len(room[2].Phases)-len(rootStep6)]
 	room[2].Failures = []string{"step6-loadtest: exit status 1"}
 	room[2].Load = nil
 	return room
 }
+
+// rootStep6 are the root's step 6's strategies, as step6-root.json has them.
+var rootStep6 = []string{"none", "lock", "redislock", "fenced", "version", "atomic", "forupdate"}
 
 // writeRoom judges the machines and writes their page.
 func writeRoom(t *testing.T, machines []Machine) []byte {
@@ -302,15 +307,19 @@ func writeRoom(t *testing.T, machines []Machine) []byte {
 func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
 	p := parsePage(t, writeRoom(t, room(t)))
 	p.mustName(t, "machine", "ana-laptop", "bob-desktop", "room-pc-3")
-	p.mustName(t, "strategy", oneRun...)
+	p.mustName(t, "strategy", rootStep6...)
 	p.mustName(t, "version", "go1.26.8", "7.0.15", "15.18")
+	p.mustName(t, "load", "16 workers spending from 4 wallets, 1ms of work, 1s per strategy, in the article's step 6.")
 	for _, ph := range lesson.Phases {
 		p.mustName(t, "phase", ph.Step+" "+ph.Phase)
 	}
-	if p.svgs != 4 {
-		t.Errorf("%d charts, want 4: p99 lock wait, the locks' rate, the rate without a lock, the locks' share of the ceiling", p.svgs)
+	if p.svgs != 3 {
+		t.Errorf("%d charts, want 3: p99 wait, the locks' rate, the rate without a lock (the root's step 6 has no ceiling)", p.svgs)
 	}
-	// The cells that differ: step3-ttl 1 on room-pc-3, its six step 6
+	if strings.Contains(p.text, "serial ceiling") || strings.Contains(p.text, "no longer in the lesson") {
+		t.Error("the page speaks of a ceiling or of former phases that no machine has")
+	}
+	// The cells that differ: step3-ttl 1 on room-pc-3, its seven step 6
 	// phases not reported, its phase count, and its step 6 strategies.
 	var cells []string
 	for _, c := range p.classed["differs"] {
@@ -328,8 +337,67 @@ func TestWriteRoom_putsTheMachinesSideBySide(t *testing.T) {
 			t.Errorf("no highlighted cell says %q; highlighted: %q", w, cells)
 		}
 	}
-	if n := strings.Count(strings.Join(cells, "|"), "✗"); n != 7 {
-		t.Errorf("%d phase cells marked ✗, want 7 (one verdict and six unreported)", n)
+	if n := strings.Count(strings.Join(cells, "|"), "✗"); n != 8 {
+		t.Errorf("%d phase cells marked ✗, want 8 (one verdict and seven unreported)", n)
+	}
+}
+
+// An old machine (the lesson's first revision, whose step 6 was the lab's
+// deep load test with fair, redsync and redlock, and whose step 5 had
+// four phases) beside a new one: the page shows both step 6 reports side
+// by side under their different loads, step 5's old phase 4 as today's
+// phase 3, and the phases the lesson no longer has in rows of their own,
+// with the old machine's verdicts.
+func TestWriteRoom_anOldMachineBesideANewOne(t *testing.T) {
+	now := room(t)[0]
+	old := Machine{Label: "old", File: "workshop-old.json", Go: "go1.26.8", OS: "linux/amd64", CPUs: 2,
+		Redis: "7.0.15", Postgres: "15.18", Load: readTestdata(t, "step6.json")}
+	for _, p := range []struct{ step, phase, verdict string }{
+		{"step1-race", "race", "BROKEN"}, {"step2-lock", "lock", "OK"},
+		{"step5-fencing", "1", "BROKEN"}, {"step5-fencing", "2", "OK"}, {"step5-fencing", "3", "OK"}, {"step5-fencing", "4", "OK"},
+		{"step6-loadtest", "none", "BROKEN"}, {"step6-loadtest", "lock", "OK"}, {"step6-loadtest", "fair", "BROKEN"},
+	} {
+		old.Phases = append(old.Phases, lesson.Result{Step: p.step, Phase: p.phase, Check: "accepted=1 " + p.verdict, Verdict: p.verdict, Want: "OK"})
+	}
+	old.Phases[0].Want, old.Phases[2].Want, old.Phases[6].Want = "BROKEN", "BROKEN", "BROKEN"
+	r, err := Judge([]Machine{old, now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(step, phase string, former bool) PhaseRow {
+		t.Helper()
+		i := slices.IndexFunc(r.Phases, func(p PhaseRow) bool { return p.Step == step && p.Phase == phase && p.Former == former })
+		if i < 0 {
+			t.Fatalf("no row %s %s (former %v)", step, phase, former)
+		}
+		return r.Phases[i]
+	}
+	if c := row("step5-fencing", "3", false).Cells[0]; c.Status != Match || c.Checks != "accepted=1 OK" {
+		t.Errorf("step5-fencing 3 on old = %+v, want its old phase 4, the version column", c)
+	}
+	fifty := row("step5-fencing", "3", true)
+	if fifty.What != "50 fenced spenders, some stalling past the TTL" || fifty.Cells[0].Status != Former || fifty.Cells[1].Status != Absent {
+		t.Errorf("the old phase 3 = %+v, want a row apart, shown on old, not in the new run", fifty)
+	}
+	if c := row("step6-loadtest", "fair", true).Cells[0]; c.Status != Former || c.Text != "BROKEN, the lesson then said OK" || c.Class() != "unchecked" {
+		t.Errorf("fair on old = %+v, want its old verdict, what the lesson then said, unchecked", c)
+	}
+	if got, want := r.Tallies[0].String(), "7 of 19 phases as the lesson says, 12 not reported, 2 no longer in the lesson"; got != want {
+		t.Errorf("old's tally = %q, want %q", got, want)
+	}
+	if r.Phases[len(r.Phases)-1].Former != true || r.SameLoad() {
+		t.Error("the former rows do not come last, or two loads that differ are called the same")
+	}
+	var b bytes.Buffer
+	if err := WriteRoom(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	p := parsePage(t, b.Bytes())
+	p.mustName(t, "note", "no longer in the lesson; it was: 50 fenced spenders", "an earlier version of the tutorial",
+		"64 workers spending from 16 wallets", "16 workers spending from 4 wallets", "different loads", "beyond its own work")
+	p.mustName(t, "cell", "BROKEN, the lesson then said OK", "OK, as the lesson then said")
+	if p.svgs != 4 {
+		t.Errorf("%d charts, want 4: the p99 wait, the locks' rate, the rate without a lock, the old machine's share of its ceiling", p.svgs)
 	}
 }
 
@@ -406,7 +474,7 @@ func TestWriteLoad_vsNoneWithoutNoneIsNA(t *testing.T) {
 
 func TestJudge_everyStatus(t *testing.T) {
 	full := func(label string) Machine {
-		m := Machine{Label: label, File: "workshop-" + label + ".json"}
+		m := Machine{Label: label, File: "workshop-" + label + ".json", Lesson: lesson.Revision}
 		for _, p := range lesson.Phases {
 			m.Phases = append(m.Phases, lesson.NewResult(p.Step, p.Phase, "check "+p.Want, p.Want == lesson.OK))
 		}
@@ -417,8 +485,8 @@ func TestJudge_everyStatus(t *testing.T) {
 		return m
 	}
 	all := full("all")
-	left := drop(full("left"), "step6-loadtest", "redlock")
-	left.LeftOut = map[string]string{"step6-loadtest/redlock": "redlock: nodes down"}
+	left := drop(full("left"), "step6-loadtest", "fenced")
+	left.LeftOut = map[string]string{"step6-loadtest/fenced": "fenced: PostgreSQL down"}
 	missing := drop(full("missing"), "step5-fencing", "1b")
 	other := full("other")
 	other.Phases[2].Verdict = lesson.OK // step3-ttl 1
@@ -456,8 +524,8 @@ func TestJudge_everyStatus(t *testing.T) {
 			t.Errorf("drill row on %s = %+v, want status %d", r.Machines[i].Label, last.Cells[i], want)
 		}
 	}
-	if c := r.Phases[slices.IndexFunc(r.Phases, func(p PhaseRow) bool { return p.Phase == "redlock" })].Cells[1]; c.Status != LeftOut || c.Checks != "redlock: nodes down" || c.Class() != "unchecked" || c.Mark() != "" {
-		t.Errorf("redlock on left = %+v, want left out with why, not checked", c)
+	if c := r.Phases[slices.IndexFunc(r.Phases, func(p PhaseRow) bool { return p.Phase == "fenced" })].Cells[1]; c.Status != LeftOut || c.Checks != "fenced: PostgreSQL down" || c.Class() != "unchecked" || c.Mark() != "" {
+		t.Errorf("fenced on left = %+v, want left out with why, not checked", c)
 	}
 }
 

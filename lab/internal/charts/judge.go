@@ -22,12 +22,45 @@ type Machine struct {
 	Started  string
 	Phases   []lesson.Result
 	// LeftOut names the phases a step said it did not run, keyed
-	// "step/phase", with why (step 6 leaves redlock out when its nodes
-	// are not running): they were not checked.
+	// "step/phase", with why (the lab's step 6, in files of the lesson's
+	// first revision, left redlock out when its nodes were not running):
+	// they were not checked.
 	LeftOut     map[string]string
 	Failures    []string
 	Interrupted string          // the step Ctrl-C stopped; "": none
 	Load        json.RawMessage // step 6's -json output; nil: step 6 did not report
+	// LoadArgs are the flags the workshop ran step 6 with, beside -json
+	// and -prefix: the article's step 6 does not print its load, so the
+	// room reads it from them.
+	LoadArgs []string
+	// Lesson is the revision of the lesson the run was held to
+	// (lesson.Revision); 0, a file written before the key, is 1. A phase
+	// an earlier revision had and this one has not is shown apart
+	// (lesson.Then).
+	Lesson int
+}
+
+// revision is the lesson's revision m was held to.
+func (m Machine) revision() int { return max(m.Lesson, 1) }
+
+// key is a row of the room: a phase of the lesson, or (Former > 0) one
+// that revision Former had and the lesson no longer has.
+type key struct {
+	Step, Phase string
+	Former      int
+}
+
+// keyOf is the row where m's report of step's phase goes: an earlier
+// revision's phase under today's name where it has one (lesson.Then),
+// apart where the lesson no longer has it.
+func (m Machine) keyOf(step, phase string) key {
+	if f, ok := lesson.Then(m.revision(), step, phase); ok {
+		if f.Now != "" {
+			return key{step, f.Now, 0}
+		}
+		return key{step, phase, f.Revision}
+	}
+	return key{step, phase, 0}
 }
 
 // Status is where one machine stands on one phase of the lesson.
@@ -40,6 +73,7 @@ const (
 	NotRun                     // the run was interrupted before the phase
 	LeftOut                    // its step said it did not run the phase, and why: not checked
 	Absent                     // a phase outside lesson.Phases (a drill cell, say) that this run did not have
+	Former                     // a phase the lesson no longer has, which this run (of an earlier revision) gave: shown, not judged
 )
 
 // Differs reports whether the status sets the machine apart from the
@@ -60,7 +94,7 @@ func (c Cell) Class() string {
 	switch {
 	case c.Status.Differs():
 		return "differs"
-	case c.Status == LeftOut || c.Status == Absent:
+	case c.Status == LeftOut || c.Status == Absent || c.Status == Former:
 		return "unchecked"
 	}
 	return ""
@@ -81,7 +115,11 @@ func (c Cell) Mark() string {
 // PhaseRow is one phase across the room: a cell per machine.
 type PhaseRow struct {
 	Step, Phase, Want, What string
-	Cells                   []Cell
+	// Former says the lesson no longer has the phase: an earlier
+	// revision's, with the verdict it wanted then (Want) and what it
+	// showed (What).
+	Former bool
+	Cells  []Cell
 }
 
 // Differs reports whether the phase differs from the lesson on some
@@ -91,7 +129,7 @@ func (p PhaseRow) Differs() bool {
 }
 
 // Tally counts one machine's phases by status.
-type Tally struct{ Match, OtherVerdict, NotReported, NotRun, LeftOut int }
+type Tally struct{ Match, OtherVerdict, NotReported, NotRun, LeftOut, Former int }
 
 // String is the machine's count, as the summary and the page give it:
 // "18 of 19 phases as the lesson says, 1 left out, not checked".
@@ -101,7 +139,7 @@ func (t Tally) String() string {
 	for _, part := range []struct {
 		n    int
 		what string
-	}{{t.NotReported, "not reported"}, {t.NotRun, "not run"}, {t.LeftOut, "left out, not checked"}} {
+	}{{t.NotReported, "not reported"}, {t.NotRun, "not run"}, {t.LeftOut, "left out, not checked"}, {t.Former, "no longer in the lesson"}} {
 		if part.n > 0 {
 			s += fmt.Sprintf(", %d %s", part.n, part.what)
 		}
@@ -128,13 +166,15 @@ type Room struct {
 func Judge(machines []Machine) (*Room, error) {
 	r := &Room{Machines: machines, Tallies: make([]Tally, len(machines)),
 		Setups: make([]string, len(machines)), loads: make([]load, len(machines))}
-	for _, key := range phaseKeys(machines) {
-		row := PhaseRow{Step: key.Step, Phase: key.Phase, Want: "?"}
-		if p, ok := lesson.Lookup(key.Step, key.Phase); ok {
+	for _, k := range phaseKeys(machines) {
+		row := PhaseRow{Step: k.Step, Phase: k.Phase, Want: "?"}
+		if f, ok := lesson.Then(k.Former, k.Step, k.Phase); ok && k.Former > 0 {
+			row.Want, row.What, row.Former = f.Want, f.What, true
+		} else if p, ok := lesson.Lookup(k.Step, k.Phase); ok {
 			row.Want, row.What = p.Want, p.What
 		}
 		for i, m := range machines {
-			c := judge(m, key.Step, key.Phase)
+			c := judge(m, k)
 			row.Cells = append(row.Cells, c)
 			t := &r.Tallies[i]
 			switch c.Status {
@@ -148,6 +188,8 @@ func Judge(machines []Machine) (*Room, error) {
 				t.NotRun++
 			case LeftOut:
 				t.LeftOut++
+			case Former:
+				t.Former++
 			}
 		}
 		r.Phases = append(r.Phases, row)
@@ -156,7 +198,7 @@ func Judge(machines []Machine) (*Room, error) {
 		if m.Load == nil {
 			continue
 		}
-		l, err := decodeLoad(m.Load)
+		l, err := m.load()
 		if err != nil {
 			return nil, fmt.Errorf("charts: %s: %w", m.File, err)
 		}
@@ -196,23 +238,27 @@ func (r *Room) SameLoad() bool {
 	return true
 }
 
-// phaseKeys lists the phases of the room: the lesson's in its order, then
-// any the lesson does not know (a participant ran another version) or a
-// step left out.
-func phaseKeys(room []Machine) []lesson.Result {
-	var keys []lesson.Result
-	add := func(step, phase string) {
-		k := lesson.Result{Step: step, Phase: phase}
-		if !slices.Contains(keys, k) {
-			keys = append(keys, k)
+// phaseKeys lists the rows of the room: the lesson's phases in its
+// order, then any the lesson does not know (a participant ran another
+// version) or a step left out, then those of an earlier revision that the
+// lesson no longer has.
+func phaseKeys(room []Machine) []key {
+	var keys, former []key
+	add := func(k key) {
+		list := &keys
+		if k.Former > 0 {
+			list = &former
+		}
+		if !slices.Contains(*list, k) {
+			*list = append(*list, k)
 		}
 	}
 	for _, p := range lesson.Phases {
-		add(p.Step, p.Phase)
+		add(key{p.Step, p.Phase, 0})
 	}
 	for _, m := range room {
 		for _, r := range m.Phases {
-			add(r.Step, r.Phase)
+			add(m.keyOf(r.Step, r.Phase))
 		}
 		var left []string
 		for k := range m.LeftOut {
@@ -221,19 +267,23 @@ func phaseKeys(room []Machine) []lesson.Result {
 		slices.Sort(left)
 		for _, k := range left {
 			step, phase, _ := strings.Cut(k, "/")
-			add(step, phase)
+			add(m.keyOf(step, phase))
 		}
 	}
-	return keys
+	return append(keys, former...)
 }
 
-// judge is one machine's cell of one phase.
-func judge(m Machine, step, phase string) Cell {
+// judge is one machine's cell of one row: a phase of the lesson, judged,
+// or one it no longer has, shown with the verdict it gave then.
+func judge(m Machine, k key) Cell {
 	var verdicts, checks []string
 	count := map[string]int{}
 	c := Cell{Status: Match}
+	if k.Former > 0 {
+		c.Status = Former
+	}
 	for _, r := range m.Phases {
-		if r.Step != step || r.Phase != phase {
+		if m.keyOf(r.Step, r.Phase) != k {
 			continue
 		}
 		if count[r.Verdict] == 0 {
@@ -241,18 +291,25 @@ func judge(m Machine, step, phase string) Cell {
 		}
 		count[r.Verdict]++
 		checks = append(checks, r.Check)
-		if !r.Match() {
+		if !r.Match() && c.Status != Former {
 			c.Status = OtherVerdict
 		}
 	}
 	if len(checks) == 0 {
-		why, left := m.LeftOut[step+"/"+phase]
+		why, left := "", false
+		for name, w := range m.LeftOut {
+			step, phase, _ := strings.Cut(name, "/")
+			if m.keyOf(step, phase) == k {
+				why, left = w, true
+			}
+		}
 		switch {
 		case left:
 			return Cell{Status: LeftOut, Text: "left out, not checked", Checks: why}
+		case k.Former > 0:
 		case m.Interrupted != "":
 			return Cell{Status: NotRun, Text: "not run: interrupted"}
-		case promised(step, phase):
+		case k.Former == 0 && promised(k.Step, k.Phase):
 			return Cell{Status: NotReported, Text: "not reported"}
 		}
 		return Cell{Status: Absent, Text: "not in this run"}
@@ -266,7 +323,21 @@ func judge(m Machine, step, phase string) Cell {
 		}
 	}
 	c.Text, c.Checks = strings.Join(parts, ", "), strings.Join(checks, "\n")
+	if c.Status == Former {
+		c.Text += then(m, k)
+	}
 	return c
+}
+
+// then says how a phase the lesson no longer has stood with the lesson
+// its run was held to: ", as the lesson then said", or what it then said.
+func then(m Machine, k key) string {
+	for _, r := range m.Phases {
+		if m.keyOf(r.Step, r.Phase) == k && !r.Match() {
+			return ", the lesson then said " + r.Want
+		}
+	}
+	return ", as the lesson then said"
 }
 
 // promised reports whether every run of the workshop must report the

@@ -17,10 +17,14 @@ import (
 	"example.com/walletlock/lab/internal/loadtest"
 )
 
-// load is the part of step 6's JSON report (loadtest.Report) the page
-// reads. It is decoded from the JSON, not taken from the Go types, so that
-// the page reads any run's file: keys are only ever added to that form.
+// load is the part of a load report the pages read: the lab's load test's
+// JSON report (loadtest.Report, which workshop files of the lesson's first
+// revision hold as step 6's), or the root's step 6's -json output, which
+// gives a row's rate, wait and verdict and nothing of its load (Root).
+// It is decoded from the JSON, not taken from the Go types, so that the
+// page reads any run's file: keys are only ever added to those forms.
 type load struct {
+	Root    bool   `json:"-"` // the root's step 6: its rows have "verdict", its load comes from the workshop's flags
 	Started string `json:"started"`
 	Params  struct {
 		Workers  json.RawMessage `json:"workers"`
@@ -39,6 +43,7 @@ type load struct {
 	Rows        []loadRow `json:"strategies"`
 	Interrupted bool      `json:"interrupted"`
 	NotRun      []string  `json:"not_run"`
+	Args        []string  `json:"-"` // the root's step 6's flags, as the workshop ran it (Machine.LoadArgs)
 }
 
 // loadRow is one strategy's figures at one level of contention. Workers,
@@ -69,6 +74,11 @@ type loadRow struct {
 	Interrupted   bool     `json:"interrupted"`
 	WalletsOff    int      `json:"wallets_off"`
 	MoneyOff      int64    `json:"money_off"`
+	// The root's step 6 gives these three instead: its verdict, and the
+	// time a spend took beyond its work (the lock, the round trips).
+	Verdict string   `json:"verdict"`
+	WaitP50 *float64 `json:"wait_p50_ms"`
+	WaitP99 *float64 `json:"wait_p99_ms"`
 }
 
 type latency struct {
@@ -76,14 +86,16 @@ type latency struct {
 	P99 float64 `json:"p99_ms"`
 }
 
-// verdict is the row's verdict as step 6's table gives it (OK, BROKEN or
+// verdict is the row's verdict as its table gives it (OK, BROKEN or
 // NO DATA), and whether that is what the lesson promises.
 func (r loadRow) verdict() (string, bool) {
 	want := lesson.OK
-	if p, ok := lesson.Lookup("step6-loadtest", r.Strategy); ok {
+	if p, ok := lesson.Lookup(lesson.LoadTestStep, r.Strategy); ok {
 		want = p.Want
 	}
 	switch {
+	case r.Verdict != "": // the root's step 6
+		return r.Verdict, r.Verdict == want
 	case r.Check != "" && !r.OK:
 		return fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), thousands(r.MoneyOff)), want == lesson.Broken
 	case !r.Measured:
@@ -92,13 +104,14 @@ func (r loadRow) verdict() (string, bool) {
 	return lesson.OK, want == lesson.OK
 }
 
-// decodeLoad reads step 6's JSON harness. The texts it keeps are made
+// decodeLoad reads a load report (see load). The texts it keeps are made
 // printable (harness.Printable): a workshop file may come from anyone.
 func decodeLoad(data []byte) (load, error) {
 	var l load
 	if err := json.Unmarshal(data, &l); err != nil {
 		return l, fmt.Errorf("charts: read step 6's report: %w", err)
 	}
+	l.Root = len(l.Params.Workers) == 0 && slices.ContainsFunc(l.Rows, func(r loadRow) bool { return r.Verdict != "" })
 	if len(l.Params.Workers) > 0 {
 		var n int
 		var counts []int
@@ -121,8 +134,22 @@ func decodeLoad(data []byte) (load, error) {
 		if r.Strategy == "" {
 			return l, fmt.Errorf("charts: read step 6's report: row %d names no strategy", i+1)
 		}
-		r.Strategy, r.Check, r.Note = harness.Printable(r.Strategy), harness.Printable(r.Check), harness.Printable(r.Note)
+		r.Strategy, r.Check, r.Note, r.Verdict = harness.Printable(r.Strategy), harness.Printable(r.Check), harness.Printable(r.Note), harness.Printable(r.Verdict)
+		if r.Verdict != "" {
+			r.Measured, r.OK = true, r.Verdict == lesson.OK
+		}
 	}
+	return l, nil
+}
+
+// load is the machine's step 6, its load read from LoadArgs when the
+// report is the root's step 6's, which does not print it.
+func (m Machine) load() (load, error) {
+	l, err := decodeLoad(m.Load)
+	if err != nil || !l.Root {
+		return l, err
+	}
+	l.Args = m.LoadArgs
 	return l, nil
 }
 
@@ -185,7 +212,7 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 	if err != nil {
 		return err
 	}
-	page := loadPage{Title: "walletlock step 6: every strategy under load", load: l}
+	page := loadPage{Title: "walletlock load test: every strategy under load", load: l}
 	page.Setup = setupLine(l)
 	page.PoolLine = poolLine(reportJSON)
 	if page.Charts, err = loadCharts(l); err != nil {
@@ -276,8 +303,12 @@ func poolLine(reportJSON []byte) string {
 	return strings.TrimSpace(rep.PoolLine())
 }
 
-// setupLine says what the run did, as the text table's first line does.
+// setupLine says what the run did, as the text table's first line does;
+// for the root's step 6, from the flags the workshop gave it.
 func setupLine(l load) string {
+	if l.Root {
+		return rootSetup(l.Args)
+	}
 	p := l.Params
 	workers := strings.Trim(string(p.Workers), "[]")
 	if lv := l.levels(); len(lv) > 1 {
@@ -288,6 +319,23 @@ func setupLine(l load) string {
 		workers = strings.Join(each, ", ")
 	}
 	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
+}
+
+// rootSetup is setupLine for the root's step 6, run with args: a flag it
+// was not given ran at the step's default.
+func rootSetup(args []string) string {
+	v := map[string]string{"-workers": "the default number of", "-wallets": "the default number of", "-work": "the default amount", "-duration": "the default time"}
+	for i := 0; i+1 < len(args); i++ {
+		if _, ok := v[args[i]]; ok {
+			v[args[i]] = harness.Printable(args[i+1])
+			i++
+		}
+	}
+	wallets := "from " + v["-wallets"] + " wallets"
+	if v["-wallets"] == "1" {
+		wallets = "from one wallet"
+	}
+	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy, in the article's step 6.", v["-workers"], wallets, v["-work"], v["-duration"])
 }
 
 // noLock are the strategies that take no lock: none, the broken control,
@@ -475,11 +523,16 @@ func fifoBound(l load, levels []int) series {
 	return b
 }
 
+// waitP99 is the row's p99 wait: for a lock, from the load test's report;
+// beyond the work, from the root's step 6's. NaN when it gives neither.
 func waitP99(r loadRow) float64 {
-	if r.LockWait == nil {
-		return math.NaN()
+	switch {
+	case r.LockWait != nil:
+		return r.LockWait.P99
+	case r.WaitP99 != nil:
+		return *r.WaitP99
 	}
-	return r.LockWait.P99
+	return math.NaN()
 }
 
 // value is v if the figure exists, else NaN: no bar, no point.

@@ -41,6 +41,19 @@ type roomPage struct {
 	Charts   []template.HTML
 }
 
+// HasFormer reports whether a row is a phase the lesson no longer has.
+func (p roomPage) HasFormer() bool {
+	return slices.ContainsFunc(p.Phases, func(r PhaseRow) bool { return r.Former })
+}
+
+// HasCeiling reports whether a machine's step 6 gives the serial ceiling
+// (files of the lab's load test do; the article's step 6 does not).
+func (p roomPage) HasCeiling() bool {
+	return slices.ContainsFunc(p.loads, func(l load) bool {
+		return slices.ContainsFunc(l.Rows, func(r loadRow) bool { return r.Ceiling > 0 })
+	})
+}
+
 // column is one machine's header and summary on the page.
 type column struct {
 	Machine
@@ -122,29 +135,26 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 	var lines []loadLine
 	for _, s := range names {
 		line := loadLine{Strategy: s}
-		judged := slices.IndexFunc(room.Phases, func(p PhaseRow) bool { return p.Step == "step6-loadtest" && p.Phase == s })
 		for i, l := range room.loads {
-			c := Cell{Status: Absent} // a strategy the lesson does not know, not run
-			if judged >= 0 {
-				c.Status = room.Phases[judged].Cells[i].Status
-			}
+			c, judged := room.stepSix(i, s)
 			r, ok := find(l, s)
 			switch {
 			case !ok && c.Status == LeftOut:
-				c.Text, c.Checks = "left out", room.Phases[judged].Cells[i].Checks
+				c.Text = "left out"
 			case !ok:
-				c.Text = "not run"
+				c = Cell{Status: c.Status, Text: "not run"}
 			default:
 				v, match := r.verdict()
-				if judged < 0 { // no phase to agree with: the row's own verdict
+				if !judged { // no phase to agree with: the row's own verdict
 					c.Status = OtherVerdict
 					if match {
 						c.Status = Match
 					}
 				}
+				c.Checks = ""
 				c.Text = fmt.Sprintf("%.0f/s, %s", r.PerSecond, v)
-				if r.LockWait != nil {
-					c.Text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, ms(r.LockWait.P99), v)
+				if w := waitP99(r); !math.IsNaN(w) {
+					c.Text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, ms(w), v)
 					if !slices.Contains(waiting, s) {
 						waiting = append(waiting, s)
 					}
@@ -179,12 +189,12 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 		ss         []series
 		grey       map[int]bool
 	}{
-		{"Step 6: p99 lock wait", "ms", waiting, perMachine(waiting, func(r loadRow, ok bool) float64 { return value(ok && r.LockWait != nil, waitP99(r)) }), nil},
+		{"Step 6: p99 wait", "ms", waiting, perMachine(waiting, func(r loadRow, ok bool) float64 { return value(ok, waitP99(r)) }), nil},
 		{"Step 6: accepted spends per second, the locks", "spends/s", locks, perMachine(locks, rate), nil},
 		{"Step 6: accepted spends per second without a lock (own scale)", "spends/s", labels, perMachine(unlocked, rate), grey},
 		{"Step 6: the locks' share of the serial ceiling", "%", locks, perMachine(locks, func(r loadRow, ok bool) float64 { return value(ok && r.Ceiling > 0, 100*r.Efficiency) }), nil},
 	} {
-		if len(c.categories) == 0 {
+		if len(c.categories) == 0 || !drawn(c.ss) {
 			continue
 		}
 		svg, err := bars(c.title, c.y, c.categories, c.ss, c.grey, math.NaN())
@@ -194,4 +204,30 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 		out = append(out, svg)
 	}
 	return lines, out, nil
+}
+
+// stepSix is machine i's cell of step 6's phase s, as the room judged it,
+// and whether the room has that phase: the lesson's, or one an earlier
+// revision had (redsync, redlock and fair were step 6's then).
+func (r *Room) stepSix(i int, s string) (Cell, bool) {
+	c, judged := Cell{Status: Absent}, false // a strategy no machine reported as a phase
+	for _, p := range r.Phases {
+		if p.Step != "step6-loadtest" || p.Phase != s {
+			continue
+		}
+		if !judged || c.Status == Absent {
+			c, judged = p.Cells[i], true
+		}
+	}
+	return c, judged
+}
+
+// drawn reports whether any series has a value to draw.
+func drawn(ss []series) bool {
+	for _, s := range ss {
+		if slices.ContainsFunc(s.values, func(v float64) bool { return !math.IsNaN(v) }) {
+			return true
+		}
+	}
+	return false
 }

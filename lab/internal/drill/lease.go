@@ -23,10 +23,10 @@ var ErrBusy = errors.New("drill: prefix in use by another drill")
 const MaxWallets = 100
 
 // FirstID is the first wallet id of a drill on prefix, unless told one:
-// derived from the prefix as step 6 derives its ids (loadtest.FirstIDFor),
+// derived from the prefix as the load test derives its ids (loadtest.FirstIDFor),
 // so that drills on different prefixes never meet. It hashes "drill " and
 // the prefix, a name no prefix can be (a prefix holds no space), so that
-// step 6 on the same prefix gets another block.
+// the load test on the same prefix gets another block.
 func FirstID(prefix string) int64 { return loadtest.FirstIDFor("drill " + prefix) }
 
 // TakePrefix makes the run the only drill on prefix, whose PostgreSQL rows

@@ -2,9 +2,8 @@
 //
 // What every program here does the same way, so that a
 // workshop room sees the same behaviour from each of them: flags (Parse,
-// Refuse and the checks and bounds), Ctrl-C (Main, Session, Await,
-// Command), and the line that names what a run could not clean up
-// (RedisDel).
+// Refuse and the checks and bounds), Ctrl-C (Main, Command), and the line
+// that names what a run could not clean up (leftovers.go).
 
 package harness
 
@@ -13,8 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -89,22 +90,13 @@ func CheckPrefix(prefix string) error {
 
 // Bounds on the flags, chosen so that a laptop runs the largest setting in
 // a few hundred megabytes and answers Ctrl-C at once. MaxN bounds the
-// goroutines a program starts (-n, -workers); MaxDuration bounds each time
-// a flag sets (-work, -ttl, -wait, -pause), so that sums and products of
+// goroutines a program starts (-workers); MaxDuration bounds each time
+// a flag sets (-work, -ttl, -duration), so that sums and products of
 // them stay far from overflowing a time.Duration.
 const (
 	MaxN        = 10_000
 	MaxDuration = time.Hour
 )
-
-// CheckMax refuses a count above max: "-n must be at most 10000, got
-// 200000".
-func CheckMax(name string, v, max int) error {
-	if v > max {
-		return fmt.Errorf("%s must be at most %d, got %d", name, max, v)
-	}
-	return nil
-}
 
 // CheckDuration refuses a duration above MaxDuration: "-work must be at
 // most 1h, got 1000000h0m0s".
@@ -115,14 +107,66 @@ func CheckDuration(name string, d time.Duration) error {
 	return nil
 }
 
-// CheckSpends refuses n spends of amount from initial when the balance they
-// could lead to, initial - amount*n, or amount*n itself does not fit an
-// int64: the check line's figures would wrap around.
-func CheckSpends(initial, amount int64, n int) error {
-	total := new(big.Int).Mul(big.NewInt(amount), big.NewInt(int64(n)))
-	low := new(big.Int).Sub(big.NewInt(initial), total)
-	if !total.IsInt64() || !low.IsInt64() {
-		return fmt.Errorf("-amount %d times -n %d overflows an int64 (at most %d): lower -amount or -n", amount, n, int64(math.MaxInt64))
+// Pick returns the names chosen by a list flag's value (-phase, -strategy,
+// -nemesis): one name, several separated by commas (spaces around a name
+// are dropped, a name given twice counts once), or "all" for every one of
+// all, in all's order. An unknown name is refused with the flag's name and
+// what it accepts, for Refuse to print (exit 2):
+//
+//	unknown -phase "7" (want all or some of 1, 2, 3)
+//
+// It is the one parser of such lists: the -phase of steps 3 and 5, the
+// -strategy of step 4, step 6 (loadtest.ParseStrategies) and the drill,
+// and the drill's -nemesis.
+func Pick(flag, value string, all []string) ([]string, error) {
+	if value == "all" {
+		return all, nil
 	}
-	return nil
+	var out []string
+	for name := range strings.SplitSeq(value, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(all, name) {
+			return nil, fmt.Errorf("unknown %s %q (want all or some of %s)", flag, name, strings.Join(all, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// CheckPageOf refuses, before a program does any work, a page it could
+// not write at the end: path, named by flag (-html, -history), must name a
+// file (not a folder) in a folder that exists and takes a new file. It
+// tries one, and removes it. The error names the flag and the fix, in one
+// line.
+func CheckPageOf(flag, path string) error {
+	shown := Printable(path)
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, Printable(filepath.Join(path, "harness.html")))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, Printable(dir))
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, Printable(dir))
+	case err != nil:
+		return fmt.Errorf("%s %s: %v", flag, shown, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".walletlock-page-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, Printable(dir), unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

@@ -6,9 +6,10 @@
 // prefix as their owner (postgres.Store.Owned), so runs on other prefixes
 // cannot touch them either.
 //
-// It is written here with plain commands rather than with package lock,
-// which steps 2 to 5 teach: step 1, which has no lock, takes this lease
-// too, and should not link the lock it has not reached yet.
+// It is written here with plain commands rather than with package lock:
+// it sends a refresh or a release that got no answer again (see watch and
+// Close), so that a Redis frozen for a few seconds, or a failover, does
+// not end a long run.
 //
 // A run that dies leaves the lease to expire on its own within LeaseTTL.
 

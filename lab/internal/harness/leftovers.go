@@ -12,35 +12,10 @@ import (
 	"example.com/walletlock/lab/internal/services"
 )
 
-// RedisDel returns the command that deletes keys from the server opt
-// describes, for the line that names what a run could not clean up:
-//
-//	redis-cli del 'walletlock:demo:step2:balance:{wallet:42}'
-//
-// It adds -h and -p for a server other than localhost:6379, -n for another
-// database, --tls and --askpass where needed, and never a user name or a
-// password. On a cluster (several addresses) it deletes key by key, with
-// -c so that redis-cli follows each key to its master: one DEL of keys in
-// several slots would be refused with CROSSSLOT.
-func RedisDel(opt *redis.UniversalOptions, keys ...string) string {
-	quoted := make([]string, len(keys))
-	for i, k := range keys {
-		quoted[i] = ShellQuote(k)
-	}
-	if !services.IsCluster(opt) {
-		return redisCLI(opt, "") + " del " + strings.Join(quoted, " ")
-	}
-	cli := redisCLI(opt, opt.Addrs[0])
-	if len(keys) == 1 {
-		return cli + " del " + quoted[0]
-	}
-	return "for k in " + strings.Join(quoted, " ") + `; do ` + cli + ` del "$k"; done`
-}
-
 // RedisDelPrefix returns the command that deletes every key under prefix,
 // for a run that wrote too many keys to name:
 //
-//	redis-cli --scan --pattern 'walletlock:demo:step6:*' | xargs redis-cli del
+//	redis-cli --scan --pattern 'walletlock:loadtest:*' | xargs redis-cli del
 //
 // On a cluster SCAN sees one node only: the command asks the first node for
 // the masters (CLUSTER NODES), scans each, and deletes key by key.
@@ -55,29 +30,20 @@ func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 		node + " --scan --pattern " + pattern + " | xargs -n 1 " + node + " del; done"
 }
 
-// PostgresDelete returns the command that deletes the wallet rows of owner
-// (a run's prefix, see postgres.Store.Owned) whose ids are given:
+// PostgresDeleteRange returns the command that deletes the wallet rows of
+// owner (a run's prefix, see postgres.Store.Owned) with ids first ..
+// first+n-1:
 //
-//	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'
+//	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:loadtest:'\'' AND id BETWEEN 7 AND 9'
 //
 // It names the database by its variable, never by the URL, which may hold
 // a password; without DATABASE_URL, by the default URL without its
 // password, which psql then asks for.
-func PostgresDelete(owner string, ids ...int64) string {
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.FormatInt(id, 10)
-	}
-	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner) + " AND id IN (" + strings.Join(list, ", ") + ")")
-}
-
-// PostgresDeleteRange is PostgresDelete for the n wallets first ..
-// first+n-1.
 func PostgresDeleteRange(owner string, first int64, n int) string {
 	return psql(fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = %s AND id BETWEEN %d AND %d", sqlString(owner), first, first+int64(n)-1))
 }
 
-// PostgresDeleteOwner is PostgresDelete for every wallet owner owns.
+// PostgresDeleteOwner is PostgresDeleteRange for every wallet owner owns.
 func PostgresDeleteOwner(owner string) string {
 	return psql("DELETE FROM walletlock_wallets WHERE owner = " + sqlString(owner))
 }
@@ -92,7 +58,7 @@ func PostgresDeletePrefix(prefix string) string {
 }
 
 // psql returns the command that runs sql in the programs' database, named
-// as PostgresDelete says.
+// as PostgresDeleteRange says.
 func psql(sql string) string {
 	target := `"$DATABASE_URL"`
 	if services.DatabaseURL() == services.DefaultDatabaseURL {

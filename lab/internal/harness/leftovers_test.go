@@ -7,20 +7,20 @@ import (
 	"testing"
 )
 
-func TestPostgresDelete(t *testing.T) {
+func TestPostgresDeleteOwner(t *testing.T) {
 	t.Run("the default database, without its password", func(t *testing.T) {
 		t.Setenv("DATABASE_URL", "")
-		got := PostgresDelete("walletlock:demo:step5:", 42)
-		want := `psql 'postgres://walletlock@localhost:5432/walletlock?sslmode=disable' -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:demo:step5:'\'' AND id IN (42)'`
+		got := PostgresDeleteOwner("walletlock:loadtest:")
+		want := `psql 'postgres://walletlock@localhost:5432/walletlock?sslmode=disable' -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:loadtest:'\'''`
 		if got != want {
-			t.Errorf("PostgresDelete = %q, want %q", got, want)
+			t.Errorf("PostgresDeleteOwner = %q, want %q", got, want)
 		}
 	})
 	t.Run("a database of the user's, by its variable", func(t *testing.T) {
 		t.Setenv("DATABASE_URL", "postgres://me:s3cret@db:5432/x")
-		got := PostgresDelete("o'brien:", 7, 8)
+		got := PostgresDeleteRange("o'brien:", 7, 2)
 		if !strings.HasPrefix(got, `psql "$DATABASE_URL" -c `) || strings.Contains(got, "s3cret") {
-			t.Errorf("PostgresDelete = %q, want the variable, not the URL", got)
+			t.Errorf("PostgresDeleteRange = %q, want the variable, not the URL", got)
 		}
 	})
 	// The SQL comes out of the shell as written, quotes doubled.
@@ -29,9 +29,9 @@ func TestPostgresDelete(t *testing.T) {
 		t.Skip("no sh")
 	}
 	t.Setenv("DATABASE_URL", "postgres://me:s3cret@db:5432/x")
-	_, quoted, _ := strings.Cut(PostgresDelete("o'brien:", 7, 8), " -c ")
+	_, quoted, _ := strings.Cut(PostgresDeleteRange("o'brien:", 7, 2), " -c ")
 	out, err := exec.Command(sh, "-c", "printf %s "+quoted).Output()
-	if want := "DELETE FROM walletlock_wallets WHERE owner = 'o''brien:' AND id IN (7, 8)"; err != nil || string(out) != want {
+	if want := "DELETE FROM walletlock_wallets WHERE owner = 'o''brien:' AND id BETWEEN 7 AND 8"; err != nil || string(out) != want {
 		t.Errorf("the shell reads %q (%v), want %q", out, err, want)
 	}
 }
@@ -51,7 +51,6 @@ func TestPostgresDelete_quotesForShellAndSQL(t *testing.T) {
 	tests := []struct {
 		name, cmd, want string
 	}{
-		{"by ids", PostgresDelete(hostile, 7), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id IN (7)"},
 		{"by an owner", PostgresDeleteOwner(hostile), "DELETE FROM walletlock_wallets WHERE owner = " + sql},
 		{"by a range", PostgresDeleteRange(hostile, 7, 3), "DELETE FROM walletlock_wallets WHERE owner = " + sql + " AND id BETWEEN 7 AND 9"},
 		{"by a prefix", PostgresDeletePrefix(hostile), "DELETE FROM walletlock_wallets WHERE owner LIKE " +

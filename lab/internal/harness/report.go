@@ -44,9 +44,8 @@ type Report struct {
 // with the step's own figures beside it, in the same JSON object.
 type PhaseResult struct {
 	lesson.Result
-	Workers int              // the level of contention it ran at (see AddAt); 0: not given
-	Figures any              // a struct or map whose JSON keys join the Result's; nil for none
-	History *Linearizability // its history's verdict (history.go); nil: none recorded
+	Workers int // the level of contention it ran at (see AddAt); 0: not given
+	Figures any // a struct or map whose JSON keys join the Result's; nil for none
 }
 
 // New starts the report of a step, named as in lesson.Phases.
@@ -59,13 +58,6 @@ func (r *Report) Set(key string, value any) {
 		r.keys = append(r.keys, key)
 	}
 	r.values[key] = value
-}
-
-// SetEach sets every key of values, as Set does.
-func (r *Report) SetEach(values map[string]any) {
-	for k, v := range values {
-		r.Set(k, v)
-	}
 }
 
 // SetAll sets every key of v's JSON object, in v's order, as Set would: a
@@ -112,15 +104,6 @@ func (r *Report) AddAt(phase string, workers int, v wallet.Verdict, figures any)
 	return p.Result
 }
 
-// AddChecked is Add for a phase that recorded a history: h's keys join
-// the phase's JSON object, and Finish holds its verdict to the lesson.
-func (r *Report) AddChecked(phase string, v wallet.Verdict, h *Linearizability, figures any) lesson.Result {
-	p := r.phase(phase, v, figures)
-	p.History = h
-	r.phases = append(r.phases, p)
-	return p.Result
-}
-
 // AddResult records a phase that another program ran and judged, as the
 // workshop collects every step's: it keeps its step, check and verdict.
 func (r *Report) AddResult(res lesson.Result) {
@@ -142,12 +125,6 @@ func (r *Report) Interrupt() { r.interrupted = true }
 func (r *Report) Interrupted(phase string, v wallet.Verdict, figures any) {
 	p := r.phase(phase, v, figures)
 	r.cut, r.interrupted = &p, true
-}
-
-// InterruptedChecked is Interrupted for a phase that recorded a history.
-func (r *Report) InterruptedChecked(phase string, v wallet.Verdict, h *Linearizability, figures any) {
-	r.Interrupted(phase, v, figures)
-	r.cut.History = h
 }
 
 // Fail prints err on stderr as "step: err" and makes Finish return 1.
@@ -184,10 +161,6 @@ func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 	for _, p := range r.phases {
 		if p.Step == r.step && slices.Contains(r.controls, p.Phase) {
 			continue
-		}
-		if miss := historyMiss(p); miss != "" && p.Match() {
-			fmt.Fprintf(stderr, "%s: phase %s: %s\n", r.step, p.Phase, miss)
-			code = 1
 		}
 		if p.Match() {
 			continue
@@ -264,12 +237,6 @@ func (p PhaseResult) MarshalJSON() ([]byte, error) {
 	res, err := json.Marshal(p.Result)
 	if err == nil && p.Workers > 0 {
 		res = fmt.Appendf(res[:len(res)-1], `,"workers":%d}`, p.Workers)
-	}
-	if err == nil && p.History != nil {
-		var h []byte
-		if h, err = json.Marshal(p.History); err == nil {
-			res = append(append(res[:len(res)-1], ','), h[1:]...)
-		}
 	}
 	if err != nil || p.Figures == nil {
 		return res, err

@@ -118,11 +118,11 @@ func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
 // Step 6 runs each strategy at several worker counts: each phase's JSON
 // says its level, and a line about a mismatch names it.
 func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
-	r := NewReport("step6-loadtest")
+	r := NewReport("loadtest")
 	r.AddAt("fair", 2, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
 	r.AddAt("fair", 50, wallet.CheckUnknown(100, 10, 3, 0, 80), map[string]int{"n": 1})
 	code, stdout, stderr := finish(t, r, true)
-	want := "step6-loadtest: phase fair at 50 workers gave BROKEN, the lesson says OK (the fair lock: waiters queue and a release hands off, under load); try the defaults\n"
+	want := "loadtest: phase fair at 50 workers gave BROKEN, the lesson says OK (the fair lock: waiters queue and a release hands off, under load); try the defaults\n"
 	if code != 1 || stderr != want {
 		t.Errorf("Finish = %d, stderr %q; want 1 and %q", code, stderr, want)
 	}
@@ -134,7 +134,7 @@ func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
 // A control (step 6's none) that happens to lose no update is held to the
 // lesson in the JSON, but does not fail the run.
 func TestControlThatDiffersDoesNotFail(t *testing.T) {
-	r := NewReport("step6-loadtest")
+	r := NewReport("loadtest")
 	r.Control("none")
 	res := r.AddAt("none", 4, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
 	if code, _, stderr := finish(t, r, false); code != 0 || stderr != "" || res.Match() {
@@ -159,7 +159,7 @@ func TestAddResultKeepsTheStepAndNamesIt(t *testing.T) {
 }
 
 func TestSetAllPutsAStructsKeysBesideStepAndPhases(t *testing.T) {
-	r := NewReport("step6-loadtest")
+	r := NewReport("loadtest")
 	err := r.SetAll(struct {
 		Started     string `json:"started"`
 		Interrupted bool   `json:"interrupted"` // the report's own: not set twice
@@ -170,7 +170,7 @@ func TestSetAllPutsAStructsKeysBesideStepAndPhases(t *testing.T) {
 	}
 	r.Set("more", 1)
 	_, stdout, _ := finish(t, r, true)
-	want := `{"step":"step6-loadtest","started":"2026-01-02T03:04:05Z","strategies":[1],"more":1,"phases":[],"interrupted":false}` + "\n"
+	want := `{"step":"loadtest","started":"2026-01-02T03:04:05Z","strategies":[1],"more":1,"phases":[],"interrupted":false}` + "\n"
 	if stdout != want {
 		t.Errorf("JSON\n%s\nwant\n%s", stdout, want)
 	}

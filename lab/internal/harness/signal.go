@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// ExitInterrupted is the exit status of a program stopped by Ctrl-C, as a
+// shell reports a process ended by SIGINT (128 + 2).
+const ExitInterrupted = 130
+
 // CleanupTimeout bounds what a program does after the first Ctrl-C: read
 // back what was measured and delete its keys and rows. A frozen service
 // must not hold the user hostage.

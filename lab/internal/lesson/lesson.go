@@ -1,8 +1,12 @@
-// Package lesson is the one place that says what each step must print: the
-// verdict of every phase of every step program. The programs check
-// themselves against it (a phase that gives another verdict makes them exit
-// 1), `make workshop` compares a room's runs with it, and a test holds
-// TUTORIAL.md to it.
+// Package lesson is the one place that says what each program must print:
+// the verdict of every phase of every step program at the root
+// (cmd/step1-race .. cmd/step6-loadtest, Phases), of the lab's deep load
+// test (cmd/loadtest, LoadTest) and of the drill's cells (Drills). The
+// root's steps state their verdicts inline, and a test here runs them and
+// holds them to Phases; cmd/loadtest and the drill check themselves
+// against it (a phase that gives another verdict makes them exit 1);
+// `make workshop` compares a room's runs with it, and reads the files of
+// earlier revisions of it (Formers).
 package lesson
 
 import (
@@ -24,7 +28,8 @@ type Phase struct {
 	What  string // one line: what the phase shows
 }
 
-// Phases lists every phase of every step, in tutorial order.
+// Phases lists every phase of the root's steps, in tutorial order: each
+// step's s.Check(phase, want, ...) calls, one for one.
 var Phases = []Phase{
 	{"step1-race", "race", Broken, "no lock: concurrent read-modify-writes lose updates"},
 	{"step2-lock", "lock", OK, "a hand-built lease serialises the spends"},
@@ -37,18 +42,34 @@ var Phases = []Phase{
 	{"step5-fencing", "1", Broken, "a paused holder writes after its lease expired"},
 	{"step5-fencing", "1b", Broken, "the fence checked on write only: two writes computed from one read both land"},
 	{"step5-fencing", "2", OK, "the same timeline with fencing: PostgreSQL refuses the stale write"},
-	{"step5-fencing", "3", OK, "50 fenced spenders, some stalling past the TTL"},
-	{"step5-fencing", "4", OK, "no Redis: a write lands only if the row's version is still the one read"},
+	{"step5-fencing", "3", OK, "no Redis: a write lands only if the row's version is still the one read"},
 	{"step6-loadtest", "none", Broken, "the control: no lock under load"},
 	{"step6-loadtest", "lock", OK, "the hand-built lease under load"},
 	{"step6-loadtest", "redislock", OK, "bsm/redislock under load"},
-	{"step6-loadtest", "redsync", OK, "go-redsync's mutex on one Redis under load"},
-	{"step6-loadtest", "redlock", OK, "go-redsync's mutex on a majority of three independent Redis nodes (Redlock) under load"},
-	{"step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load"},
 	{"step6-loadtest", "fenced", OK, "lease plus fencing checked by PostgreSQL under load"},
-	{"step6-loadtest", "atomic", OK, "no lock: one Lua script checks and takes, under load"},
 	{"step6-loadtest", "version", OK, "PostgreSQL only: version column under load"},
+	{"step6-loadtest", "atomic", OK, "no lock: one Lua script checks and takes, under load"},
 	{"step6-loadtest", "forupdate", OK, "PostgreSQL only: SELECT ... FOR UPDATE under load"},
+}
+
+// LoadTestStep is the step name of the lab's deep load test (cmd/loadtest)
+// in LoadTest and in its reports.
+const LoadTestStep = "loadtest"
+
+// LoadTest lists the lab's load test's phases, one per strategy, in the
+// order it runs them (internal/loadtest's strategies). Its none is a
+// control, as step 6's: with little contention it may lose no update.
+var LoadTest = []Phase{
+	{LoadTestStep, "none", Broken, "the control: no lock under load"},
+	{LoadTestStep, "lock", OK, "the hand-built lease under load"},
+	{LoadTestStep, "redislock", OK, "bsm/redislock under load"},
+	{LoadTestStep, "redsync", OK, "go-redsync's mutex on one Redis under load"},
+	{LoadTestStep, "redlock", OK, "go-redsync's mutex on a majority of three independent Redis nodes (Redlock) under load"},
+	{LoadTestStep, "fair", OK, "the fair lock: waiters queue and a release hands off, under load"},
+	{LoadTestStep, "fenced", OK, "lease plus fencing checked by PostgreSQL under load"},
+	{LoadTestStep, "atomic", OK, "no lock: one Lua script checks and takes, under load"},
+	{LoadTestStep, "version", OK, "PostgreSQL only: version column under load"},
+	{LoadTestStep, "forupdate", OK, "PostgreSQL only: SELECT ... FOR UPDATE under load"},
 }
 
 // Want returns the verdict a phase must give. It panics on a phase that is
@@ -62,9 +83,9 @@ func Want(step, phase string) string {
 	return p.Want
 }
 
-// Lookup finds a phase of a step in Phases. The drill's cells are phases
-// too, of the step "drill", named "nemesis/strategy" (see DrillPhase), so
-// that the workshop can report them beside the steps.
+// Lookup finds a phase of a step in Phases or LoadTest. The drill's cells
+// are phases too, of the step "drill", named "nemesis/strategy" (see
+// DrillPhase), so that the workshop can report them beside the steps.
 func Lookup(step, phase string) (Phase, bool) {
 	if step == DrillStep {
 		nemesis, strategy, _ := strings.Cut(phase, "/")
@@ -73,12 +94,56 @@ func Lookup(step, phase string) (Phase, bool) {
 		}
 		return Phase{}, false
 	}
-	for _, p := range Phases {
-		if p.Step == step && p.Phase == phase {
-			return p, true
+	for _, list := range [][]Phase{Phases, LoadTest} {
+		for _, p := range list {
+			if p.Step == step && p.Phase == phase {
+				return p, true
+			}
 		}
 	}
 	return Phase{}, false
+}
+
+// Revision is the lesson's revision, which the workshop writes into its
+// files so that an older file is read as it meant. Revision 1 had the
+// steps in the lab: step 5's phase 3 was fifty fenced spenders and its
+// phase 4 the version column, and step 6 ran redsync, redlock and fair.
+// Revision 2 has the steps at the root: step 5's version column is its
+// phase 3, and those three strategies are the lab load test's alone.
+const Revision = 2
+
+// Former is a phase an earlier revision had that this one does not have,
+// or has under another name.
+type Former struct {
+	Revision    int // the last revision that had it
+	Step, Phase string
+	Want, What  string // as that revision said
+	// Now is the phase of Phases that shows the same lesson today, in the
+	// same step; "" when the lesson no longer has it.
+	Now string
+}
+
+// Formers lists, for every earlier revision, the phases it had that this
+// one has not, or names otherwise. Every other phase of an earlier
+// revision means what it means today.
+var Formers = []Former{
+	{1, "step5-fencing", "3", OK, "50 fenced spenders, some stalling past the TTL", ""},
+	{1, "step5-fencing", "4", OK, "no Redis: a write lands only if the row's version is still the one read", "3"},
+	{1, "step6-loadtest", "redsync", OK, "go-redsync's mutex on one Redis under load", ""},
+	{1, "step6-loadtest", "redlock", OK, "go-redsync's mutex on a majority of three independent Redis nodes (Redlock) under load", ""},
+	{1, "step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load", ""},
+}
+
+// Then says what a phase a file of an earlier revision reported means
+// today: the Former it was, and whether it was one. A phase of a revision
+// at or above Revision, or one Formers does not list, means what it says.
+func Then(revision int, step, phase string) (Former, bool) {
+	for _, f := range Formers {
+		if revision <= f.Revision && f.Step == step && f.Phase == phase {
+			return f, true
+		}
+	}
+	return Former{}, false
 }
 
 // Result is what a program reports for one phase, in its -json output and
@@ -88,7 +153,7 @@ type Result struct {
 	Phase   string `json:"phase"`
 	Check   string `json:"check"`   // the check line, e.g. "accepted=10 balance=0 expected=0 OK"
 	Verdict string `json:"verdict"` // OK or BROKEN, as Check ends
-	Want    string `json:"want"`    // what Phases says it must be
+	Want    string `json:"want"`    // what the lesson says it must be
 }
 
 // Match reports whether the phase gave the verdict the lesson promises.
@@ -201,7 +266,7 @@ const (
 )
 
 // HistoryCell is the history verdict a phase must give, beside its
-// balance verdict in Phases.
+// balance verdict in LoadTest or Drills.
 type HistoryCell struct {
 	Step, Phase string
 	Want        string // Linearizable or NotLinearizable
@@ -210,43 +275,29 @@ type HistoryCell struct {
 	Why string
 }
 
-// Histories lists the phases whose programs record a history: every
-// phase of steps 1 to 6; the drill's cells follow from Drills (see
-// WantHistory). Where the balance check is BROKEN the history is not
-// linearizable: a lost update is two spends that read one balance, and
-// the balance read back is one no order of the accepted spends leaves.
-// Where a correct strategy is OK the history is linearizable: a refused
-// stale write (step 5's phase 2, a fenced drill cell) read a balance the
-// wallet held while it waited, and a spend the watchdog cancelled (step
-// 3's phase 3) wrote nothing. The two differ in no cell of this table
+// Histories lists the phases whose programs record a history: the lab's
+// load test's strategies; the drill's cells follow from Drills (see
+// WantHistory). (The root's steps record none.) Where the balance check is
+// BROKEN the history is not linearizable: a lost update is two spends that
+// read one balance, and the balance read back is one no order of the
+// accepted spends leaves. Where a correct strategy is OK the history is
+// linearizable: a refused stale write (a fenced drill cell) read a balance
+// the wallet held while it waited. The two differ in no cell of this table
 // (every Why is ""): the case where they do, a refusal computed from a
 // stale replica read (balance OK, linearizable=no), is wallet/history's
-// stale-read test. step6-loadtest's none is a control, as in Phases: with
+// stale-read test. The load test's none is a control, as in LoadTest: with
 // little contention it may lose no update and give OK and yes.
 var Histories = []HistoryCell{
-	{"step1-race", "race", NotLinearizable, ""},
-	{"step2-lock", "lock", Linearizable, ""},
-	{"step3-ttl", "1", NotLinearizable, ""},
-	{"step3-ttl", "2", Linearizable, ""},
-	{"step3-ttl", "3", Linearizable, ""},
-	{"step4-redislock", "lockstep", Linearizable, ""},
-	{"step4-redislock", "exponential", Linearizable, ""},
-	{"step4-redislock", "jitter", Linearizable, ""},
-	{"step5-fencing", "1", NotLinearizable, ""},
-	{"step5-fencing", "1b", NotLinearizable, ""},
-	{"step5-fencing", "2", Linearizable, ""},
-	{"step5-fencing", "3", Linearizable, ""},
-	{"step5-fencing", "4", Linearizable, ""},
-	{"step6-loadtest", "none", NotLinearizable, ""},
-	{"step6-loadtest", "lock", Linearizable, ""},
-	{"step6-loadtest", "redislock", Linearizable, ""},
-	{"step6-loadtest", "redsync", Linearizable, ""},
-	{"step6-loadtest", "redlock", Linearizable, ""},
-	{"step6-loadtest", "fair", Linearizable, ""},
-	{"step6-loadtest", "fenced", Linearizable, ""},
-	{"step6-loadtest", "atomic", Linearizable, ""},
-	{"step6-loadtest", "version", Linearizable, ""},
-	{"step6-loadtest", "forupdate", Linearizable, ""},
+	{LoadTestStep, "none", NotLinearizable, ""},
+	{LoadTestStep, "lock", Linearizable, ""},
+	{LoadTestStep, "redislock", Linearizable, ""},
+	{LoadTestStep, "redsync", Linearizable, ""},
+	{LoadTestStep, "redlock", Linearizable, ""},
+	{LoadTestStep, "fair", Linearizable, ""},
+	{LoadTestStep, "fenced", Linearizable, ""},
+	{LoadTestStep, "atomic", Linearizable, ""},
+	{LoadTestStep, "version", Linearizable, ""},
+	{LoadTestStep, "forupdate", Linearizable, ""},
 }
 
 // WantHistory returns the history verdict a phase must give, and whether

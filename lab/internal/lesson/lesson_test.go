@@ -1,10 +1,13 @@
 package lesson
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestPhases_areWellFormed(t *testing.T) {
 	seen := map[string]bool{}
-	for _, p := range Phases {
+	for _, p := range append(slices.Clone(Phases), LoadTest...) {
 		id := p.Step + "/" + p.Phase
 		if seen[id] {
 			t.Errorf("%s is listed twice", id)
@@ -79,25 +82,31 @@ func TestDrillWant_redlockCells(t *testing.T) {
 }
 
 // TestHistories_agreeWithTheBalanceVerdicts: every history cell is a
-// phase of Phases, and a cell differs from its balance verdict (BROKEN:
+// phase of LoadTest, and a cell differs from its balance verdict (BROKEN:
 // not linearizable, OK: linearizable) only where it says why; today none
 // does. The stale replica read, which does, is wallet/history's test.
-// Every phase of Phases and every drill cell has a history verdict.
+// Every phase of LoadTest and every drill cell has a history verdict;
+// the root's steps record none.
 func TestHistories_agreeWithTheBalanceVerdicts(t *testing.T) {
 	pair := map[string]string{Broken: NotLinearizable, OK: Linearizable}
 	for _, c := range Histories {
 		p, ok := Lookup(c.Step, c.Phase)
-		if !ok {
-			t.Errorf("%s/%s: not a phase of Phases", c.Step, c.Phase)
+		if !ok || c.Step != LoadTestStep {
+			t.Errorf("%s/%s: not a phase of LoadTest", c.Step, c.Phase)
 			continue
 		}
 		if (pair[p.Want] != c.Want) != (c.Why != "") {
 			t.Errorf("%s/%s: balance %s, history %s, why %q: a cell says why exactly when the two differ", c.Step, c.Phase, p.Want, c.Want, c.Why)
 		}
 	}
-	for _, p := range Phases {
+	for _, p := range LoadTest {
 		if _, ok := WantHistory(p.Step, p.Phase); !ok {
 			t.Errorf("%s/%s records a history but has no history verdict", p.Step, p.Phase)
+		}
+	}
+	for _, p := range Phases {
+		if _, ok := WantHistory(p.Step, p.Phase); ok {
+			t.Errorf("%s/%s has a history verdict, but the root's steps record no history", p.Step, p.Phase)
 		}
 	}
 	for _, c := range Drills {
@@ -106,10 +115,10 @@ func TestHistories_agreeWithTheBalanceVerdicts(t *testing.T) {
 			t.Errorf("drill %s/%s: history %q (%v), want %q beside %s", c.Nemesis, c.Strategy, w, ok, pair[c.Want], c.Want)
 		}
 	}
-	if w, _ := WantHistory("step6-loadtest", "none"); w != NotLinearizable {
+	if w, _ := WantHistory(LoadTestStep, "none"); w != NotLinearizable {
 		t.Errorf("none: got %q, want %q", w, NotLinearizable)
 	}
-	if w, _ := WantHistory("step6-loadtest", "fenced"); w != Linearizable {
+	if w, _ := WantHistory(LoadTestStep, "fenced"); w != Linearizable {
 		t.Errorf("fenced: got %q, want %q", w, Linearizable)
 	}
 }
@@ -142,5 +151,54 @@ func TestDrillWant_partitionCells(t *testing.T) {
 	}
 	if _, ok := DrillWant("partition-min-replicas", "redlock"); ok {
 		t.Error("DrillWant(partition-min-replicas, redlock) found a cell; Redlock's nodes have no replicas")
+	}
+}
+
+// The lab's load test runs the root's step 6's strategies and more: each
+// of step 6's phases is one of its phases, with the same verdict.
+func TestLoadTest_coversStep6(t *testing.T) {
+	for _, p := range Phases {
+		if p.Step != "step6-loadtest" {
+			continue
+		}
+		if l, ok := Lookup(LoadTestStep, p.Phase); !ok || l.Want != p.Want {
+			t.Errorf("step6-loadtest %s wants %s; the load test's %+v (%v)", p.Phase, p.Want, l, ok)
+		}
+	}
+}
+
+// Every former phase is one an earlier revision had: a phase it says the
+// lesson has now is in Phases, in the same step, with the same verdict;
+// one the lesson no longer has is not in Phases under its old name, or its
+// name there means something else (step 5's phase 3).
+func TestFormers_sayWhereEachPhaseWent(t *testing.T) {
+	for _, f := range Formers {
+		if f.Revision < 1 || f.Revision >= Revision || (f.Want != OK && f.Want != Broken) || f.What == "" {
+			t.Errorf("%+v: want a revision from 1 to %d, a verdict and what it showed", f, Revision-1)
+		}
+		if f.Now == "" {
+			continue
+		}
+		if p, ok := Lookup(f.Step, f.Now); !ok || p.Want != f.Want {
+			t.Errorf("%s %s became %s: Lookup = %+v, %v; want the same verdict, %s", f.Step, f.Phase, f.Now, p, ok, f.Want)
+		}
+	}
+	for _, tt := range []struct {
+		revision    int
+		step, phase string
+		former, now string // former: "" when the phase means what it says; now: its name today
+	}{
+		{1, "step5-fencing", "3", "50 fenced spenders, some stalling past the TTL", ""},
+		{1, "step5-fencing", "4", "no Redis: a write lands only if the row's version is still the one read", "3"},
+		{1, "step6-loadtest", "fair", "the fair lock: waiters queue and a release hands off, under load", ""},
+		{1, "step6-loadtest", "lock", "", ""},
+		{1, "step5-fencing", "1b", "", ""},
+		{2, "step5-fencing", "3", "", ""},
+		{Revision, "step6-loadtest", "fair", "", ""},
+	} {
+		f, ok := Then(tt.revision, tt.step, tt.phase)
+		if ok != (tt.former != "") || f.What != tt.former || f.Now != tt.now {
+			t.Errorf("Then(%d, %s, %s) = %+v, %v; want %q, now %q", tt.revision, tt.step, tt.phase, f, ok, tt.former, tt.now)
+		}
 	}
 }

@@ -119,7 +119,7 @@ func inUse() uint64 {
 }
 
 // BenchmarkRun_historyRecording measures what recording every spend's
-// history costs step 6: the default load with lock and atomic (the
+// history costs the load test: the default load with lock and atomic (the
 // fastest strategy, where a recorder's cost would show first), run with
 // the history recorded and checked and then with nothing recorded, in
 // turn, so that both see the same machine. It reports each strategy's

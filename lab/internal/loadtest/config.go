@@ -69,7 +69,7 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults are the settings of `go run ./cmd/step6-loadtest`: ten
+// Defaults are the settings of `go run ./cmd/loadtest`: ten
 // strategies of 4 s each, so that the whole run stays within about 45 s
 // (40 s without redlock, which the default run leaves out when its nodes
 // are not running).
@@ -87,8 +87,8 @@ func Defaults() Config {
 		Seed:    1,
 		TTL:     2 * time.Second,
 		Timeout: 10 * time.Second,
-		Prefix:  wallet.DefaultPrefix + "step6:",
-		FirstID: FirstIDFor(wallet.DefaultPrefix + "step6:"),
+		Prefix:  wallet.DefaultPrefix + "loadtest:",
+		FirstID: FirstIDFor(wallet.DefaultPrefix + "loadtest:"),
 	}
 }
 

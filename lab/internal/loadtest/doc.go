@@ -41,7 +41,7 @@
 // Redlock itself (RedlockNodes, in redlock.go) lives here too: the drill's
 // redlock and redlock-fenced spenders take the same lock.
 //
-// Run is the whole of it. cmd/step6-loadtest declares its flags with
+// Run is the whole of it. cmd/loadtest declares its flags with
 // AddFlags, dials with Flags.Dial, judges each row and ends with
 // Flags.Finish; cmd/drill (through internal/drill) and internal/charts use
 // it too.

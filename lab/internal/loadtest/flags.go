@@ -63,7 +63,7 @@ func DialLeavingOut(ctx context.Context, c *Config, leaveOut bool) (*Env, map[st
 	return env, leftOut, err
 }
 
-// Flags is step 6's command line on a harness program: the workload's
+// Flags is cmd/loadtest's command line on a harness program: the workload's
 // flags, beside the -prefix and -json every program has.
 type Flags struct {
 	Config

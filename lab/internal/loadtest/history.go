@@ -103,7 +103,7 @@ func (rep *Report) WriteHistory(path string) error {
 func (rep *Report) HistoryErr() error {
 	var errs []error
 	for _, row := range rep.Rows {
-		want, ok := lesson.WantHistory("step6-loadtest", row.Strategy)
+		want, ok := lesson.WantHistory("loadtest", row.Strategy)
 		if !ok || row.Interrupted || row.Linearizable != string(history.No) || want != lesson.Linearizable {
 			continue
 		}

@@ -93,7 +93,7 @@ func TestStrategies_matchTheLesson(t *testing.T) {
 		if s.locks && s.trips.Redis == 0 {
 			t.Errorf("%s takes a Redis lock but counts no Redis round trip", s.name)
 		}
-		_ = lesson.Want("step6-loadtest", s.name)
+		_ = lesson.Want(lesson.LoadTestStep, s.name)
 	}
 	if d := Defaults(); time.Duration(len(d.Strategies))*d.Duration > 40*time.Second {
 		t.Errorf("the default run takes %v of spending alone; it must stay within about 45 s", time.Duration(len(d.Strategies))*d.Duration)

@@ -20,7 +20,7 @@ import (
 )
 
 // Redlock, the lock of Redis's distributed-lock page, taken with
-// go-redsync's mutex over independent Redis nodes: step 6's redlock
+// go-redsync's mutex over independent Redis nodes: the load test's redlock
 // strategy (below) and the drill's redlock and redlock-fenced spenders
 // (internal/drill) use it.
 //

@@ -46,7 +46,7 @@ type strategy struct {
 }
 
 // strategies is the table of the report, in the order `-strategy all` runs
-// them. lesson.Phases lists the same names under step6-loadtest.
+// them. lesson.LoadTest lists the same names under the step "loadtest".
 var strategies = []strategy{
 	// GET, work, SET, no lock. Nothing is exclusive, which is the bug:
 	// spends of one wallet overlap and overwrite each other. It is held to

@@ -12,7 +12,7 @@ import (
 	"example.com/walletlock/lab/wallet"
 )
 
-// BenchmarkDefaultLoad_fairAgainstInProcess runs step 6's default load
+// BenchmarkDefaultLoad_fairAgainstInProcess runs the load test's default load
 // (16 wallets, 64 workers, 1 ms of work, 4 s) with the fair lock and with
 // the cheapest lock there can be: a lock inside this one process, a Go
 // channel per wallet that serves its waiters in turn, with no Redis in the
@@ -35,7 +35,7 @@ func BenchmarkDefaultLoad_fairAgainstInProcess(b *testing.B) {
 
 // BenchmarkHotWallet_fairAgainstInProcess is the same comparison on one
 // hot wallet, at 2, 8 and 50 workers, each spend holding it for 2 ms:
-// step 6's -hot -work 2ms -workers 2,8,50. Its metrics carry the worker
+// the load test's -hot -work 2ms -workers 2,8,50. Its metrics carry the worker
 // count (fair-%-of-ceiling-at-8).
 func BenchmarkHotWallet_fairAgainstInProcess(b *testing.B) {
 	c := Defaults()

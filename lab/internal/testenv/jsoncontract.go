@@ -27,18 +27,18 @@ func JSONKeepsKeys(t *testing.T, run Program, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	missing, err := missingKeys(want, stdout.Bytes())
+	missing, err := MissingKeys(want, stdout.Bytes())
 	if err != nil || len(missing) > 0 {
 		t.Errorf("missing keys %q (%v) in\n%s", missing, err, stdout.String())
 	}
 }
 
-// missingKeys returns the key paths of the JSON object want (top level,
+// MissingKeys returns the key paths of the JSON object want (top level,
 // and within each element of an array such as "phases") that got lacks:
 // the JSON is a contract, and a key once printed stays. Elements that
 // carry a "phase" name are paired by it, not by position, so that a phase
 // added between two others is no change to theirs.
-func missingKeys(want, got []byte) ([]string, error) {
+func MissingKeys(want, got []byte) ([]string, error) {
 	var w, g any
 	if err := json.Unmarshal(want, &w); err != nil {
 		return nil, fmt.Errorf("testenv: read the reference: %w", err)

@@ -8,9 +8,9 @@ import (
 func TestMissingKeysNamesEveryKeyPathTheOutputLacks(t *testing.T) {
 	want := `{"step":"s","n":1,"phases":[{"phase":"1","releases":3},{"phase":"2","cause":"x"}]}`
 	got := `{"step":"s","phases":[{"phase":"1","releases":3},{"phase":"2"}],"extra":true}`
-	missing, err := missingKeys([]byte(want), []byte(got))
+	missing, err := MissingKeys([]byte(want), []byte(got))
 	if err != nil || strings.Join(missing, " ") != ".n .phases[phase 2].cause" {
-		t.Errorf("missingKeys = %q, %v; want [.n .phases[phase 2].cause]", missing, err)
+		t.Errorf("MissingKeys = %q, %v; want [.n .phases[phase 2].cause]", missing, err)
 	}
 }
 
@@ -19,8 +19,8 @@ func TestMissingKeysNamesEveryKeyPathTheOutputLacks(t *testing.T) {
 func TestMissingKeysPairsPhasesByName(t *testing.T) {
 	want := `{"phases":[{"phase":"1","a":1},{"phase":"2","b":2},{"phase":"3","c":3}]}`
 	got := `{"phases":[{"phase":"1","a":1},{"phase":"1b","a":1},{"phase":"2","b":2}]}`
-	missing, err := missingKeys([]byte(want), []byte(got))
+	missing, err := MissingKeys([]byte(want), []byte(got))
 	if err != nil || strings.Join(missing, " ") != ".phases[phase 3]" {
-		t.Errorf("missingKeys = %q, %v; want [.phases[phase 3]]", missing, err)
+		t.Errorf("MissingKeys = %q, %v; want [.phases[phase 3]]", missing, err)
 	}
 }

@@ -13,15 +13,11 @@ import (
 )
 
 // PostgresServer is a PostgreSQL of the test's own (see internal/launch),
-// on a free loopback port, for a test that breaks its server: freezes it
-// (SIGSTOP), stops or restarts it. It never touches the shared
+// on a free loopback port, for a test that must not touch the shared
 // PostgreSQL. It trusts local connections: its URL has no password.
 type PostgresServer struct {
 	Addr string // host:port
 	URL  string // a DATABASE_URL for its database walletlock
-
-	t   testing.TB
-	srv *launch.Postgres
 }
 
 // StartPostgres initialises a cluster in a temporary folder, with a
@@ -49,7 +45,7 @@ func StartPostgres(t testing.TB) *PostgresServer {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE walletlock"); err != nil {
 		t.Fatalf("testenv: own PostgreSQL: CREATE DATABASE: %v", err)
 	}
-	return &PostgresServer{Addr: srv.Addr, URL: srv.URL("walletlock"), t: t, srv: srv}
+	return &PostgresServer{Addr: srv.Addr, URL: srv.URL("walletlock")}
 }
 
 // Use points the programs and testenv.Postgres at this server for the
@@ -59,32 +55,4 @@ func (s *PostgresServer) Use(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	t.Setenv("DATABASE_URL", s.URL)
 	return Postgres(t)
-}
-
-// Freeze stops the server and every backend with SIGSTOP: connections
-// stay open and nothing answers. It is thawed when the test ends, or by
-// Thaw.
-func (s *PostgresServer) Freeze(t testing.TB) {
-	t.Helper()
-	if err := s.srv.Pause(); err != nil {
-		t.Fatalf("testenv: freeze postgres: %v", err)
-	}
-	t.Cleanup(s.Thaw)
-}
-
-// Thaw resumes a frozen server (SIGCONT).
-func (s *PostgresServer) Thaw() { s.srv.Resume() }
-
-// Stop shuts the server down fast, ending every connection; Start brings
-// it back on the same port and waits until it answers.
-func (s *PostgresServer) Stop() { s.srv.Stop() }
-
-// Start starts a stopped server again; see Stop.
-func (s *PostgresServer) Start() {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.srv.Start(ctx); err != nil {
-		s.t.Fatalf("testenv: %v", err)
-	}
 }

@@ -29,12 +29,22 @@ type own struct {
 }
 
 // ownArgs returns flags that keep a run on keys and wallet ids of the
-// test's own, with a short, light workload, and what they chose.
+// test's own, with a short, light workload, and what they chose. The
+// run's rows, which its prefix owns, are deleted when the test ends: a run
+// that could not delete them (Redis or PostgreSQL too slow after Ctrl-C)
+// names them, and the test must not leave them.
 func ownArgs(t *testing.T, more ...string) ([]string, own) {
 	t.Helper()
 	o := own{rdb: testenv.Redis(t), firstID: testenv.WalletID(t)}
-	testenv.Postgres(t)
+	pool := testenv.Postgres(t)
 	o.prefix = testenv.Prefix(t, o.rdb)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, "DELETE FROM walletlock_wallets WHERE owner = $1", o.prefix); err != nil && !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("delete the rows of %s: %v", o.prefix, err)
+		}
+	})
 	return append([]string{
 		"-prefix", o.prefix,
 		"-first-id", fmt.Sprint(o.firstID),
@@ -86,7 +96,7 @@ func TestRun_postgresUnreachable(t *testing.T) {
 	testenv.PostgresUnreachable(t, run, "-strategy", "version")
 }
 
-// jsonReport is step 6's -json: the figures, and every row's verdict as a
+// jsonReport is the load test's -json: the figures, and every row's verdict as a
 // phase of the lesson with its worker count.
 type jsonReport struct {
 	loadtest.Report
@@ -201,7 +211,7 @@ func TestRun_defaultRunLeavesRedlockOutWithoutItsNodes(t *testing.T) {
 		t.Fatalf("run = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
 	if msg := stderr.String(); strings.Count(msg, "\n") != 1 ||
-		!strings.HasPrefix(msg, "step6-loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
+		!strings.HasPrefix(msg, "loadtest: leaving redlock out: ") || !strings.Contains(msg, "make redlock-up") {
 		t.Errorf("stderr = %q, want one line that leaves redlock out and names make redlock-up", msg)
 	}
 	var rep struct {
@@ -348,7 +358,7 @@ func TestRun_aTimeoutNoSpendMeetsMeasuresNothing(t *testing.T) {
 			t.Errorf("%s: measured %v, note %q, verdict %q, %d errors; want NO DATA", r.Strategy, r.Measured, r.Note, r.Verdict(), r.Errors)
 		}
 	}
-	want := "step6-loadtest: measured nothing: lock (no spend accepted), version (no spend accepted)\n"
+	want := "loadtest: measured nothing: lock (no spend accepted), version (no spend accepted)\n"
 	if stderr.String() != want {
 		t.Errorf("stderr = %q, want %q", stderr.String(), want)
 	}

@@ -1,22 +1,29 @@
-// Step 6: every strategy side by side, under load.
+// Loadtest is the lab's deep load test; the article's step 6 is
+// cmd/step6-loadtest at the root, which puts the steps' strategies side by
+// side in four columns. This one goes further: every strategy the repo
+// has, under one load, each on fresh wallets.
 //
-// 64 workers spend from 16 wallets for 4 s per strategy, each on fresh
-// wallets: none (no lock, the control), lock, redislock, redsync, redlock
-// (three nodes, `make redlock-up`; a default run without them leaves it
-// out and says so), fair, fenced, atomic, version and forupdate, each a
-// spend function of internal/loadtest/strategy.go. Expect none BROKEN and
-// every other row OK; it takes about 45 s and ends with a check line per
-// strategy, summed over its wallets, such as:
+// 64 workers spend from 16 wallets for 4 s per strategy: none (no lock,
+// the control), lock, redislock, redsync, redlock (three nodes, `make
+// redlock-up`; a default run without them leaves it out and says so),
+// fair, fenced, atomic, version and forupdate, each a spend function of
+// internal/loadtest/strategy.go. Each row gives the serial ceiling and the
+// share of it reached, the wait for a lock and for a pooled connection,
+// and whether the history of spends is linearizable. Expect none BROKEN
+// and every other row OK; it takes about 45 s and ends with a check line
+// per strategy, summed over its wallets, such as:
 //
 //	none:       accepted=67820 balance=15999832890 expected=15999321800 BROKEN linearizable=no
 //	fair:       accepted=16827 balance=15999831730 expected=15999831730 OK linearizable=yes
 //
-// Run it with (-workers 2,8,50 is a contention sweep):
+// Its phases are the strategies, under the step name "loadtest" in
+// internal/lesson. Run it with (-workers 2,8,50 is a contention sweep;
+// -html and -history write pages):
 //
-//	go run ./cmd/step6-loadtest
-//	go run ./cmd/step6-loadtest -strategy lock,forupdate -hot
-//	go run ./cmd/step6-loadtest -strategy lock,fair -hot -work 2ms -workers 2,8,50
-//	go run ./cmd/step6-loadtest -workers 1000 -wallets 10000 -json
+//	go run ./cmd/loadtest
+//	go run ./cmd/loadtest -strategy lock,forupdate -hot
+//	go run ./cmd/loadtest -strategy lock,fair -hot -work 2ms -workers 2,8,50 -html sweep.html
+//	go run ./cmd/loadtest -workers 1000 -wallets 10000 -json
 package main
 
 import (
@@ -30,14 +37,14 @@ import (
 	"example.com/walletlock/lab/internal/loadtest"
 )
 
-const step = "step6-loadtest"
+const step = "loadtest"
 
 func main() { harness.Main(run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, loadtest.Defaults().Prefix, stdout, stderr)
 	f := loadtest.AddFlags(h) // the workload: -strategy, -workers, -wallets, -duration, ...
-	if code, ok := h.Parse(args, nil, func() []error { return f.Check(charts.CheckPageOf) }); !ok {
+	if code, ok := h.Parse(args, func() []error { return f.Check(charts.CheckPageOf) }); !ok {
 		return code
 	}
 	env, leftOut, code := f.Dial(ctx)

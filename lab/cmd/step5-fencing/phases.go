@@ -54,7 +54,7 @@ func (c *config) play(phase string, acquire func(context.Context, lock.Client, s
 			err = fmt.Errorf("holder A: %w", s.AErr) // a refusal for a stale fence is the story; anything else ends it
 		}
 		if err == nil {
-			s.Record(r.History(), call, amount)
+			s.Record(r.History(), r.ID, call, amount)
 			s.Highest, err = r.Store.Fence(ctx, r.ID)
 		}
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/wallet/history"
 )
 
@@ -26,16 +25,17 @@ type Story struct {
 // Accepted is how many of the two writes landed: B's, and A's if accepted.
 func (s Story) Accepted() int { return map[bool]int{true: 2, false: 1}[s.AAccepted] }
 
-// Record adds A's and B's spends of amount to the phase's history h, each
-// from call, before both, to now: the history then asks whether any order
-// of the two explains what each read and whether its write landed.
-func (s Story) Record(h *harness.History, call, amount int64) {
+// Record adds A's and B's spends of amount from wallet id to the phase's
+// history h, each from call, before both, to now: the history then asks
+// whether any order of the two explains what each read and whether its
+// write landed.
+func (s Story) Record(h *history.Recorder, id, call, amount int64) {
 	end, a := history.Now(), history.Accepted
 	if !s.AAccepted {
 		a = history.Outcome(false, s.AErr)
 	}
-	h.Add(history.Op{Client: 0, Call: call, Return: end, Amount: amount, Read: s.ReadA, Result: a})
-	h.Add(history.Op{Client: 1, Call: call, Return: end, Amount: amount, Read: s.ReadB, Result: history.Accepted})
+	h.Add(history.Op{Wallet: id, Client: 0, Call: call, Return: end, Amount: amount, Read: s.ReadA, Result: a})
+	h.Add(history.Op{Wallet: id, Client: 1, Call: call, Return: end, Amount: amount, Read: s.ReadB, Result: history.Accepted})
 }
 
 // Lines tell the story as it happened, one line per move; ttl is the

@@ -1,154 +1,57 @@
 package harness
 
-// Every spend a step program makes through the harness is recorded, and
-// each phase's record is checked for linearizability (wallet/history):
-// the check line ends with the verdict,
+// Every spend a step program makes through the harness is recorded in the
+// phase's history (wallet/history's Recorder), and each phase's record is
+// checked for linearizability: the check line ends with the verdict,
 //
 //	accepted=50 balance=90 expected=-400 BROKEN linearizable=no
 //
-// and the phase's JSON object gets the keys step 6's rows have
-// (linearizable, linearizable_why, history_ops, history_dropped,
-// history_check_seconds). -history FILE.html draws the run's histories on
-// porcupine's page.
+// and the phase's JSON object gets the keys every row with a history has
+// (history.Verdict: linearizable, linearizable_why, history_ops,
+// history_dropped, history_check_seconds). -history FILE.html draws the
+// run's histories on porcupine's page.
 //
 // A history starts when the phase sets its wallet's balance (Run.Record;
-// Run.Hammer and Run.Fresh call it), takes one operation per spend
-// (Run.Spend wraps one: its call and return, the balance it read, told
-// through wallet.ObserveReads, and its result) and ends with the balance
-// the phase's check read back. A -procs copy records its own spends and
-// sends them with its tally; a copy that sent none leaves holes, and the
-// verdict is then unknown.
+// Run.Hammer and Run.Reset call it), takes one operation per spend
+// (Run.Spend, through Recorder.Spend) and ends with the balance the
+// phase's check read back. A -procs copy records its own spends and sends
+// them with its tally; a copy that sent none leaves holes, and the verdict
+// is then unknown. The check is bounded (history.DefaultLimits) and stops
+// at Ctrl-C, its verdict then unknown.
 
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"io"
 
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/history"
 )
 
-// History is one phase's record of its spends of one wallet. Its methods
-// are safe for concurrent use, and a nil *History records nothing.
-type History struct {
-	log     *history.Log
-	wallet  int64
-	initial int64
-	setAt   int64
+// recording is the phase's history and the wallet it records.
+type recording struct {
+	rec *history.Recorder
+	id  int64
 }
 
-// NewHistory starts the history of wallet id, whose balance was just set
-// to initial.
-func NewHistory(id, initial int64) *History {
-	return &History{log: history.NewLog(0), wallet: id, initial: initial, setAt: history.Now()}
-}
-
-// Spend runs one spend of amount by client (a spender's number) and
-// records it: spend gets a context that tells the history the balance it
-// reads. It returns what spend returned.
-func (h *History) Spend(ctx context.Context, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
-	if h == nil {
-		return spend(ctx)
-	}
-	var read atomic.Int64
-	read.Store(history.NoRead)
-	ctx = wallet.ObserveReads(ctx, func(b int64) { read.Store(b) })
-	call := history.Now()
-	ok, err := spend(ctx)
-	h.Add(history.Op{Wallet: h.wallet, Client: client, Call: call, Return: history.Now(), Amount: amount, Read: read.Load(), Result: history.Outcome(ok, err)})
-	return ok, err
-}
-
-// Add records an operation on the history's wallet made some other way
-// (step 5's two holders): op.Wallet is set to it.
-func (h *History) Add(op history.Op) {
-	if h != nil {
-		op.Wallet = h.wallet
-		h.log.Add(op)
-	}
-}
-
-// merge adds the operations a -procs copy recorded, its spenders numbered
-// from first.
-func (h *History) merge(ops []history.Op, first int) {
-	for _, op := range ops {
-		op.Client += first
-		h.Add(op)
-	}
-}
-
-// Check ends the history with the balance v read back and checks it.
-//
-// A BROKEN balance needs no search: in every order of the operations the
-// balance ends at the start less one amount per accepted spend and per
-// unknown one that landed, and the balance check has just found that no
-// such number explains the balance read back. So the history is not
-// linearizable, and porcupine, which would try every order of fifty
-// spends that all read 100 before it said so, is not asked.
-func (h *History) Check(v wallet.Verdict) *Linearizability {
-	if h == nil || v == (wallet.Verdict{}) {
-		return nil
-	}
-	ops := h.ops(v)
-	var hv history.Verdict
-	switch d := h.log.Dropped(); {
-	case d > 0:
-		hv = history.Verdict{Linearizable: history.Unsure, Ops: len(ops),
-			Why: fmt.Sprintf("the history has holes: it kept %d spends and is missing %d (a spender process that sent none)", h.log.Len(), d)}
-	case !v.OK:
-		hv = history.Verdict{Linearizable: history.No, Wallet: h.wallet, Ops: len(ops),
-			Why: fmt.Sprintf("wallet %d: no order of its spends leaves the balance read back (%d)", h.wallet, v.Balance)}
-	default:
-		hv = history.Check(ops, history.DefaultLimits)
-	}
-	return h.verdict(ops, hv)
-}
-
-// CheckUnless is Check, unless the run was interrupted: then it does not
-// check (unknown), so that the clean-up after Ctrl-C keeps its seconds.
-func (h *History) CheckUnless(v wallet.Verdict, interrupted bool) *Linearizability {
-	if interrupted {
-		return h.unchecked(v, notChecked)
-	}
-	return h.Check(v)
-}
-
-const notChecked = "interrupted by Ctrl-C: the history was not checked"
-
-// unchecked is the verdict of a history that was not checked, and why.
-func (h *History) unchecked(v wallet.Verdict, why string) *Linearizability {
-	if h == nil || v == (wallet.Verdict{}) {
-		return nil
-	}
-	ops := h.ops(v)
-	return h.verdict(ops, history.Verdict{Linearizable: history.Unsure, Why: why, Ops: len(ops)})
-}
-
-// ops is the history: the spends between the Set and the read-back.
-func (h *History) ops(v wallet.Verdict) []history.Op {
-	end := history.Now()
-	return append(h.log.Ops(),
-		history.Op{Wallet: h.wallet, Call: h.setAt, Return: h.setAt, Read: h.initial, Result: history.Set},
-		history.Op{Wallet: h.wallet, Call: end, Return: end, Read: v.Balance, Result: history.Read})
-}
-
-func (h *History) verdict(ops []history.Op, hv history.Verdict) *Linearizability {
-	return &Linearizability{Linearizable: string(hv.Linearizable), Why: hv.Why, Ops: h.log.Len(), Dropped: h.log.Dropped(),
-		CheckSeconds: hv.Took.Seconds(), ops: ops, verdict: hv}
-}
-
-// Linearizability is a phase's history verdict, with the keys its JSON
-// object gets beside the balance check.
+// Linearizability is a phase's history verdict, whose keys its JSON object
+// gets beside the balance check, with the history for the -history page.
 type Linearizability struct {
-	Linearizable string  `json:"linearizable"` // yes, no or unknown (never a pass)
-	Why          string  `json:"linearizable_why,omitempty"`
-	Ops          int     `json:"history_ops"`     // spends recorded
-	Dropped      int     `json:"history_dropped"` // spends missing from the record (then "unknown")
-	CheckSeconds float64 `json:"history_check_seconds"`
+	history.Verdict
+	rec *history.Recorder
+}
 
-	ops     []history.Op // for the -history page
-	verdict history.Verdict
+// CheckHistory ends rec, the history of wallet id, with the balance v read
+// back, and checks it within history.DefaultLimits, or until ctx ends
+// (Ctrl-C): then its verdict is unknown, and says so. nil without a
+// history or a balance read back.
+func CheckHistory(ctx context.Context, rec *history.Recorder, id int64, v wallet.Verdict) *Linearizability {
+	if rec == nil || v == (wallet.Verdict{}) {
+		return nil
+	}
+	rec.Read(id, v.Balance)
+	return &Linearizability{Verdict: rec.Check(ctx, history.DefaultLimits), rec: rec}
 }
 
 // suffix is what the check line ends with: " linearizable=yes".
@@ -156,7 +59,7 @@ func (l *Linearizability) suffix() string {
 	if l == nil {
 		return ""
 	}
-	return " linearizable=" + l.Linearizable
+	return " linearizable=" + string(l.Linearizable)
 }
 
 // CheckLine is a phase's check line: the balance check, then the history's
@@ -166,27 +69,36 @@ func CheckLine(v wallet.Verdict, l *Linearizability) string { return v.String() 
 // Record starts the history of the run's phase: wallet id was just set to
 // initial. The phase loop checks it against the balance the phase's
 // verdict read back.
-func (r *Run) Record(id, initial int64) *History {
-	h := NewHistory(id, initial)
-	r.history.Store(h)
-	return h
+func (r *Run) Record(id, initial int64) *history.Recorder {
+	rec := history.NewRecorder(0)
+	rec.Set(id, initial)
+	r.history.Store(&recording{rec: rec, id: id})
+	return rec
 }
 
-// Spend records one spend in the phase's history (History.Spend); without
-// one it only runs spend.
+// Spend records one spend by client in the phase's history
+// (Recorder.Spend); without one it only runs spend.
 func (r *Run) Spend(ctx context.Context, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
-	return r.History().Spend(ctx, client, amount, spend)
+	if h := r.history.Load(); h != nil {
+		return h.rec.Spend(ctx, h.id, client, amount, spend)
+	}
+	return spend(ctx)
 }
 
 // History is the phase's history (nil before Record).
-func (r *Run) History() *History { return r.history.Load() }
+func (r *Run) History() *history.Recorder {
+	if h := r.history.Load(); h != nil {
+		return h.rec
+	}
+	return nil
+}
 
 // checked fills o.History from the phase's history, unless the phase did,
-// and forgets the history. After Ctrl-C it does not check: the clean-up
-// has a few seconds, and the phase is not judged.
-func (r *Run) checked(o *Outcome) {
-	if h := r.history.Swap(nil); o.History == nil {
-		o.History = h.CheckUnless(o.Verdict, r.Interrupted())
+// and forgets the history. The check stops when ctx ends (Ctrl-C): the
+// clean-up has a few seconds, and the phase is not judged.
+func (r *Run) checked(ctx context.Context, o *Outcome) {
+	if h := r.history.Swap(nil); h != nil && o.History == nil {
+		o.History = CheckHistory(ctx, h.rec, h.id, o.Verdict)
 	}
 }
 
@@ -195,7 +107,7 @@ func (r *Run) checked(o *Outcome) {
 // verdict proves nothing either way and is never a miss.
 func historyMiss(p PhaseResult) string {
 	want, ok := lesson.WantHistory(p.Step, p.Phase)
-	if !ok || p.History == nil || p.History.Linearizable == string(history.Unsure) || p.History.Linearizable == want {
+	if !ok || p.History == nil || p.History.Linearizable == history.Unsure || string(p.History.Linearizable) == want {
 		return ""
 	}
 	why := ""
@@ -214,15 +126,19 @@ func (p *Program) withHistory() {
 // Keep adds a phase's checked history to the -history page.
 func (p *Program) Keep(phase string, l *Linearizability) {
 	if l != nil && p.historyFile != nil && *p.historyFile != "" {
-		p.sections = append(p.sections, history.Section{Label: p.Step + " " + phase, Ops: l.ops, Verdict: l.verdict})
+		p.sections = append(p.sections, history.Section{Label: p.Step + " " + phase, History: l.rec, Verdict: l.Verdict})
 	}
 }
 
-// Finish writes the -history page, if asked for, and ends the report
+// Finish writes the -history page, if asked for, within
+// history.PageLimits or until ctx ends, and ends the report
 // (Report.Finish): a page that could not be written makes it exit 1.
-func (p *Program) Finish(r *Report) int {
+func (p *Program) Finish(ctx context.Context, r *Report) int {
 	if p.historyFile != nil && *p.historyFile != "" && len(p.sections) > 0 {
-		if err := history.WritePage(*p.historyFile, p.sections); err != nil {
+		err := SavePage(*p.historyFile, func(w io.Writer) error {
+			return history.WritePage(ctx, w, p.sections, history.PageLimits)
+		})
+		if err != nil {
 			r.Fail(p.Stderr, fmt.Errorf("-history: %w", err))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/testenv"
 	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/history"
 )
 
 // A recorded spend keeps the balance it read and how it ended: the page
@@ -23,9 +24,10 @@ func TestHistory_spendRecordsWhatItReadAndHowItEnded(t *testing.T) {
 	if err := wallet.Set(ctx, rdb, key, 15); err != nil {
 		t.Fatal(err)
 	}
-	h := harness.NewHistory(wallet.DemoWallet, 15)
+	rec := history.NewRecorder(0)
+	rec.Set(wallet.DemoWallet, 15)
 	for i := range 2 {
-		if _, err := h.Spend(ctx, i, 10, func(ctx context.Context) (bool, error) { return wallet.Spend(ctx, rdb, key, 10, 0) }); err != nil {
+		if _, err := rec.Spend(ctx, wallet.DemoWallet, i, 10, func(ctx context.Context) (bool, error) { return wallet.Spend(ctx, rdb, key, 10, 0) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,9 +35,9 @@ func TestHistory_spendRecordsWhatItReadAndHowItEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := h.Check(wallet.Check(15, 10, 1, bal))
-	if l.Linearizable != "yes" || l.Ops != 2 || l.Dropped != 0 {
-		t.Errorf("got %+v, want a linearizable history of 2 spends", l)
+	l := harness.CheckHistory(ctx, rec, wallet.DemoWallet, wallet.Check(15, 10, 1, bal))
+	if l.Linearizable != history.Yes || l.Ops != 2 || l.Dropped != 0 {
+		t.Errorf("got %+v, want a linearizable history of 2 spends", l.Verdict)
 	}
 	path := filepath.Join(t.TempDir(), "h.html")
 	p := harness.New("step2-lock", prefix, &strings.Builder{}, &strings.Builder{})
@@ -43,7 +45,7 @@ func TestHistory_spendRecordsWhatItReadAndHowItEnded(t *testing.T) {
 		t.Fatalf("Parse = %d", code)
 	}
 	p.Keep("lock", l)
-	if code := p.Finish(harness.NewReport("step2-lock")); code != 0 {
+	if code := p.Finish(ctx, harness.NewReport("step2-lock")); code != 0 {
 		t.Fatalf("Finish = %d", code)
 	}
 	page, err := os.ReadFile(path)

@@ -6,48 +6,59 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/history"
 )
 
-// Fifty spends that all read 100, as in step 1.
-func raced(h *History, n int) {
+// raced records n spends that all read 100, as in step 1.
+func raced(rec *history.Recorder, n int) {
 	for i := range n {
-		h.Add(history.Op{Client: i, Call: history.Now(), Return: history.Now() + 1000, Amount: 10, Read: 100, Result: history.Accepted})
+		rec.Add(history.Op{Wallet: wallet.DemoWallet, Client: i, Call: history.Now(), Return: history.Now() + 1000, Amount: 10, Read: 100, Result: history.Accepted})
 	}
 }
 
-func TestHistory_aBrokenBalanceIsNotLinearizable(t *testing.T) {
-	h := NewHistory(wallet.DemoWallet, 100)
-	raced(h, 50)
-	l := h.Check(wallet.Check(100, 10, 50, 90))
-	if l.Linearizable != "no" || !strings.Contains(l.Why, "no order of its spends") {
-		t.Errorf("got %+v, want no: fifty spends that all read 100", l)
+func started(initial int64) *history.Recorder {
+	rec := history.NewRecorder(0)
+	rec.Set(wallet.DemoWallet, initial)
+	return rec
+}
+
+func TestCheckHistory_aBrokenBalanceIsNotLinearizable(t *testing.T) {
+	rec := started(100)
+	raced(rec, 50)
+	l := CheckHistory(t.Context(), rec, wallet.DemoWallet, wallet.Check(100, 10, 50, 90))
+	if l.Linearizable != history.No || !strings.Contains(l.Why, "no order of its spends leaves the balance read back (90)") {
+		t.Errorf("got %+v, want no: fifty spends that all read 100", l.Verdict)
 	}
 	if got := CheckLine(wallet.Check(100, 10, 50, 90), l); got != "accepted=50 balance=90 expected=-400 BROKEN linearizable=no" {
 		t.Errorf("check line %q", got)
 	}
-	// porcupine, asked, agrees.
-	if v := history.Check(l.ops, history.DefaultLimits); v.Linearizable != history.No {
-		t.Errorf("porcupine says %s of the history the shortcut called no", v)
+}
+
+func TestCheckHistory_withHolesIsUnknownNeverYes(t *testing.T) {
+	rec := started(100)
+	raced(rec, 1)
+	rec.Lose(3) // a -procs copy that sent none of its spends
+	if l := CheckHistory(t.Context(), rec, wallet.DemoWallet, wallet.Check(100, 10, 1, 90)); l.Linearizable != history.Unsure || l.Dropped != 3 {
+		t.Errorf("got %+v, want unknown with 3 missing", l.Verdict)
+	}
+	if l := CheckHistory(t.Context(), nil, wallet.DemoWallet, wallet.Check(100, 10, 1, 90)); l != nil || CheckLine(wallet.Check(100, 10, 1, 90), l) != "accepted=1 balance=90 expected=90 OK" {
+		t.Errorf("no history: got %+v, want no verdict and the bare check line", l)
 	}
 }
 
-func TestHistory_withHolesIsUnknownNeverYes(t *testing.T) {
-	h := NewHistory(wallet.DemoWallet, 100)
-	raced(h, 1)
-	h.log.Lose(3) // a -procs copy that sent none of its spends
-	if l := h.Check(wallet.Check(100, 10, 1, 90)); l.Linearizable != "unknown" || l.Dropped != 3 {
-		t.Errorf("got %+v, want unknown with 3 missing", l)
-	}
-	if l := h.CheckUnless(wallet.Check(100, 10, 1, 90), true); l.Linearizable != "unknown" || l.Why != notChecked {
-		t.Errorf("after Ctrl-C: got %+v, want unknown, not checked", l)
-	}
-	var none *History
-	if l := none.Check(wallet.Check(100, 10, 1, 90)); l != nil || CheckLine(wallet.Check(100, 10, 1, 90), l) != "accepted=1 balance=90 expected=90 OK" {
-		t.Errorf("no history: got %+v, want no verdict and the bare check line", l)
+// After Ctrl-C the check stops before it begins: unknown, and why.
+func TestCheckHistory_afterCtrlCIsUnknown(t *testing.T) {
+	rec := started(100)
+	raced(rec, 1)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(signalError{syscall.SIGTERM})
+	l := CheckHistory(ctx, rec, wallet.DemoWallet, wallet.Check(100, 10, 1, 90))
+	if l.Linearizable != history.Unsure || !strings.Contains(l.Why, "stopped (SIGTERM)") {
+		t.Errorf("got %+v, want unknown, stopped by SIGTERM", l.Verdict)
 	}
 }
 
@@ -57,7 +68,7 @@ func TestHistory_withHolesIsUnknownNeverYes(t *testing.T) {
 func TestFinish_holdsTheHistoryToTheLesson(t *testing.T) {
 	ok := wallet.Check(100, 10, 10, 0)
 	r := NewReport("step2-lock")
-	r.AddChecked("lock", ok, &Linearizability{Linearizable: "no", Why: "wallet 42: no order of its 52 operations explains what they returned", Ops: 50}, nil)
+	r.AddChecked("lock", ok, &Linearizability{Verdict: history.Verdict{Linearizable: history.No, Why: "wallet 42: no order of its 52 operations explains what they returned", Ops: 50}}, nil)
 	code, stdout, stderr := finish(t, r, true)
 	if code != 1 || !strings.Contains(stderr, "phase lock: linearizable=no, the lesson says yes") {
 		t.Errorf("Finish = %d, stderr %q; want 1 and the history's miss named", code, stderr)
@@ -78,7 +89,7 @@ func TestFinish_holdsTheHistoryToTheLesson(t *testing.T) {
 	}
 
 	r = NewReport("step2-lock")
-	r.AddChecked("lock", ok, &Linearizability{Linearizable: "unknown", Why: "out of time"}, nil)
+	r.AddChecked("lock", ok, &Linearizability{Verdict: history.Verdict{Linearizable: history.Unsure, Why: "out of time"}}, nil)
 	if code, _, stderr := finish(t, r, false); code != 0 || stderr != "" {
 		t.Errorf("unknown: Finish = %d, stderr %q; want 0: an unfinished check proves nothing", code, stderr)
 	}
@@ -90,11 +101,11 @@ func TestProgram_writesTheHistoryPage(t *testing.T) {
 	if code, ok := p.Parse([]string{"-history", path}, nil, nil); !ok {
 		t.Fatalf("Parse = %d", code)
 	}
-	h := NewHistory(wallet.DemoWallet, 100)
-	raced(h, 50)
-	p.Keep("race", h.Check(wallet.Check(100, 10, 50, 90)))
+	rec := started(100)
+	raced(rec, 50)
+	p.Keep("race", CheckHistory(t.Context(), rec, wallet.DemoWallet, wallet.Check(100, 10, 50, 90)))
 	r := NewReport("step1-race")
-	if code := p.Finish(r); code != 0 {
+	if code := p.Finish(t.Context(), r); code != 0 {
 		t.Fatalf("Finish = %d", code)
 	}
 	b, err := os.ReadFile(path)
@@ -104,19 +115,4 @@ func TestProgram_writesTheHistoryPage(t *testing.T) {
 	if code, ok := New("step1-race", "test:", &strings.Builder{}, &strings.Builder{}).Parse([]string{"-history", filepath.Join(t.TempDir(), "no", "h.html")}, nil, nil); ok || code != 2 {
 		t.Errorf("-history in a missing folder: Parse = %d, %v; want 2", code, ok)
 	}
-}
-
-// BenchmarkHistory_spend is what recording adds to one spend: the clock
-// read twice, a context that carries the read's observer, a mutex and a
-// copy into the log. A spend is a round trip or more (some 100 µs on
-// loopback); this is well under 1 % of that.
-func BenchmarkHistory_spend(b *testing.B) {
-	h := NewHistory(wallet.DemoWallet, 100)
-	ctx := b.Context()
-	spend := func(context.Context) (bool, error) { return true, nil }
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			h.Spend(ctx, 0, 10, spend)
-		}
-	})
 }

@@ -163,7 +163,7 @@ func (p *Program) Loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 			}
 			defer cancel()
 			o, err := ph.Run(ctx, r)
-			r.checked(&o)
+			r.checked(r.work, &o)
 			return ran{o, err}
 		}
 		got, done := ran{}, true
@@ -221,7 +221,7 @@ func (p *Program) Loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 		}
 		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, at)
 		r.Report.Interrupt()
-		return p.Finish(r.Report)
+		return p.Finish(ctx, r.Report)
 	case failure != nil && len(r.Report.Phases()) == 0:
 		return p.Fail(failure) // nothing to report
 	case failure != nil:
@@ -230,7 +230,7 @@ func (p *Program) Loop(r *Run, phases []Phase, limit time.Duration, cleanup func
 	for _, problem := range problems {
 		r.Report.Fail(p.Stderr, errors.New(problem))
 	}
-	return p.Finish(r.Report)
+	return p.Finish(ctx, r.Report)
 }
 
 // show prints a phase, unless -json.

@@ -90,8 +90,8 @@ type spenders struct {
 	Also *Errors
 
 	// History, if not nil, is where Spend records each spend (history.go).
-	// A copy sends its record with its tally; run merges them.
-	History *History
+	// A copy sends its spends with its tally; run adds them.
+	History *history.Recorder
 }
 
 // run runs the spenders and returns their tally, as wallet.Hammer does.
@@ -155,8 +155,10 @@ func (sp spenders) serve(ctx context.Context, stdin io.Reader, stdout, stderr io
 	if sp.Also != nil {
 		r.Also = messages(sp.Also.List())
 	}
-	if sp.History != nil {
-		r.Ops = sp.History.log.Ops()
+	for _, op := range sp.History.Ops() {
+		if op.Result != history.Set && op.Result != history.Read { // the parent has its own
+			r.Ops = append(r.Ops, op)
+		}
 	}
 	if err := enc.Encode(r); err != nil {
 		return 1

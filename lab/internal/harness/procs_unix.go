@@ -90,11 +90,14 @@ func (sp spenders) runCopies(ctx context.Context) wallet.Tally {
 		first += c.share
 		if err == nil {
 			r.add(&t, sp.Also)
-			sp.History.merge(r.Ops, first-c.share)
+			for _, op := range r.Ops {
+				op.Client += first - c.share // numbered across the copies
+				sp.History.Add(op)
+			}
 			continue
 		}
 		if sp.History != nil {
-			sp.History.log.Lose(c.share) // what it spent is missing from the history
+			sp.History.Lose(c.share) // what it spent is missing from the history
 		}
 		// Its spenders may have written or not: each spend's outcome is
 		// unknown.

@@ -114,8 +114,8 @@ type Run struct {
 	session      *Session        // nil for a row program without Redis
 	parent, work context.Context // the run's (it ends at Ctrl-C), and the work's (also when the run lease is lost)
 	child        bool
-	served       int                     // a copy's exit code, once it has served
-	history      atomic.Pointer[History] // the phase's record of its spends (history.go); spenders cut short may still add to it
+	served       int                       // a copy's exit code, once it has served
+	history      atomic.Pointer[recording] // the phase's record of its spends (history.go); spenders cut short may still add to it
 }
 
 // errServed ends a -procs copy's lesson once it has spent: the parent
@@ -185,9 +185,8 @@ func (r *Run) Check(key string, initial, amount int64, accepted, unknown int) (w
 // spenders is the run's N spenders, each calling spend to take amount, in
 // -procs processes, each spend recorded in the run's history.
 func (r *Run) spenders(amount int64, spend func(context.Context) (bool, error)) spenders {
-	h := r.History()
-	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also, History: h,
-		Spend: func(ctx context.Context, i int) (bool, error) { return h.Spend(ctx, i, amount, spend) }}
+	return spenders{N: r.N, Procs: r.p.Procs(), Args: r.p.args, Stderr: r.p.Stderr, Also: &r.Also, History: r.History(),
+		Spend: func(ctx context.Context, i int) (bool, error) { return r.Spend(ctx, i, amount, spend) }}
 }
 
 var (
@@ -250,7 +249,7 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 			break // Ctrl-C, or the run lease was lost: see below
 		}
 		o, err := lesson(ctx, r)
-		r.checked(&o)
+		r.checked(ctx, &o)
 		if o.Verdict == (wallet.Verdict{}) && err != nil { // nothing measured
 			if s.Interrupted() || ctx.Err() != nil {
 				if err != errNotStarted {
@@ -302,7 +301,7 @@ func (p *Program) Spenders(ctx context.Context, n, runs int, phase string, keys 
 		fmt.Fprintf(p.Stderr, "%s: interrupted by Ctrl-C %s\n", p.Step, when)
 		r.Report.Interrupt()
 	}
-	return p.Finish(r.Report)
+	return p.Finish(ctx, r.Report)
 }
 
 var errCut = errors.New("cut short")

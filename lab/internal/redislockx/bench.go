@@ -15,6 +15,7 @@ import (
 	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/history"
 )
 
 // Strategy is one retry strategy to compare. Fresh makes a new value for
@@ -79,7 +80,7 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 			break // Ctrl-C, and nothing left to check
 		}
 		run.Verdict = wallet.CheckUnknown(initial, amount, run.Tally.Accepted, run.Tally.Unknown, balance)
-		run.Linearizable = run.History.CheckUnless(run.Verdict, run.Cut)
+		run.Linearizable = harness.CheckHistory(s.Context(), run.History, wallet.DemoWallet, run.Verdict) // unknown after Ctrl-C
 		if !p.JSON() {
 			run.PrintCheck(p.Stdout)
 		}
@@ -93,7 +94,7 @@ func Compare(ctx context.Context, p *harness.Program, c Setting, balanceKey, loc
 		p.Keep(st.Name, run.Linearizable)
 	}
 	b.Report(r, p.Stdout, p.Stderr, p.JSON())
-	return p.Finish(r)
+	return p.Finish(s.Context(), r)
 }
 
 // Bench runs one burst of spenders per strategy within a harness.Session, on
@@ -137,9 +138,10 @@ func (b *Bench) Burst(st Strategy, spend func(context.Context, *Run) (bool, erro
 			return measured{err: err}
 		}
 		run := Start(ctx, b.Redis, st.Name, st.Retry)
-		run.History = harness.NewHistory(wallet.DemoWallet, b.Initial) // every spend recorded
+		run.History = history.NewRecorder(0) // every spend recorded
+		run.History.Set(wallet.DemoWallet, b.Initial)
 		run.Stop(ctx, wallet.Hammer(b.N, func(i int) (bool, error) {
-			return run.History.Spend(ctx, i, b.Amount, func(ctx context.Context) (bool, error) { return spend(ctx, run) })
+			return run.History.Spend(ctx, wallet.DemoWallet, i, b.Amount, func(ctx context.Context) (bool, error) { return spend(ctx, run) })
 		}))
 		return measured{run: run}
 	})

@@ -33,6 +33,7 @@ import (
 	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/history"
 )
 
 // Note says where the command counts come from, beside the table and in
@@ -51,7 +52,7 @@ type Run struct {
 	Waits           []time.Duration          // per obtained lock: from calling Obtain to holding it
 	Commands        int64                    // Redis commands while it ran, -1 if unknown
 	Released        []error                  // releases that failed after a spend
-	History         *harness.History         // every spend, as Burst recorded it
+	History         *history.Recorder        // every spend, as Burst recorded it
 	Linearizable    *harness.Linearizability // its verdict, set with Verdict
 
 	mu     sync.Mutex

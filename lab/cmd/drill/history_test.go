@@ -1,0 +1,123 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"example.com/walletlock/lab/internal/testenv"
+)
+
+// hotDrill is issue 35's drill with -history: sixteen spender processes
+// of sixteen spends at a time on one wallet, paused then crashed. Its
+// history page took 2.5 GB within a minute and did not end.
+var hotDrill = []string{"-nemesis", "pause,crash", "-strategy", "lock", "-procs", "16", "-conc", "16", "-wallets", "1"}
+
+// pageSays is what a history page says of each window, one line each.
+func pageSays(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no history page: %v", err)
+	}
+	var says []string
+	for s := string(b); ; {
+		i := strings.Index(s, "this window: linearizable=")
+		if i < 0 {
+			return says
+		}
+		s = s[i:]
+		j := strings.IndexByte(s, '"')
+		says, s = append(says, s[:j]), s[j:]
+	}
+}
+
+// The drill's history page is written within its bounds: the drill ends
+// on its own, and the page says, for each run's window, what its check
+// found, or that it ran out and why.
+func TestDrill_historyPageOfAHotWalletIsBounded(t *testing.T) {
+	prefix, _ := needs(t)
+	page := filepath.Join(t.TempDir(), "h.html")
+	d := startDrill(t, nil, append(hotDrill, "-history", page, "-prefix", prefix)...)
+	select {
+	case <-d.done:
+	case <-time.After(3 * time.Minute): // two runs of some 5 s, then a page of at most 5 s: a hang, not a speed test
+		t.Fatalf("the drill still runs 3 minutes later, its history page unbounded; stderr:\n%s", d.stderr())
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("drill = %d, want 0; stderr:\n%s", code, d.stderr())
+	}
+	says := pageSays(t, page)
+	if len(says) != 2 {
+		t.Fatalf("the page says %q, want what it found for each of the 2 runs' windows", says)
+	}
+	for _, s := range says {
+		if strings.HasPrefix(s, "this window: linearizable=unknown") && !strings.Contains(s, "budget after ordering") {
+			t.Errorf("the page says %q: unknown, but not why", s)
+		}
+	}
+	t.Logf("the page: %q", says)
+	d.leftNothing(t, prefix)
+}
+
+// SIGTERM once the first run is in: the drill stops the second, cleans
+// up, and writes the page of the first at once (its check stopped, so
+// unknown), instead of checking it for minutes while SIGTERM waits.
+func TestDrill_historyPageAfterSIGTERMIsWrittenAtOnce(t *testing.T) {
+	prefix, _ := needs(t)
+	page := filepath.Join(t.TempDir(), "h.html")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	d := startDrill(t, w, append(hotDrill, "-history", page, "-prefix", prefix)...)
+	w.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "pause ") {
+	}
+	if sc.Err() != nil || !strings.HasPrefix(sc.Text(), "pause ") {
+		t.Fatalf("the drill printed no row for its first run; stderr:\n%s", d.stderr())
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	if code := d.exit(t); code != 130 {
+		t.Errorf("drill = %d (%v) after SIGTERM, want 130; stderr:\n%s", code, d.cmd.ProcessState, d.stderr())
+	}
+	if !strings.Contains(d.stderr(), "interrupted by SIGTERM") {
+		t.Errorf("stderr does not say SIGTERM ended the run:\n%s", d.stderr())
+	}
+	d.leftNothing(t, prefix)
+	says := pageSays(t, page)
+	if len(says) != 1 {
+		t.Fatalf("the page says %q, want what it found for the first run's window", says)
+	}
+	t.Logf("the page: %q", says)
+}
+
+// A -history page the drill could not write at the end is refused before
+// it starts anything: one line, exit 2.
+func TestDrill_historyPageThatCannotBeWrittenIsRefusedFirst(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.html")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	dangling := filepath.Join(dir, "dangling.html")
+	if err := os.Symlink(filepath.Join(dir, "gone", "h.html"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	testenv.BadFlags(t, run, []testenv.BadFlag{
+		{Name: "a named pipe", Args: []string{"-history", fifo}, Want: "-history " + fifo + " is a named pipe, not a file"},
+		{Name: "a dangling symbolic link", Args: []string{"-history", dangling}, Want: "which does not exist"},
+	})
+}

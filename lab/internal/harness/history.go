@@ -132,14 +132,20 @@ func (p *Program) Keep(phase string, l *Linearizability) {
 
 // Finish writes the -history page, if asked for, within
 // history.PageLimits or until ctx ends, and ends the report
-// (Report.Finish): a page that could not be written makes it exit 1.
+// (Report.Finish): a page that could not be written makes it exit 1, and
+// Ctrl-C while it was checked 130.
 func (p *Program) Finish(ctx context.Context, r *Report) int {
 	if p.historyFile != nil && *p.historyFile != "" && len(p.sections) > 0 {
+		before := ctx.Err()
 		err := SavePage(*p.historyFile, func(w io.Writer) error {
 			return history.WritePage(ctx, w, p.sections, history.PageLimits)
 		})
 		if err != nil {
 			r.Fail(p.Stderr, fmt.Errorf("-history: %w", err))
+		}
+		if before == nil && ctx.Err() != nil { // a signal while the page was checked
+			fmt.Fprintf(p.Stderr, "%s: interrupted by %s while checking the -history page: it draws the windows left unchecked as unknown\n", p.Step, Why(ctx))
+			r.Interrupt()
 		}
 	}
 	return r.Finish(p.Stdout, p.Stderr, p.JSON())

@@ -179,8 +179,13 @@ func (f *Flags) Finish(ctx context.Context, r *harness.Report, rep *Report, left
 		}
 	}
 	if f.History != "" {
+		before := ctx.Err()
 		if err := rep.WriteHistory(ctx, f.History); err != nil {
 			r.Fail(f.p.Stderr, err)
+		}
+		if before == nil && ctx.Err() != nil { // a signal while the page was checked
+			fmt.Fprintf(f.p.Stderr, "%s: interrupted by %s while checking the -history page: it draws the windows left unchecked as unknown\n", f.p.Step, harness.Why(ctx))
+			r.Interrupt()
 		}
 	}
 	if rep.Leftovers != nil {

@@ -28,11 +28,11 @@ func pageSays(t *testing.T, path string) []string {
 	}
 	var says []string
 	for s := string(b); ; {
-		i := strings.Index(s, "this window: linearizable=")
+		i := strings.Index(s, `"Description":"this window: linearizable=`) // the row under the workers
 		if i < 0 {
 			return says
 		}
-		s = s[i:]
+		s = s[i+len(`"Description":"`):]
 		j := strings.IndexByte(s, '"')
 		says, s = append(says, s[:j]), s[j:]
 	}

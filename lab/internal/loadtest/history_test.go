@@ -44,11 +44,11 @@ func writePage(t *testing.T, ctx context.Context, rep *loadtest.Report) []string
 	}
 	var says []string
 	for s := string(b); ; {
-		i := strings.Index(s, "this window: linearizable=")
+		i := strings.Index(s, `"Description":"this window: linearizable=`) // the row under the workers
 		if i < 0 {
 			return says
 		}
-		s = s[i:]
+		s = s[i+len(`"Description":"`):]
 		j := strings.IndexByte(s, '"')
 		says, s = append(says, s[:j]), s[j:]
 	}

@@ -108,13 +108,14 @@ func TestRecorder_twoHundredOverlappingSpendsAreJudgedAndDrawnWithinBounds(t *te
 	t.Logf("%s; the window: %s", v.Why, windowSays(got))
 }
 
-// windowSays is what the page says of its (first) window.
+// windowSays is what the page says of its (first) window, in the row
+// under the workers.
 func windowSays(page string) string {
-	i := strings.Index(page, "this window: ")
+	i := strings.Index(page, `"Description":"this window: `)
 	if i < 0 {
 		return "nothing"
 	}
-	s := page[i:]
+	s := page[i+len(`"Description":"`):]
 	if j := strings.IndexByte(s, '"'); j >= 0 {
 		s = s[:j]
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"html"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -100,6 +102,7 @@ func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits)
 		_, info = porcupine.CheckOperationsVerbose(Model, all, time.Nanosecond)
 	}
 	var notes []porcupine.Annotation
+	var said []string // each window's lines, for the page's head
 	partials := info.PartialLinearizations()
 	for i, d := range shown {
 		full := false
@@ -121,17 +124,36 @@ func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits)
 			whole += " (" + d.s.Verdict.Why + ")"
 		}
 		notes = append(notes, porcupine.Annotation{Tag: d.s.Label, Start: d.from, End: d.till, Description: say, Details: whole})
+		said = append(said, fmt.Sprintf("<li><b>%s</b>: %s; %s.</li>", html.EscapeString(d.s.Label), html.EscapeString(say), html.EscapeString(whole)))
 	}
 	info.AddAnnotations(notes)
 	var b bytes.Buffer
 	if err := porcupine.Visualize(Model, info, &b); err != nil {
 		return fmt.Errorf("history: write the page: %w", err)
 	}
-	if _, err := b.WriteTo(w); err != nil {
+	page := strings.Replace(b.String(), "<body>", "<body>\n"+fmt.Sprintf(pageHead, strings.Join(said, "\n")), 1)
+	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("history: write the page: %w", err)
 	}
 	return nil
 }
+
+// pageHead says in words, above porcupine's drawing, what the page shows
+// and what each window's check found.
+const pageHead = `<div style="max-width: 60em; margin: 45px 1em 0">
+<h1 style="font-size: 1.3em">Histories of spends, checked for linearizability</h1>
+<p>Each numbered row is a worker; each bar is one operation on the wallet, from its call to its return,
+with what it did (<i>spend 10, read 100 → accepted</i>). The history is linearizable when some order of the
+operations, each taking effect at one instant within its bar, explains every result. The lines are the
+instants the checker tried: grey where the order held (Valid LP, a linearization point), red where no order
+could take the next operation (Invalid LP). Hover over a bar to see the longest order that takes it;
+<i>jump to first error</i> goes to the first operation no order explains. A window cut from a longer history
+draws the operations in flight at its edges as unknown outcomes, which may have landed or not. The rows under
+the workers repeat what was found for each window:</p>
+<ul>
+%s
+</ul>
+</div>`
 
 func (l Limits) pageDefault() Limits {
 	if l.Timeout <= 0 {

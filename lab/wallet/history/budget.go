@@ -41,7 +41,8 @@ type budget struct {
 	ctx      context.Context
 	lim      Limits
 	deadline time.Time
-	done     int // operations of the searches that ended, for "after ordering N of M"
+	done     int             // operations of the searches that ended, for "after ordering N of M"
+	model    porcupine.Model // Model, stepping through this budget
 
 	perStep atomic.Int64 // bytes a successful step may add to what the search keeps
 	used    atomic.Int64 // bytes charged to this search
@@ -51,7 +52,9 @@ type budget struct {
 }
 
 func newBudget(ctx context.Context, lim Limits, start time.Time) *budget {
-	return &budget{ctx: ctx, lim: lim, deadline: start.Add(lim.Timeout)}
+	b := &budget{ctx: ctx, lim: lim, deadline: start.Add(lim.Timeout)}
+	b.model = model(b)
+	return b
 }
 
 // step says whether the search may take one more step. It looks at the
@@ -121,7 +124,7 @@ func (b *budget) search(ops []porcupine.Operation, verbose bool) (porcupine.Chec
 		info porcupine.LinearizationInfo
 	}
 	done := make(chan found, 1)
-	m := model(b)
+	m := b.model
 	go func() {
 		var f found
 		if verbose {

@@ -130,23 +130,28 @@ func (p *Program) Keep(phase string, l *Linearizability) {
 	}
 }
 
-// Finish writes the -history page, if asked for, within
-// history.PageLimits or until ctx ends, and ends the report
-// (Report.Finish): a page that could not be written makes it exit 1, and
-// Ctrl-C while it was checked 130.
+// Finish writes the -history page, if asked for (WriteHistoryPage), and
+// ends the report (Report.Finish).
 func (p *Program) Finish(ctx context.Context, r *Report) int {
 	if p.historyFile != nil && *p.historyFile != "" && len(p.sections) > 0 {
-		before := ctx.Err()
-		err := SavePage(*p.historyFile, func(w io.Writer) error {
-			return history.WritePage(ctx, w, p.sections, history.PageLimits)
-		})
-		if err != nil {
-			r.Fail(p.Stderr, fmt.Errorf("-history: %w", err))
-		}
-		if before == nil && ctx.Err() != nil { // a signal while the page was checked
-			fmt.Fprintf(p.Stderr, "%s: interrupted by %s while checking the -history page: it draws the windows left unchecked as unknown\n", p.Step, Why(ctx))
-			r.Interrupt()
-		}
+		WriteHistoryPage(ctx, r, p.Stderr, *p.historyFile, p.sections)
 	}
 	return r.Finish(p.Stdout, p.Stderr, p.JSON())
+}
+
+// WriteHistoryPage writes the -history page at path: a window of each of
+// sections (history.WritePage), checked within history.PageLimits or
+// until ctx ends. A page that could not be written fails r (exit 1). A
+// signal while it was checked is said in one line on stderr and makes r
+// exit 130; the windows it left unchecked are drawn as unknown.
+func WriteHistoryPage(ctx context.Context, r *Report, stderr io.Writer, path string, sections []history.Section) {
+	before := ctx.Err()
+	err := SavePage(path, func(w io.Writer) error { return history.WritePage(ctx, w, sections, history.PageLimits) })
+	if err != nil {
+		r.Fail(stderr, fmt.Errorf("-history: %w", err))
+	}
+	if before == nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "%s: interrupted by %s while checking the -history page: it draws the windows left unchecked as unknown\n", r.step, Why(ctx))
+		r.Interrupt()
+	}
 }

@@ -179,14 +179,7 @@ func (f *Flags) Finish(ctx context.Context, r *harness.Report, rep *Report, left
 		}
 	}
 	if f.History != "" {
-		before := ctx.Err()
-		if err := rep.WriteHistory(ctx, f.History); err != nil {
-			r.Fail(f.p.Stderr, err)
-		}
-		if before == nil && ctx.Err() != nil { // a signal while the page was checked
-			fmt.Fprintf(f.p.Stderr, "%s: interrupted by %s while checking the -history page: it draws the windows left unchecked as unknown\n", f.p.Step, harness.Why(ctx))
-			r.Interrupt()
-		}
+		harness.WriteHistoryPage(ctx, r, f.p.Stderr, f.History, rep.Histories())
 	}
 	if rep.Leftovers != nil {
 		fmt.Fprintln(f.p.Stderr, f.p.Step+":", rep.Leftovers)

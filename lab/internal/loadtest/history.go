@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
-	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/history"
@@ -88,18 +86,9 @@ func (r *runner) checkHistory(ctx context.Context, row *Row, t *tally, bal []int
 	}
 }
 
-// WriteHistory writes porcupine's page of the run's histories to path
-// (Config.History must be HistoryPage): a window of one wallet per row,
-// the wallet no order explains where the verdict is "no", checked within
-// history.PageLimits or until ctx ends.
-func (rep *Report) WriteHistory(ctx context.Context, path string) error {
-	if len(rep.histories) == 0 {
-		return errors.New("loadtest: no history was kept (Config.History is not HistoryPage)")
-	}
-	return harness.SavePage(path, func(w io.Writer) error {
-		return history.WritePage(ctx, w, rep.histories, history.PageLimits)
-	})
-}
+// Histories are the run's histories, a section of a page each
+// (harness.WriteHistoryPage); Config.History must be HistoryPage.
+func (rep *Report) Histories() []history.Section { return rep.histories }
 
 // HistoryErr names every row whose history the lesson says must be
 // linearizable and is not (a check that did not finish is not one of

@@ -2,12 +2,14 @@ package loadtest_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/loadtest"
 	"example.com/walletlock/lab/wallet/history"
 )
@@ -29,7 +31,9 @@ func writePage(t *testing.T, ctx context.Context, rep *loadtest.Report) []string
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "h.html")
 	done := make(chan error, 1)
-	go func() { done <- rep.WriteHistory(ctx, path) }()
+	go func() {
+		done <- harness.SavePage(path, func(w io.Writer) error { return history.WritePage(ctx, w, rep.Histories(), history.PageLimits) })
+	}()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"context"
 	"fmt"
 
 	"example.com/walletlock/lab/wallet/history"
@@ -30,7 +31,7 @@ func linearizable(set, readBack int64, initial, balance int64, spends ...history
 	ops := []history.Op{{Wallet: 1, Call: set, Return: set, Read: initial, Result: history.Set}}
 	ops = append(ops, spends...)
 	ops = append(ops, history.Op{Wallet: 1, Client: -1, Call: readBack, Return: readBack, Read: balance, Result: history.Read})
-	v := history.Check(ops, history.DefaultLimits)
+	v := history.Check(context.Background(), ops, history.DefaultLimits) // bounded by the limits; a few ops
 	switch v.Linearizable {
 	case history.Yes:
 		return "; its history is linearizable"

@@ -87,5 +87,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if none := rep.Unmeasured(); len(none) > 0 && !rep.Interrupted {
 		r.Fail(stderr, fmt.Errorf("measured nothing: %s", strings.Join(none, ", ")))
 	}
-	return f.Finish(r, rep, leftOut, charts.SaveLoad)
+	return f.Finish(ctx, r, rep, leftOut, charts.SaveLoad)
 }

@@ -1,13 +1,11 @@
 package charts
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,11 +190,7 @@ func SaveLoad(path string, rep *loadtest.Report) error {
 	if err != nil {
 		return fmt.Errorf("charts: write %s: %w", path, err)
 	}
-	var b bytes.Buffer
-	if err := WriteLoad(&b, data); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := harness.SavePage(path, func(w io.Writer) error { return WriteLoad(w, data) }); err != nil {
 		return fmt.Errorf("charts: write %s: %w", path, err)
 	}
 	return nil

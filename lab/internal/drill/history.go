@@ -14,36 +14,25 @@ package drill
 // balance check: Result.Linearizable.
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"time"
+	"io"
 
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/wallet/history"
 )
 
-// HistoryVerdict is a run's history verdict, with the keys its JSON row
-// gets (the same as every step's).
+// HistoryVerdict is a run's history verdict, whose keys its JSON row gets
+// (the same as every program's), with the history for WritePage.
 type HistoryVerdict struct {
-	Linearizable        string  `json:"linearizable"` // yes, no or unknown (never a pass)
-	LinearizableWhy     string  `json:"linearizable_why,omitempty"`
-	HistoryOps          int     `json:"history_ops"`
-	HistoryDropped      int     `json:"history_dropped"`
-	HistoryCheckSeconds float64 `json:"history_check_seconds"`
-
-	ops     []history.Op // for WritePage
-	verdict history.Verdict
-}
-
-// drillHistory is what a run records.
-type drillHistory struct {
-	log   *history.Log
-	setAt int64
+	history.Verdict
+	rec *history.Recorder
 }
 
 // spent records a spend a spender process reported; proc is its number.
-func (h *drillHistory) spent(proc int, e Event) {
-	if h.log == nil || e.Call == 0 {
+func (r *runner) spent(proc int, e Event) {
+	if e.Call == 0 {
 		return
 	}
 	read := history.NoRead
@@ -54,43 +43,37 @@ func (h *drillHistory) spent(proc int, e Event) {
 	if result == 0 {
 		result = history.Failed // it gave up before it touched the wallet (wait)
 	}
-	h.log.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: e.End, Amount: e.Amount, Read: read, Result: result})
+	r.rec.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: e.End, Amount: e.Amount, Read: read, Result: result})
 }
 
-// lost records a spend whose process ended after its read and before its
+// lostSpend records a spend whose process ended after its read and before its
 // report: it may have written.
-func (h *drillHistory) lost(proc int, e Event, at int64) {
-	if h.log == nil || e.Call == 0 {
+func (r *runner) lostSpend(proc int, e Event, at int64) {
+	if e.Call == 0 {
 		return
 	}
-	h.log.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: at, Amount: e.Amount, Read: history.NoRead, Result: history.Unknown})
+	r.rec.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: at, Amount: e.Amount, Read: history.NoRead, Result: history.Unknown})
 }
 
-// start begins the history once the wallets hold their starting balance.
+// startHistory begins the history once the wallets hold their starting
+// balance.
 func (r *runner) startHistory() {
-	r.hist = drillHistory{log: history.NewLog(0), setAt: time.Now().UnixNano()}
+	r.rec = history.NewRecorder(0)
+	for i := range r.c.Wallets {
+		r.rec.Set(r.c.First+int64(i), r.c.Initial)
+	}
 }
 
-// checkHistory ends the history with the balances read back and checks it.
-func (r *runner) checkHistory(res *Result, balances []int64) {
-	if r.hist.log == nil {
+// checkHistory ends the history with the balances read back and checks it,
+// within history.DefaultLimits or until ctx ends.
+func (r *runner) checkHistory(ctx context.Context, res *Result, balances []int64) {
+	if r.rec == nil {
 		return
 	}
-	ops := r.hist.log.Ops()
-	res.HistoryOps, res.HistoryDropped = len(ops), r.hist.log.Dropped()
-	readAt := time.Now().UnixNano()
 	for i, bal := range balances {
-		id := r.c.First + int64(i)
-		ops = append(ops,
-			history.Op{Wallet: id, Call: r.hist.setAt, Return: r.hist.setAt, Read: r.c.Initial, Result: history.Set},
-			history.Op{Wallet: id, Call: readAt, Return: readAt, Read: bal, Result: history.Read})
+		r.rec.Read(r.c.First+int64(i), bal)
 	}
-	v := history.Check(ops, history.DefaultLimits)
-	if res.HistoryDropped > 0 {
-		v = history.Verdict{Linearizable: history.Unsure, Why: fmt.Sprintf("the log was full: it dropped %d spends", res.HistoryDropped)}
-	}
-	res.Linearizable, res.LinearizableWhy, res.HistoryCheckSeconds = string(v.Linearizable), v.Why, v.Took.Seconds()
-	res.ops, res.verdict = ops, v
+	res.HistoryVerdict = HistoryVerdict{Verdict: r.rec.Check(ctx, history.DefaultLimits), rec: r.rec}
 }
 
 // CheckLine is the run's check line: the balance check over all wallets,
@@ -99,7 +82,7 @@ func (res Result) CheckLine() string {
 	if res.Linearizable == "" {
 		return res.Check
 	}
-	return res.Check + " linearizable=" + res.Linearizable
+	return res.Check + " linearizable=" + string(res.Linearizable)
 }
 
 // HistoryMiss names a run whose history verdict is not the one the lesson
@@ -107,25 +90,25 @@ func (res Result) CheckLine() string {
 // proves nothing either way and is never a miss.
 func (res Result) HistoryMiss() error {
 	want, ok := lesson.WantHistory(lesson.DrillStep, lesson.DrillPhase(res.Nemesis, res.Strategy))
-	if !ok || res.Linearizable == "" || res.Linearizable == string(history.Unsure) || res.Linearizable == want {
+	if !ok || res.Linearizable == "" || res.Linearizable == history.Unsure || string(res.Linearizable) == want {
 		return nil
 	}
 	return fmt.Errorf("%s under %s, seed %d: linearizable=%s, the lesson says %s: %s",
-		res.Strategy, res.Nemesis, res.Seed, res.Linearizable, want, res.LinearizableWhy)
+		res.Strategy, res.Nemesis, res.Seed, res.Linearizable, want, res.Why)
 }
 
-// WritePage writes porcupine's page of the runs' histories: a window of
-// one wallet per run, the wallet no order explains where the verdict is
-// "no".
-func WritePage(path string, runs []Result) error {
+// WritePage writes porcupine's page of the runs' histories to w: a window
+// of one wallet per run, the wallet no order explains where the verdict
+// is "no", checked within history.PageLimits or until ctx ends.
+func WritePage(ctx context.Context, w io.Writer, runs []Result) error {
 	var sections []history.Section
 	for _, res := range runs {
-		if res.ops != nil {
-			sections = append(sections, history.Section{Label: fmt.Sprintf("%s under %s, seed %d", res.Strategy, res.Nemesis, res.Seed), Ops: res.ops, Verdict: res.verdict})
+		if res.rec != nil {
+			sections = append(sections, history.Section{Label: fmt.Sprintf("%s under %s, seed %d", res.Strategy, res.Nemesis, res.Seed), History: res.rec, Verdict: res.HistoryVerdict.Verdict})
 		}
 	}
 	if len(sections) == 0 {
 		return errors.New("drill: no run recorded a history")
 	}
-	return history.WritePage(path, sections)
+	return history.WritePage(ctx, w, sections, history.PageLimits)
 }

@@ -19,6 +19,7 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/history"
 	"example.com/walletlock/lab/wallet/postgres"
 )
 
@@ -115,7 +116,7 @@ type runner struct {
 	sections []section
 	grab     func(Event) bool // set while the nemesis waits for a read
 	grabbed  chan grabbed
-	hist     drillHistory
+	rec      *history.Recorder // the run's history (history.go)
 }
 
 type section struct {
@@ -184,7 +185,7 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	r.judge(&res, bal)
+	r.judge(ctx, &res, bal)
 	if r.part != nil && r.c.Strategy != Version { // version takes no lock
 		w := r.window()
 		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
@@ -381,7 +382,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 			}
 		case "spend":
 			delete(r.open, k)
-			r.hist.spent(sp.n, e)
+			r.spent(sp.n, e)
 			switch e.Outcome {
 			case Accepted:
 				r.accepted[e.Wallet]++
@@ -404,7 +405,7 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 	for k, e := range r.open {
 		if k[0] == int64(sp.n) {
 			r.unknown[e.Wallet]++
-			r.hist.lost(sp.n, e, sp.endAt)
+			r.lostSpend(sp.n, e, sp.endAt)
 			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
 			delete(r.open, k)
 		}
@@ -499,7 +500,7 @@ func (r *runner) stopSpenders(ctx context.Context) {
 }
 
 // judge checks every wallet and counts the double grants.
-func (r *runner) judge(res *Result, balances []int64) {
+func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res.OK = true
@@ -518,7 +519,7 @@ func (r *runner) judge(res *Result, balances []int64) {
 	v := wallet.CheckUnknown(r.c.Initial*int64(len(balances)), r.c.Amount, acc, unk, total)
 	v.OK = res.OK // the line sums the wallets; the verdict is theirs
 	res.Verdict, res.Check = v, v.String()
-	r.checkHistory(res, balances)
+	r.checkHistory(ctx, res, balances)
 	if r.c.Strategy != Version { // no lock, nothing granted
 		res.DoubleGrants = overlaps(r.sections)
 	}

@@ -12,9 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -135,38 +132,3 @@ func Pick(flag, value string, all []string) ([]string, error) {
 	return out, nil
 }
 
-// CheckPageOf refuses, before a program does any work, a page it could
-// not write at the end: path, named by flag (-html, -history), must name a
-// file (not a folder) in a folder that exists and takes a new file. It
-// tries one, and removes it. The error names the flag and the fix, in one
-// line.
-func CheckPageOf(flag, path string) error {
-	shown := Printable(path)
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s is a folder: name the page's file in it, e.g. %s", flag, shown, Printable(filepath.Join(path, "harness.html")))
-	}
-	dir := filepath.Dir(path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s %s: the folder %s does not exist: create it, or name a file in a folder that does", flag, shown, Printable(dir))
-	case err == nil && !fi.IsDir():
-		return fmt.Errorf("%s %s: %s is not a folder", flag, shown, Printable(dir))
-	case err != nil:
-		return fmt.Errorf("%s %s: %v", flag, shown, unwrapPath(err))
-	}
-	f, err := os.CreateTemp(dir, ".walletlock-page-*")
-	if err != nil {
-		return fmt.Errorf("%s %s: cannot write in the folder %s: %v", flag, shown, Printable(dir), unwrapPath(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}

@@ -163,9 +163,10 @@ func (f *Flags) Interrupted(measured bool) int {
 
 // Finish ends a run judged in r: it adds rep's figures to r beside the
 // phases (-json) and what was left out, writes the pages asked for
-// (-html with savePage, charts.SaveLoad; -history), names what could not
+// (-html with savePage, charts.SaveLoad; -history, whose checks stop when
+// ctx ends), names what could not
 // be deleted, says whether Ctrl-C came, and returns r's exit code.
-func (f *Flags) Finish(r *harness.Report, rep *Report, leftOut map[string]string, savePage func(string, *Report) error) int {
+func (f *Flags) Finish(ctx context.Context, r *harness.Report, rep *Report, leftOut map[string]string, savePage func(string, *Report) error) int {
 	if err := r.SetAll(rep); err != nil {
 		r.Fail(f.p.Stderr, err)
 	}
@@ -178,9 +179,7 @@ func (f *Flags) Finish(r *harness.Report, rep *Report, leftOut map[string]string
 		}
 	}
 	if f.History != "" {
-		if err := rep.WriteHistory(f.History); err != nil {
-			r.Fail(f.p.Stderr, err)
-		}
+		harness.WriteHistoryPage(ctx, r, f.p.Stderr, f.History, rep.Histories())
 	}
 	if rep.Leftovers != nil {
 		fmt.Fprintln(f.p.Stderr, f.p.Step+":", rep.Leftovers)

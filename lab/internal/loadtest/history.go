@@ -12,13 +12,13 @@ import (
 	"example.com/walletlock/lab/wallet/history"
 )
 
-// Every spend of a phase is recorded (wallet/history): its call and
-// return on the process's clock, the balance it read (wallet's reads,
-// in Redis or in PostgreSQL, tell it: seeReads), and its
-// result. With the setting of the starting balances before and the
-// read-back after, that is a history porcupine
-// checks for linearizability: the row's "linearizable", beside the
-// balance check's OK or BROKEN.
+// Every spend of a phase is recorded (wallet/history's Recorder): its call
+// and return on the process's clock, the balance it read (wallet's reads,
+// in Redis or in PostgreSQL, tell it: seeReads), and its result. With the
+// setting of the starting balances before and the read-back after, that
+// is a history porcupine checks for linearizability, within
+// history.DefaultLimits: the row's "linearizable", beside the balance
+// check's OK or BROKEN.
 
 // HistoryMode says what a run does with its histories (Config.History).
 type HistoryMode int
@@ -46,56 +46,49 @@ func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) 
 	return wallet.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
 }
 
-// record adds one spend to the phase's log.
+// record adds one spend to the phase's history.
 func (t *tally) record(id int64, worker int, o outcome, start time.Time, took time.Duration) {
-	if t.log == nil || o.abandoned {
+	if t.rec == nil || o.abandoned {
 		return // a wait cut short did nothing: not an operation
 	}
 	call := history.At(start)
-	t.log.Add(history.Op{Wallet: id, Client: worker, Call: call, Return: call + int64(took),
+	t.rec.Add(history.Op{Wallet: id, Client: worker, Call: call, Return: call + int64(took),
 		Amount: t.amount, Read: o.read, Result: history.Outcome(o.ok, o.err)})
 }
 
-// checkHistory adds the starting balances (set at setAt) and the balances
-// read back (bal, nil when they were not) to the phase's log, checks it and
-// puts the verdict in row.
-func (r *runner) checkHistory(row *Row, t *tally, setAt int64, bal []int64, rep *Report) {
-	if t.log == nil {
+// startHistory starts the phase's history: every wallet was just set to
+// cfg.Initial.
+func (r *runner) startHistory(t *tally) {
+	if r.cfg.History == HistoryOff {
 		return
 	}
-	dropped := t.log.Dropped()
-	ops := t.log.Ops()
-	row.HistoryOps, row.HistoryDropped = len(ops), dropped
-	readAt := history.Now()
+	t.rec, t.amount = history.NewRecorder(history.DefaultCap), r.cfg.Amount
 	for i := range r.cfg.Wallets {
-		id := r.w.id(i)
-		ops = append(ops, history.Op{Wallet: id, Call: setAt, Return: setAt, Read: r.cfg.Initial, Result: history.Set})
-		if bal != nil {
-			ops = append(ops, history.Op{Wallet: id, Call: readAt, Return: readAt, Read: bal[i], Result: history.Read})
-		}
-	}
-	var v history.Verdict
-	if dropped > 0 {
-		v = history.Verdict{Linearizable: history.Unsure,
-			Why: fmt.Sprintf("the log was full: it kept %d spends and dropped %d", len(ops), dropped)}
-	} else {
-		v = history.Check(ops, historyLimits)
-	}
-	row.Linearizable, row.LinearizableWhy, row.HistoryCheckSeconds = string(v.Linearizable), v.Why, v.Took.Seconds()
-	if r.cfg.History == HistoryPage {
-		rep.histories = append(rep.histories, history.Section{Label: rep.label(*row), Ops: ops, Verdict: v})
+		t.rec.Set(r.w.id(i), r.cfg.Initial)
 	}
 }
 
-// WriteHistory writes porcupine's page of the run's histories (Config.History
-// must be HistoryPage): a window of one wallet per row, the wallet no
-// order explains where the verdict is "no".
-func (rep *Report) WriteHistory(path string) error {
-	if len(rep.histories) == 0 {
-		return errors.New("loadtest: no history was kept (Config.History is not HistoryPage)")
+// checkHistory ends the phase's history with the balances read back (bal,
+// nil when they were not), checks it, within historyLimits or until ctx
+// ends (Ctrl-C), and puts the verdict in row.
+func (r *runner) checkHistory(ctx context.Context, row *Row, t *tally, bal []int64, rep *Report) {
+	if t.rec == nil {
+		return
 	}
-	return history.WritePage(path, rep.histories)
+	for i, b := range bal {
+		t.rec.Read(r.w.id(i), b)
+	}
+	v := t.rec.Check(ctx, historyLimits)
+	row.Linearizable, row.LinearizableWhy = string(v.Linearizable), v.Why
+	row.HistoryOps, row.HistoryDropped, row.HistoryCheckSeconds = v.Ops, v.Dropped, v.Seconds
+	if r.cfg.History == HistoryPage {
+		rep.histories = append(rep.histories, history.Section{Label: rep.label(*row), History: t.rec, Verdict: v})
+	}
 }
+
+// Histories are the run's histories, a section of a page each
+// (harness.WriteHistoryPage); Config.History must be HistoryPage.
+func (rep *Report) Histories() []history.Section { return rep.histories }
 
 // HistoryErr names every row whose history the lesson says must be
 // linearizable and is not (a check that did not finish is not one of

@@ -398,8 +398,8 @@ type tally struct {
 	latency, wait, pool                                    *hdrhistogram.Histogram
 	spends, attempts, funds, stale, errs, unknown, dropped int64
 	firstErr, firstUnknown                                 error
-	accepted, unknownAt                                    []int64      // per wallet
-	log                                                    *history.Log // every spend; nil: not recorded
+	accepted, unknownAt                                    []int64           // per wallet
+	rec                                                    *history.Recorder // every spend; nil: not recorded
 	amount                                                 int64
 
 	// The time of the spends, and what of it went to waiting for a
@@ -497,10 +497,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	sentBefore := r.calls.Sent()
 
 	t := newTally(cfg.Wallets)
-	if cfg.History != HistoryOff {
-		t.log, t.amount = history.NewLog(history.DefaultCap), cfg.Amount
-	}
-	setAt := history.Now() // every wallet holds cfg.Initial from here on
+	r.startHistory(t) // every wallet holds cfg.Initial from here on
 	// The phase ends by a cancel, not a deadline: a lock wait derives from
 	// run (spendOnce), and go-redis turns a context's deadline into the
 	// connection's, so a command in flight at the end would fail with an
@@ -564,10 +561,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	})
 	if err != nil {
 		row.Note = "balances not read back: " + err.Error()
-		r.checkHistory(row, t, setAt, nil, rep)
+		r.checkHistory(ctx, row, t, nil, rep)
 		return row, err
 	}
-	r.checkHistory(row, t, setAt, bal, rep)
+	r.checkHistory(ctx, row, t, bal, rep)
 	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
 	row.Sum, row.Check, row.OK, row.WalletsOff, row.MoneyOff = v, v.String(), v.OK, off, money
 	row.UnknownLanded = int64(v.Landed)

@@ -10,20 +10,28 @@
 // history sees both: each spend records the balance it read, and a read
 // that no order explains makes the history not linearizable.
 //
-//	log := history.NewLog(history.DefaultCap)
-//	call := history.Now()
-//	ok, err := wallet.Spend(ctx, rdb, key, amount, work)
-//	log.Add(history.Op{Wallet: id, Call: call, Return: history.Now(), Amount: amount, Read: read, Result: history.Outcome(ok, err)})
-//	v := log.Check(history.DefaultLimits) // yes, no or unknown
+// A Recorder is the one way a program records a history:
+//
+//	rec := history.NewRecorder(0)
+//	rec.Set(id, 100)                // the wallet's starting balance, just written
+//	ok, err := rec.Spend(ctx, id, worker, 10, func(ctx context.Context) (bool, error) {
+//		return wallet.Spend(ctx, rdb, key, 10, work) // its read is observed through ctx
+//	})
+//	rec.Read(id, balance)           // the balance read back at the end
+//	v := rec.Check(ctx, history.DefaultLimits) // yes, no or unknown, and why
+//
+// Linearizability is NP-hard to check, so every check is bounded in time
+// and in memory (Limits), and stops when its ctx ends: past a bound its
+// verdict is unknown, with the reason, never yes. WritePage draws a window
+// of each history on porcupine's page, within the same kind of bound.
 //
 // The checker is github.com/anishathalye/porcupine; Model is the wallet
-// as it specifies it, and WritePage draws a history on porcupine's page.
+// as it specifies it.
 package history
 
 import (
 	"errors"
 	"math"
-	"sync"
 	"time"
 
 	"example.com/walletlock/lab/wallet"
@@ -109,86 +117,3 @@ func Outcome(ok bool, err error) Result {
 		return Failed
 	}
 }
-
-// DefaultCap is the most operations a Log keeps unless told otherwise:
-// 56 bytes each, 28 MB at most, more than a default step 6 phase makes.
-const DefaultCap = 500_000
-
-// chunk is how many operations a Log allocates at a time: it grows
-// without copying what it holds.
-const chunk = 8192
-
-// Log is a history being recorded. It is safe for concurrent use; Add
-// costs a mutex and a copy of 56 bytes. It keeps at most its cap of
-// operations and counts those it had to drop: a history with holes can
-// prove nothing, so its Check is unknown.
-type Log struct {
-	mu      sync.Mutex
-	chunks  [][]Op
-	n, max  int
-	dropped int
-}
-
-// NewLog returns a Log that keeps at most max operations (DefaultCap when
-// max <= 0).
-func NewLog(max int) *Log {
-	if max <= 0 {
-		max = DefaultCap
-	}
-	return &Log{max: max}
-}
-
-// Add records op.
-func (l *Log) Add(op Op) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n >= l.max {
-		l.dropped++
-		return
-	}
-	last := len(l.chunks) - 1
-	if last < 0 || len(l.chunks[last]) == cap(l.chunks[last]) {
-		l.chunks = append(l.chunks, make([]Op, 0, min(chunk, l.max-l.n)))
-		last++
-	}
-	l.chunks[last] = append(l.chunks[last], op)
-	l.n++
-}
-
-// Ops returns a copy of the operations kept, in the order they were added.
-func (l *Log) Ops() []Op {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]Op, 0, l.n)
-	for _, c := range l.chunks {
-		out = append(out, c...)
-	}
-	return out
-}
-
-// Len is how many operations the log kept.
-func (l *Log) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
-// Lose counts n operations that happened but never reached the log (a
-// spender process that ended without sending its own): the history has
-// holes, as when the log is full, and its Check is unknown.
-func (l *Log) Lose(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.dropped += n
-}
-
-// Dropped is how many operations the log is missing: those Add refused
-// because the log was full, and those Lose counted.
-func (l *Log) Dropped() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.dropped
-}
-
-// Cap is the most operations the log keeps.
-func (l *Log) Cap() int { return l.max }

@@ -1,16 +1,22 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
 	"github.com/anishathalye/porcupine"
 )
 
-// unset is the state of a wallet before its Set, or at the start of a
-// window cut from the middle of a history (see WritePage): any balance.
-// The first operation that read one pins it.
-type unset struct{}
+// state is the wallet in the model: its balance, and how many operations
+// the order being tried has taken so far. The count changes nothing in
+// the search (porcupine caches states by the set of operations taken,
+// which fixes the count); a bounded check reports the deepest it reached.
+type state struct {
+	balance int64
+	known   bool // false: any balance (before its Set, or at the start of a window cut from a longer history); the first read pins it
+	ordered int32
+}
 
 // Model is the wallet as porcupine checks it, one partition per wallet.
 // The state is the balance:
@@ -25,41 +31,73 @@ type unset struct{}
 //     of the history), as etcd's robustness tests do;
 //   - a Read returns the balance, a Set replaces it.
 //
-// Each porcupine.Operation's Input and Output are the Op.
-var Model = (&porcupine.NondeterministicModel{
-	Partition: partition,
-	Init:      func() []any { return []any{unset{}} },
-	Step:      step,
-	Hash: func(s any) uint64 {
-		if b, ok := s.(int64); ok {
-			return uint64(b) * 0x9e3779b97f4a7c15
-		}
-		return 0
-	},
-	DescribeOperation: func(in, _ any) string { return describe(in.(Op)) },
-	DescribeState: func(s any) string {
-		if b, ok := s.(int64); ok {
-			return fmt.Sprint(b)
-		}
-		return "any"
-	},
-	DescribeOperationMetadata: func(m any) string {
-		if m == nil {
-			return ""
-		}
-		return fmt.Sprint(m)
-	},
-}).ToModel()
+// Each porcupine.Operation's Input and Output are the Op. Model has no
+// bound: Check and WritePage search with a bounded copy of it.
+var Model = model(nil)
 
-func step(state, in, _ any) []any {
-	op := in.(Op)
-	b, known := state.(int64)
-	if op.Result == Set {
-		return []any{op.Read}
+// model is Model, with every step taken through b (nil: no bound): once b
+// has stopped, no step succeeds, and porcupine's search unwinds at once.
+func model(b *budget) porcupine.Model {
+	m := (&porcupine.NondeterministicModel{
+		Partition: partition,
+		Init:      func() []any { return []any{state{}} },
+		Step:      step,
+		Hash: func(s any) uint64 {
+			st := s.(state)
+			if !st.known {
+				return 0
+			}
+			return uint64(st.balance) * 0x9e3779b97f4a7c15
+		},
+		DescribeOperation: func(in, _ any) string { return describe(in.(Op)) },
+		DescribeState: func(s any) string {
+			if st := s.(state); st.known {
+				return fmt.Sprint(st.balance)
+			}
+			return "any"
+		},
+		DescribeOperationMetadata: func(m any) string {
+			if m == nil {
+				return ""
+			}
+			return fmt.Sprint(m)
+		},
+	}).ToModel()
+	if b == nil {
+		return m
 	}
-	if !known { // a balance read pins it; without one, still any balance
+	inner := m.StepContext
+	m.Step = nil
+	m.StepContext = func(ctx context.Context, s, in, out any) (bool, any) {
+		if !b.step() {
+			return false, nil
+		}
+		ok, next := inner(ctx, s, in, out)
+		if ok {
+			states := next.([]any)
+			b.took(states[0].(state).ordered, len(states))
+		}
+		return ok, next
+	}
+	return m
+}
+
+func step(s, in, _ any) []any {
+	st, op := s.(state), in.(Op)
+	next := func(balances ...int64) []any {
+		out := make([]any, len(balances))
+		for i, b := range balances {
+			out[i] = state{balance: b, known: true, ordered: st.ordered + 1}
+		}
+		return out
+	}
+	if op.Result == Set {
+		return next(op.Read)
+	}
+	b := st.balance
+	if !st.known { // a balance read pins it; without one, still any balance
 		if op.Result == Unknown || op.Read == NoRead {
-			return []any{unset{}}
+			return []any{state{ordered: st.ordered + 1}}
 		}
 		b = op.Read
 	}
@@ -69,19 +107,19 @@ func step(state, in, _ any) []any {
 	switch op.Result {
 	case Accepted:
 		if b >= op.Amount {
-			return []any{b - op.Amount}
+			return next(b - op.Amount)
 		}
 	case RefusedFunds:
 		if b < op.Amount {
-			return []any{b}
+			return next(b)
 		}
 	case Unknown:
 		if b >= op.Amount {
-			return []any{b, b - op.Amount}
+			return next(b, b-op.Amount)
 		}
-		return []any{b}
+		return next(b)
 	case Read, RefusedStale, Failed:
-		return []any{b}
+		return next(b)
 	}
 	return nil
 }
@@ -134,7 +172,8 @@ func operations(ops []Op) []porcupine.Operation {
 		if op.Result == Unknown {
 			ret = end + 1
 		}
-		out = append(out, porcupine.Operation{ClientId: op.Client, Input: op, Output: op, Call: op.Call, Return: ret})
+		var v any = op // one copy for Input and Output
+		out = append(out, porcupine.Operation{ClientId: op.Client, Input: v, Output: v, Call: op.Call, Return: ret})
 	}
 	return out
 }

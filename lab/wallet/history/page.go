@@ -1,50 +1,86 @@
 package history
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"html"
+	"io"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
 
 // PageOps is about how many operations WritePage shows of each history:
-// porcupine's page draws every one, and a step 6 phase has tens of
+// porcupine's page draws every one, and a load-test phase has tens of
 // thousands.
 const PageOps = 200
 
-// Section is one history on a page: a strategy's, with its verdict.
+// PageLimits bound what WritePage spends on a page, all sections
+// together: half the time on finding each section's window, the rest on
+// ordering what it draws.
+var PageLimits = Limits{Timeout: 5 * time.Second, Memory: 128 << 20}
+
+// Section is one history on a page: a phase's or a strategy's, with its
+// verdict (Check's).
 type Section struct {
 	Label   string
-	Ops     []Op
+	History *Recorder
 	Verdict Verdict
 }
 
 // WritePage writes porcupine's page (one self-contained HTML file, no
-// network needed) with a window of each section's history: one wallet,
-// about PageOps of its operations. When the verdict is No it is the
-// wallet no order explains, around the first operation that breaks it;
-// otherwise the first wallet, from its start. The page shows porcupine's
-// own check of what it draws: a linearization, or the longest partial
-// ones and the operation none of them can take.
+// network needed) to w, with a window of each section's history: one
+// wallet, about PageOps of its operations. When the verdict is No it is
+// the wallet no order explains, around the first operation that breaks
+// it; otherwise the first wallet, from its start. The page shows
+// porcupine's own check of what it draws: a linearization, or the longest
+// partial ones and the operation none of them can take. A row of its own
+// under each window says what that check found for it, in words: yes, no,
+// or unknown and why (the bound it reached, or the signal that stopped
+// it), beside the verdict of the whole history.
 //
 // A window cut from a longer history stays honest: operations in flight
 // at either edge are drawn as unknown outcomes (they may have landed
 // either side of it), and a window that starts after the wallet's Set
 // starts from any balance, which the first read pins.
-func WritePage(path string, sections []Section) error {
+//
+// The checks are bounded by lim (zero fields: PageLimits') and by ctx:
+// once ctx ends, what is left unchecked is drawn as unknown. The page is
+// written to w in one piece at the end.
+func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits) error {
+	start := time.Now()
+	lim = lim.pageDefault()
+	find := newBudget(ctx, Limits{Timeout: lim.Timeout / 2, Memory: lim.Memory}, start)
+	type drawn struct {
+		s          Section
+		n          int   // operations porcupine takes of its window
+		from, till int64 // the window's first call and last return
+	}
+	var shown []drawn
 	var all []porcupine.Operation
-	for i, s := range sections {
-		for _, op := range window(s.Ops, s.Verdict) {
-			// One partition per section: its wallet, moved to a key of its own.
-			label := fmt.Sprintf("%s, wallet %d (linearizable=%s)", s.Label, op.Wallet, s.Verdict)
-			op.Wallet = int64(i)
-			o := operations([]Op{op})
-			if len(o) == 0 {
-				continue
-			}
-			o[0].Metadata = label
-			all = append(all, o[0])
+	for _, s := range sections {
+		win := window(find, s.History.Ops(), s.Verdict)
+		if len(win) == 0 {
+			continue
 		}
+		i := len(shown)
+		label := fmt.Sprintf("%s, wallet %d (linearizable=%s)", s.Label, win[0].Wallet, s.Verdict)
+		ops := make([]Op, len(win))
+		for j, op := range win {
+			op.Wallet = int64(i) // one partition per section: its wallet, moved to a key of its own
+			ops[j] = op
+		}
+		o := operations(ops)
+		d := drawn{s: s, n: len(o), from: o[0].Call}
+		for j := range o {
+			o[j].Metadata = label
+			d.from, d.till = min(d.from, o[j].Call), max(d.till, o[j].Return)
+		}
+		shown = append(shown, d)
+		all = append(all, o...)
 	}
 	// An unknown outcome's return is open: the end of the whole page.
 	end := int64(0)
@@ -58,15 +94,81 @@ func WritePage(path string, sections []Section) error {
 			all[i].Return = max(end, all[i].Call) + 1
 		}
 	}
-	_, info := porcupine.CheckOperationsVerbose(Model, all, 0)
-	if err := porcupine.VisualizePath(Model, info, path); err != nil {
+	draw := newBudget(ctx, lim, start)
+	_, info := draw.search(all, true)
+	why := draw.stopped(len(all))
+	if draw.why.Load() == interrupted {
+		// The search was abandoned: draw the operations with no order.
+		_, info = porcupine.CheckOperationsVerbose(Model, all, time.Nanosecond)
+	}
+	var notes []porcupine.Annotation
+	var said []string // each window's lines, for the page's head
+	partials := info.PartialLinearizations()
+	for i, d := range shown {
+		full := false
+		if i < len(partials) {
+			for _, p := range partials[i] {
+				full = full || len(p) == d.n
+			}
+		}
+		say := "this window: linearizable=yes, in the order drawn"
+		switch {
+		case full:
+		case why != "":
+			say = "this window: linearizable=unknown: " + why
+		default:
+			say = fmt.Sprintf("this window: linearizable=no: no order of its %d operations explains what they returned", d.n)
+		}
+		whole := fmt.Sprintf("the whole history: linearizable=%s", d.s.Verdict)
+		if d.s.Verdict.Why != "" {
+			whole += " (" + d.s.Verdict.Why + ")"
+		}
+		notes = append(notes, porcupine.Annotation{Tag: d.s.Label, Start: d.from, End: d.till, Description: say, Details: whole})
+		said = append(said, fmt.Sprintf("<li><b>%s</b>: %s; %s.</li>", html.EscapeString(d.s.Label), html.EscapeString(say), html.EscapeString(whole)))
+	}
+	info.AddAnnotations(notes)
+	var b bytes.Buffer
+	if err := porcupine.Visualize(Model, info, &b); err != nil {
+		return fmt.Errorf("history: write the page: %w", err)
+	}
+	page := strings.Replace(b.String(), "<body>", "<body>\n"+fmt.Sprintf(pageHead, strings.Join(said, "\n")), 1)
+	if _, err := io.WriteString(w, page); err != nil {
 		return fmt.Errorf("history: write the page: %w", err)
 	}
 	return nil
 }
 
-// window picks what WritePage shows of ops (see there).
-func window(ops []Op, v Verdict) []Op {
+// pageHead says in words, above porcupine's drawing, what the page shows
+// and what each window's check found.
+const pageHead = `<div style="max-width: 60em; margin: 45px 1em 0">
+<h1 style="font-size: 1.3em">Histories of spends, checked for linearizability</h1>
+<p>Each numbered row is a worker; each bar is one operation on the wallet, from its call to its return,
+with what it did (<i>spend 10, read 100 → accepted</i>). The history is linearizable when some order of the
+operations, each taking effect at one instant within its bar, explains every result. The lines are the
+instants the checker tried: grey where the order held (Valid LP, a linearization point), red where no order
+could take the next operation (Invalid LP). Hover over a bar to see the longest order that takes it;
+<i>jump to first error</i> goes to the first operation no order explains. A window cut from a longer history
+draws the operations in flight at its edges as unknown outcomes, which may have landed or not. The rows under
+the workers repeat what was found for each window:</p>
+<ul>
+%s
+</ul>
+</div>`
+
+func (l Limits) pageDefault() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = PageLimits.Timeout
+	}
+	if l.Memory <= 0 {
+		l.Memory = PageLimits.Memory
+	}
+	return l
+}
+
+// window picks what WritePage shows of ops (see there), searching within
+// b. When b runs out before the window is found, it shows the first
+// wallet's (or the one no order explains) from its start.
+func window(b *budget, ops []Op, v Verdict) []Op {
 	parts := byWallet(ops)
 	if len(parts) == 0 {
 		return nil
@@ -80,9 +182,8 @@ func window(ops []Op, v Verdict) []Op {
 			}
 		}
 	}
-	part := parts[w]
 	var kept []Op
-	for _, op := range part {
+	for _, op := range parts[w] {
 		if op.Result != Failed {
 			kept = append(kept, op)
 		}
@@ -93,12 +194,18 @@ func window(ops []Op, v Verdict) []Op {
 	last := PageOps - 1
 	if ok {
 		// The shortest window from the start that no order explains.
-		n := sort.Search(len(kept), func(n int) bool { return !linearizable(span(kept, 0, n)) })
+		n := sort.Search(len(kept), func(n int) bool { return refuted(b, span(kept, 0, n)) })
+		if b.spent() {
+			return span(kept, 0, PageOps-1)
+		}
 		last = min(n, len(kept)-1)
 	}
 	first := max(0, last-PageOps+1)
 	// Widen a window that lost the anomaly's context, up to 4 pages.
-	for first > 0 && ok && linearizable(span(kept, first, last)) && last-first < 4*PageOps {
+	for first > 0 && ok && !refuted(b, span(kept, first, last)) && last-first < 4*PageOps {
+		if b.spent() {
+			break
+		}
 		first = max(0, first-PageOps)
 	}
 	return span(kept, first, last)
@@ -138,6 +245,9 @@ func cut(ops []Op, from, to int64) []Op {
 	return out
 }
 
-func linearizable(ops []Op) bool {
-	return porcupine.CheckOperationsTimeout(Model, operations(ops), 0) != porcupine.Illegal
+// refuted says whether a search within b showed that no order explains
+// ops: false when one does, or when b stopped it first.
+func refuted(b *budget, ops []Op) bool {
+	res, _ := b.search(operations(ops), false)
+	return res == porcupine.Illegal && b.why.Load() == running
 }

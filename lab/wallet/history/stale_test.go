@@ -58,7 +58,7 @@ func TestStaleRead_onlyTheHistoryCatchesIt(t *testing.T) {
 	r := client(t, replica.Addr)
 	key := wallet.BalanceKey("walletlock:stale-read:", 1)
 	const amount = 10
-	log := history.NewLog(0)
+	log := history.NewRecorder(0)
 	setAt := func(balance int64) {
 		call := history.Now()
 		if err := wallet.Set(ctx, p, key, balance); err != nil {
@@ -107,7 +107,7 @@ func TestStaleRead_onlyTheHistoryCatchesIt(t *testing.T) {
 	if v := wallet.Check(100, amount, 1, final); !v.OK {
 		t.Errorf("balance check: got %s, want OK", v)
 	}
-	v := log.Check(history.DefaultLimits)
+	v := log.Check(ctx, history.DefaultLimits)
 	if v.Linearizable != history.No {
 		t.Errorf("history: got linearizable=%s (%s), want no", v, v.Why)
 	}
@@ -120,7 +120,7 @@ func TestStaleRead_onlyTheHistoryCatchesIt(t *testing.T) {
 			fresh = append(fresh, op)
 		}
 	}
-	if v := history.Check(fresh, history.DefaultLimits); v.Linearizable != history.Yes {
+	if v := history.Check(ctx, fresh, history.DefaultLimits); v.Linearizable != history.Yes {
 		t.Errorf("without the stale read: got linearizable=%s (%s), want yes", v, v.Why)
 	}
 }

@@ -1,0 +1,149 @@
+package history
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"example.com/walletlock/lab/wallet"
+)
+
+// DefaultCap is the most spends a Recorder keeps unless told otherwise:
+// 56 bytes each, 28 MB at most, more than a default load-test phase makes.
+const DefaultCap = 500_000
+
+// chunk is how many spends a Recorder allocates at a time: it grows
+// without copying what it holds.
+const chunk = 8192
+
+// Recorder records one history: each wallet's starting balance (Set),
+// every spend made on them (Spend, or Add for one timed elsewhere), and
+// the balances read back at the end (Read). Check then judges it, and a
+// Section of a page draws it (WritePage).
+//
+// A Recorder is safe for concurrent use; recording a spend costs a mutex
+// and a copy of 56 bytes. A nil *Recorder records nothing: its Spend only
+// spends, and reads as an empty history. It keeps at most its cap of spends and counts those it had to
+// drop, and those Lose says never reached it: a history with holes proves
+// nothing, and its Check is unknown. Sets and Reads are always kept.
+type Recorder struct {
+	mu      sync.Mutex
+	chunks  [][]Op // the spends
+	marks   []Op   // the Sets and Reads
+	n, max  int
+	dropped int
+}
+
+// NewRecorder returns a Recorder that keeps at most max spends (DefaultCap
+// when max <= 0).
+func NewRecorder(max int) *Recorder {
+	if max <= 0 {
+		max = DefaultCap
+	}
+	return &Recorder{max: max}
+}
+
+// Set records that wallet id's balance was just set to balance: the start of
+// its history.
+func (r *Recorder) Set(id, balance int64) {
+	at := Now()
+	r.Add(Op{Wallet: id, Call: at, Return: at, Read: balance, Result: Set})
+}
+
+// Read records that wallet id's balance was just read back as balance: the
+// end of its history.
+func (r *Recorder) Read(id, balance int64) {
+	at := Now()
+	r.Add(Op{Wallet: id, Call: at, Return: at, Read: balance, Result: Read})
+}
+
+// Spend runs one spend of amount from wallet id by client (a worker's
+// number) and records it: its call and return, the balance it read, which
+// spend tells through the ctx it gets (wallet.ObserveReads), and how it
+// ended (Outcome). It returns what spend returned.
+func (r *Recorder) Spend(ctx context.Context, id int64, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
+	if r == nil {
+		return spend(ctx)
+	}
+	var read atomic.Int64
+	read.Store(NoRead)
+	ctx = wallet.ObserveReads(ctx, func(b int64) { read.Store(b) })
+	call := Now()
+	ok, err := spend(ctx)
+	r.Add(Op{Wallet: id, Client: client, Call: call, Return: Now(), Amount: amount, Read: read.Load(), Result: Outcome(ok, err)})
+	return ok, err
+}
+
+// Add records op, an operation timed elsewhere (a spender process's
+// report, two holders staged by hand). A spend past the cap is dropped
+// and counted.
+func (r *Recorder) Add(op Op) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op.Result == Set || op.Result == Read {
+		r.marks = append(r.marks, op)
+		return
+	}
+	if r.n >= r.max {
+		r.dropped++
+		return
+	}
+	last := len(r.chunks) - 1
+	if last < 0 || len(r.chunks[last]) == cap(r.chunks[last]) {
+		r.chunks = append(r.chunks, make([]Op, 0, min(chunk, r.max-r.n)))
+		last++
+	}
+	r.chunks[last] = append(r.chunks[last], op)
+	r.n++
+}
+
+// Lose counts n spends that happened but never reached the recorder (a
+// spender process that ended without sending its own): the history has
+// holes, as when the recorder is full, and its Check is unknown.
+func (r *Recorder) Lose(n int) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dropped += n
+}
+
+// Ops returns a copy of the operations kept: the spends in the order they
+// were added, then the Sets and Reads.
+func (r *Recorder) Ops() []Op {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Op, 0, r.n+len(r.marks))
+	for _, c := range r.chunks {
+		out = append(out, c...)
+	}
+	return append(out, r.marks...)
+}
+
+// Len is how many spends the recorder kept.
+func (r *Recorder) Len() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// Dropped is how many spends the history is missing: those Add dropped
+// because the recorder was full, and those Lose counted.
+func (r *Recorder) Dropped() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dropped
+}

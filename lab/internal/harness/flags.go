@@ -131,4 +131,3 @@ func Pick(flag, value string, all []string) ([]string, error) {
 	}
 	return out, nil
 }
-

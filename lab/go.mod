@@ -3,6 +3,7 @@ module example.com/walletlock/lab
 go 1.26.0
 
 require (
+	example.com/walletlock v0.0.0
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/bsm/redislock v0.10.0
@@ -54,3 +55,5 @@ tool (
 	github.com/rhysd/actionlint/cmd/actionlint
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+replace example.com/walletlock => ../

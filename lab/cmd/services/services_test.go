@@ -183,7 +183,9 @@ func startPostgres(t *testing.T, bins map[string]string) int {
 	// on stdin.
 	for i := 0; ; i++ {
 		psql := exec.Command(bins["psql"], "-h", dir, "-p", strconv.Itoa(port), "-U", "postgres", "-d", "postgres", "-qX", "-v", "ON_ERROR_STOP=1")
-		psql.Stdin = strings.NewReader("CREATE ROLE roleonly LOGIN PASSWORD '" + pgSecret + "';\n")
+		// The superuser gets a password too, for a printed fix to be run
+		// with PGPASSWORD.
+		psql.Stdin = strings.NewReader("CREATE ROLE roleonly LOGIN PASSWORD '" + pgSecret + "'; ALTER ROLE postgres PASSWORD '" + pgSecret + "';\n")
 		out, err := psql.CombinedOutput()
 		if err == nil {
 			break

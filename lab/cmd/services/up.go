@@ -15,7 +15,7 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
-func (m *machine) up(ctx context.Context) error {
+func (m *machine) up(ctx context.Context) (err error) {
 	c, err := readConfig()
 	if err != nil {
 		return err
@@ -74,12 +74,22 @@ func (m *machine) up(ctx context.Context) error {
 		}
 	}
 	if needRedis {
-		if err := m.redisUp(ctx, c); err != nil {
+		var rec *record
+		if rec, err = m.redisUp(ctx, c); err != nil {
 			return err
 		}
+		// An up that fails from here on (Ctrl-C too) leaves no Redis of
+		// its own behind either.
+		defer func() {
+			if err != nil {
+				rec.Stop()
+				rec.remove()
+				m.say("stopped the redis-server it started on port %d", rec.Port)
+			}
+		}()
 	}
 	if needPG {
-		if err := m.pgUp(ctx, c); err != nil {
+		if err = m.pgUp(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -359,16 +369,17 @@ func (m *machine) redisRecords() ([]*record, error) {
 	return out, errors.Join(errs...)
 }
 
-func (m *machine) redisUp(ctx context.Context, c *config) error {
+// redisUp starts the Redis of c here and returns its record.
+func (m *machine) redisUp(ctx context.Context, c *config) (*record, error) {
 	if !isLocal(c.redisHost) {
-		return fmt.Errorf("no Redis answers at %s, and that is not this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
+		return nil, fmt.Errorf("no Redis answers at %s, and that is not this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
 	}
 	if c.redis.TLSConfig != nil {
-		return fmt.Errorf("nothing answers at %s, and REDIS_URL asks for TLS (rediss://), which the Redis `make up` starts does not speak: "+
+		return nil, fmt.Errorf("nothing answers at %s, and REDIS_URL asks for TLS (rediss://), which the Redis `make up` starts does not speak: "+
 			"use redis:// for it, or start your Redis with TLS yourself", c.redisAt())
 	}
 	if _, err := launch.RedisBinary(); err != nil {
-		return errors.New("redis-server not found: apt-get install redis-server (or brew install redis), or start Docker")
+		return nil, errors.New("redis-server not found: apt-get install redis-server (or brew install redis), or start Docker")
 	}
 	// Only the configured credentials get in: with a user of its own, the
 	// default user (no password, every command) is switched off.
@@ -388,25 +399,25 @@ func (m *machine) redisUp(ctx context.Context, c *config) error {
 	port, _ := strconv.Atoi(c.redisPort)
 	dir := m.state("redis-" + c.redisPort)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
+		return nil, fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
 	}
 	rec := m.newRecord(filepath.Join(dir, "started"), "redis-server", port, dir)
 	if err := rec.save(); err != nil {
-		return err
+		return nil, err
 	}
 	d, err := launch.StartRedisDaemon(ctx, dir, bindFor(c.redisHost), port, conf...)
 	if err != nil {
 		rec.remove()
-		return err
+		return nil, err
 	}
 	rec.Daemon = *d
 	if err := rec.save(); err != nil {
 		d.Stop()
 		rec.remove()
-		return err
+		return nil, err
 	}
 	m.say("redis-server %s on %s", launch.RedisVersion(), net.JoinHostPort(bindFor(c.redisHost), c.redisPort))
-	return nil
+	return rec, nil
 }
 
 // bindFor is the address a server of ours listens on for host: ::1 when

@@ -15,7 +15,8 @@ package main
 // and waits until every node says cluster_state:ok. Data
 // lives in .services/cluster-PORT/ and is thrown away: each cluster-up of a
 // stopped cluster starts an empty one. cluster-down stops only the
-// processes cluster-up started, by their pid files.
+// processes cluster-up started in this checkout, by their records
+// (record.go).
 
 import (
 	"context"

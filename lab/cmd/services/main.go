@@ -19,10 +19,11 @@
 //     be done, `up` stops with the command to run. On Windows it says what
 //     to install instead.
 //
-// Local servers bind to 127.0.0.1 only and keep their state and pid files
-// in .services/ (git ignored); as root, PostgreSQL's data goes to a private
-// temporary folder when the user postgres cannot reach the repository. `up`
-// twice is harmless; `down` stops only what `up` (and redlock-up) started.
+// Local servers bind to 127.0.0.1 only (::1 when the address says so) and
+// keep their state and records (record.go) in .services/ (git ignored);
+// as root, PostgreSQL's data goes to a private temporary folder when the
+// user postgres cannot reach the repository. `up` twice is harmless;
+// `down` stops only what `up` (and redlock-up) started in this checkout.
 // Everything is said on stderr, on lines that start with "services: "
 // (stdout may be JSON), and everything said that came from a server or a
 // file goes through the one printable filter (safe.Line); a command

@@ -676,21 +676,23 @@ func TestMakefile_listsEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^SERVICES_PKGS = (.*)$`).FindSubmatch(raw)
-	if m == nil {
-		t.Fatal("the Makefile has no SERVICES_PKGS line")
-	}
 	listed := map[string]bool{}
-	for _, dir := range strings.Fields(string(m[1])) {
-		listed["example.com/walletlock/lab/"+dir] = true
+	for _, list := range []struct{ name, module string }{{"SERVICES_PKGS", "example.com/walletlock/lab/"}, {"ROOT_SERVICES_PKGS", "example.com/walletlock/"}} {
+		m := regexp.MustCompile(`(?m)^` + list.name + ` = (.*)$`).FindSubmatch(raw)
+		if m == nil {
+			t.Fatalf("the Makefile has no %s line", list.name)
+		}
+		for _, dir := range strings.Fields(string(m[1])) {
+			listed[list.module+dir] = true
+		}
 	}
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, "example.com/walletlock/lab/") && !listed[pkg] {
-			t.Errorf("cmd/services imports %s, which SERVICES_PKGS in the Makefile does not list", strings.TrimPrefix(pkg, "example.com/walletlock/lab/"))
+		if strings.HasPrefix(pkg, "example.com/walletlock/") && !listed[pkg] {
+			t.Errorf("cmd/services imports %s, which SERVICES_PKGS (or ROOT_SERVICES_PKGS, for the root's) in the Makefile does not list", pkg)
 		}
 	}
 }

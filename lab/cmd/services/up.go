@@ -121,13 +121,15 @@ func (m *machine) down(ctx context.Context) error {
 		ours := m.ours(pg)
 		if err := m.stopRecorded(pg, "PostgreSQL"); err != nil {
 			fail(err)
-		} else if home := filepath.Dir(pg.Dir); ours && m.pgTemporary(home) {
+		} else {
 			// A temporary folder (the repository's own one was out of the
 			// user postgres's reach) would outlive the clone: it goes with
 			// the server, and the next up starts afresh.
-			fail(os.RemoveAll(home))
+			if home := filepath.Dir(pg.Dir); ours && m.pgTemporary(home) {
+				fail(os.RemoveAll(home))
+			}
+			fail(removeState(m.state("pg.dir")))
 		}
-		fail(removeState(m.state("pg.dir")))
 	}
 	fail(m.redlockDown(ctx))
 	if failed {

@@ -74,14 +74,23 @@ func StartRedisDaemon(ctx context.Context, dir, bind string, port int, lines ...
 		`save ""`,
 		"appendonly no",
 	}, lines...)
+	// What it says before it opens its log (a line of the configuration
+	// it refuses) goes to the log too.
+	logFile, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	defer logFile.Close()
 	cmd := exec.Command(bin, "-")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(strings.Join(conf, "\n") + "\n")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	d := &Daemon{Kind: "redis-server", Port: port, Dir: dir}
 	addr := net.JoinHostPort(bind, strconv.Itoa(port))
 	err = d.start(ctx, cmd, 10*time.Second, func() bool { return Answers(addr) })
 	if err != nil {
-		return nil, fmt.Errorf("redis-server did not start on port %d (%w); see %s", port, err, log)
+		said, _ := os.ReadFile(log)
+		return nil, fmt.Errorf("redis-server did not start on port %d (%w): %s; see %s", port, err, safe.Line(lastLine(string(said))), log)
 	}
 	return d, nil
 }
@@ -204,11 +213,16 @@ func (d *Daemon) Stop() error {
 		return fmt.Errorf("launch: stop %s (pid %d): %w", d.Kind, d.Pid, err)
 	}
 	gone := func() bool { p, err := readProc(d.Pid); return err != nil || p.started != d.Started }
+	killed := false
 	for deadline := time.Now().Add(10 * time.Second); !gone(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			syscall.Kill(d.Pid, syscall.SIGKILL)
-			deadline = time.Now().Add(time.Hour)
+		if time.Now().Before(deadline) {
+			continue
 		}
+		if killed {
+			return fmt.Errorf("launch: %s (pid %d) did not end, even killed", d.Kind, d.Pid)
+		}
+		syscall.Kill(d.Pid, syscall.SIGKILL)
+		killed, deadline = true, time.Now().Add(5*time.Second)
 	}
 	return nil
 }

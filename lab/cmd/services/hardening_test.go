@@ -165,7 +165,9 @@ func TestServices_interruptedUpLeavesNothing(t *testing.T) {
 		marker string // the glob, in TMPDIR or the repository, whose match means "interrupt now"
 	}{
 		{"while initdb runs", "walletlock-pg.*/data*"},
-		{"while PostgreSQL starts", "walletlock-pg.*/data/postmaster.pid"},
+		// Its log is made as it starts (initdb, which also writes a
+		// postmaster.pid, is over by then).
+		{"while PostgreSQL starts", "walletlock-pg.*/postgres.log"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

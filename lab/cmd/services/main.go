@@ -148,7 +148,13 @@ func run(ctx context.Context, m *machine, args []string) int {
 		}
 		defer unlock()
 	}
-	if m.sayAll(cmd(ctx)) {
+	err := cmd(ctx)
+	if err != nil && ctx.Err() != nil {
+		// What failed, failed because of the signal: say that, not how.
+		m.say("interrupted; nothing this run started is left running")
+		return 1
+	}
+	if m.sayAll(err) {
 		return 1
 	}
 	return 0

@@ -36,7 +36,7 @@ func redlockList(addrs []string) string {
 	return strings.Join(addrs, ",")
 }
 
-func (m *machine) redlockUp(ctx context.Context) error {
+func (m *machine) redlockUp(ctx context.Context) (err error) {
 	addrs, err := redlockNodes()
 	if err != nil {
 		return err
@@ -67,6 +67,17 @@ func (m *machine) redlockUp(ctx context.Context) error {
 			}
 		}
 	}
+	// A redlock-up that fails half-way (Ctrl-C too) stops the nodes it
+	// started.
+	var startedHere []*record
+	defer func() {
+		for _, r := range startedHere {
+			if err != nil {
+				r.Stop()
+				r.remove()
+			}
+		}
+	}()
 	for _, addr := range need {
 		host, port, _ := net.SplitHostPort(addr)
 		dir := m.state("redlock-" + port)
@@ -91,6 +102,7 @@ func (m *machine) redlockUp(ctx context.Context) error {
 			rec.remove()
 			return err
 		}
+		startedHere = append(startedHere, rec)
 		started++
 		answered++
 	}

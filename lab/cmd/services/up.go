@@ -410,7 +410,8 @@ func (m *machine) redisUp(ctx context.Context, c *config) (*record, error) {
 	d, err := launch.StartRedisDaemon(ctx, dir, bindFor(c.redisHost), port, conf...)
 	if err != nil {
 		rec.remove()
-		return nil, err
+		// What it said may quote a line of its configuration.
+		return nil, errors.New(c.scrub(err.Error()))
 	}
 	rec.Daemon = *d
 	if err := rec.save(); err != nil {
@@ -521,7 +522,7 @@ func (m *machine) pgUp(ctx context.Context, c *config) (err error) {
 		return err
 	}
 	if err := pg.Psql(ctx, port, roleSQL(c)); err != nil {
-		return fmt.Errorf("cannot create role %s and database %s in the local PostgreSQL (%v); see %s", c.pg.User, c.pg.Database, err, filepath.Join(home, "postgres.log"))
+		return fmt.Errorf("cannot create role %s and database %s in the local PostgreSQL (%s); see %s", c.pg.User, c.pg.Database, c.scrub(err.Error()), filepath.Join(home, "postgres.log"))
 	}
 	m.say("PostgreSQL %s on %s, database %s", pg.PostgresVersion(), net.JoinHostPort(bindFor(c.pgHost), c.pgPort), c.pg.Database)
 	return nil

@@ -27,12 +27,13 @@ help: ## list the targets
 # cmd/services, built into .services/bin only when one of its sources is
 # newer, so that `make up` with everything running takes milliseconds
 # rather than the second of a `go run`. SERVICES_PKGS is every package of
-# this module it imports (cmd/services's TestMakefile_listsEveryPackage
-# keeps it so).
+# lab/ it imports, ROOT_SERVICES_PKGS every package of the root
+# (cmd/services's TestMakefile_listsEveryPackage keeps both so).
 SERVICES = .services/bin/services
 SERVICES_PKGS = cmd/services internal/services internal/launch wallet wallet/postgres
-LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS))))
-$(SERVICES): lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
+ROOT_SERVICES_PKGS = internal/safe
+LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS)))) $(wildcard $(addsuffix /*,$(ROOT_SERVICES_PKGS)))
+$(SERVICES): go.mod lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
 	@cd lab && $(GO) build -o ../$@ ./cmd/services
 
 up: $(SERVICES) ## make Redis and PostgreSQL reachable and check that they let us in

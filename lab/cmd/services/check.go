@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/walletlock/internal/safe"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
@@ -87,7 +88,7 @@ func (c *config) scrub(text string) string {
 			text = strings.ReplaceAll(text, up[1], "***")
 		}
 	}
-	return oneLine(text)
+	return safe.Line(text)
 }
 
 type state int
@@ -162,26 +163,40 @@ func freePort(start int) int {
 	return start + 1
 }
 
-// ours reports whether the server at host:port is one that `up` started:
-// .services/<kind>.started names its port.
-func (m *machine) ours(kind, host, port string) bool {
-	raw, err := os.ReadFile(m.state(kind + ".started"))
-	return isLocal(host) && err == nil && strings.TrimSpace(string(raw)) == port
+// servedHere reports whether the server at host:port is one that `up`
+// started in this checkout and that still runs: a record of this
+// checkout names it, and the process it names serves that port.
+func (m *machine) servedHere(kind, host, port string) bool {
+	if !isLocal(host) {
+		return false
+	}
+	var recs []*record
+	if kind == "redis" {
+		recs, _ = m.redisRecords()
+	} else if r, _ := m.pgRecord(); r != nil {
+		recs = append(recs, r)
+	}
+	for _, r := range recs {
+		if strconv.Itoa(r.Port) == port && m.running(r) {
+			return true
+		}
+	}
+	return false
 }
 
-var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
-
-// sqlIdent is name as an SQL identifier, inside a double-quoted shell
-// argument.
+// sqlIdent is name as an SQL identifier: as it is when it needs no
+// quotes, else in double quotes.
 func sqlIdent(name string) string {
 	if plainIdent.MatchString(name) {
 		return name
 	}
-	return `\"` + strings.ReplaceAll(name, `"`, `""`) + `\"`
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
+var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
 // welcome says which servers let us in, and stops with the ways out when
-// one refuses.
+// one refuses, or when nothing answers where one was asked for.
 func (m *machine) welcome(c *config, r, p check) error {
 	if r.state == ok {
 		m.say("Redis at %s lets us in", c.redisAt())
@@ -189,8 +204,16 @@ func (m *machine) welcome(c *config, r, p check) error {
 	if p.state == ok {
 		m.say("PostgreSQL at %s lets %s into %s", c.pgAt(), c.pg.User, c.pg.Database)
 	}
+	if r.state == absent {
+		m.say("Redis: nothing answers at %s", c.redisAt())
+	}
+	if p.state == absent {
+		m.say("PostgreSQL: nothing answers at %s", c.pgAt())
+	}
 	if r.state == refused || p.state == refused {
 		m.refusals(c, r, p, false)
+	}
+	if r.state != ok || p.state != ok {
 		return errSaid
 	}
 	return nil
@@ -206,12 +229,12 @@ func (m *machine) refusals(c *config, r, p check, status bool) {
 			m.say("Redis at %s refuses us: %s", c.redisAt(), r.answer)
 		}
 		switch {
-		case m.ours("redis", c.redisHost, c.redisPort):
+		case m.servedHere("redis", c.redisHost, c.redisPort):
 			m.say("  fix: it is the Redis `make up` started with other settings: make down; make up")
 		case strings.HasPrefix(r.answer, "NOAUTH"):
-			m.say("  fix: give it the password it wants: export REDIS_URL='redis://:PASSWORD@%s'", c.redisAt())
+			m.say("  fix: give it the password it wants: export REDIS_URL=%s", safe.Quote("redis://:PASSWORD@"+c.redisAt()))
 		case strings.HasPrefix(r.answer, "WRONGPASS"):
-			m.say("  fix: give the user and password it knows: export REDIS_URL='redis://USER:PASSWORD@%s'", c.redisAt())
+			m.say("  fix: give the user and password it knows: export REDIS_URL=%s", safe.Quote("redis://USER:PASSWORD@"+c.redisAt()))
 		case strings.Contains(r.answer, "without any password configured"):
 			m.say("  fix: it has no password: drop it from REDIS_URL")
 		}
@@ -229,17 +252,20 @@ func (m *machine) refusals(c *config, r, p check, status bool) {
 		if !status {
 			m.say("PostgreSQL at %s refuses us: %s", c.pgAt(), p.answer)
 		}
-		psql := fmt.Sprintf("psql -h %s -p %s -U postgres", c.pgHost, c.pgPort)
+		// Every word of the command that comes from DATABASE_URL goes
+		// through the one shell quote: pasted, it runs as it reads.
+		psql := "psql -h " + safe.Quote(c.pgHost) + " -p " + c.pgPort + " -U postgres"
+		createDB := " -c " + safe.Quote("CREATE DATABASE "+d+" OWNER "+u)
 		switch {
-		case m.ours("pg", c.pgHost, c.pgPort):
+		case m.servedHere("pg", c.pgHost, c.pgPort):
 			m.say("  fix: it is the PostgreSQL `make up` started with other settings: make down; make up")
 		case strings.HasPrefix(p.answer, `database "`) && strings.HasSuffix(p.answer, `" does not exist`):
-			m.say(`  fix: create the database there: %s -c "CREATE DATABASE %s OWNER %s"`, psql, d, u)
+			m.say("  fix: create the database there: %s", psql+createDB)
 		case strings.Contains(p.answer, "password authentication failed"),
 			strings.HasPrefix(p.answer, `role "`) && strings.HasSuffix(p.answer, `" does not exist`):
-			m.say(`  fix: create the role and the database there: %s -c "CREATE ROLE %s LOGIN PASSWORD '%s'" -c "CREATE DATABASE %s OWNER %s"`, psql, u, pw, d, u)
+			m.say("  fix: create the role and the database there: %s", psql+" -c "+safe.Quote("CREATE ROLE "+u+" LOGIN PASSWORD '"+pw+"'")+createDB)
 		}
-		own = append(own, fmt.Sprintf("DATABASE_URL='postgres://walletlock:walletlock@localhost:%d/walletlock?sslmode=disable'", freePort(5432)))
+		own = append(own, "DATABASE_URL="+safe.Quote(fmt.Sprintf("postgres://walletlock:walletlock@localhost:%d/walletlock?sslmode=disable", freePort(5432))))
 	}
 	it, one := "it alone", "its own on a free port"
 	if r.state == refused && p.state == refused {

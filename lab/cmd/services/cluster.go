@@ -15,7 +15,8 @@ package main
 // and waits until every node says cluster_state:ok. Data
 // lives in .services/cluster-PORT/ and is thrown away: each cluster-up of a
 // stopped cluster starts an empty one. cluster-down stops only the
-// processes cluster-up started, by their pid files.
+// processes cluster-up started in this checkout, by their records
+// (record.go).
 
 import (
 	"context"
@@ -23,6 +24,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +67,24 @@ func (c *cluster) addrs(n int) []string {
 	return out
 }
 
-func (c *cluster) pidFile(port int) string {
-	return fmt.Sprintf("%s/%d/redis.pid", c.dir, port)
+// nodeDir is the folder of the node on port.
+func (c *cluster) nodeDir(port int) string {
+	return filepath.Join(c.dir, strconv.Itoa(port))
+}
+
+// node is the record of the node on port that cluster-up started here,
+// or nil. An older version kept none: its nodes are those the started
+// file lists, in their folders.
+func (m *machine) nodeRecord(c *cluster, port int) (*record, error) {
+	r, err := m.readRecord(filepath.Join(c.nodeDir(port), "started"), "redis-server", c.nodeDir(port))
+	if r != nil || err != nil {
+		return r, err
+	}
+	if slices.Contains(strings.Fields(c.how()), strconv.Itoa(port)) {
+		return &record{Daemon: launch.Daemon{Kind: "redis-server", Port: port, Dir: c.nodeDir(port)},
+			Checkout: m.home(), file: filepath.Join(c.nodeDir(port), "started")}, nil
+	}
+	return nil, nil
 }
 
 func (c *cluster) how() string {
@@ -82,21 +101,32 @@ func node(ctx context.Context, port int, args ...any) (any, error) {
 	return rdb.Do(ctx, args...).Result()
 }
 
-// clusterState is the node's cluster_state (ok, fail), or "down".
-func clusterState(ctx context.Context, port int) string {
+// clusterState is the node's cluster_state (ok, fail), or "down" with
+// what answers on the port instead: nothing, something that is not
+// Redis, or a Redis that says why it gives none.
+func clusterState(ctx context.Context, port int) (state, why string) {
+	if !reachable("127.0.0.1", strconv.Itoa(port)) {
+		return "down", "nothing answers"
+	}
+	if !launch.Answers("127.0.0.1:" + strconv.Itoa(port)) {
+		return "down", "something that is not Redis holds the port"
+	}
 	info, err := node(ctx, port, "CLUSTER", "INFO")
+	if err != nil {
+		return "down", "a Redis that is not a cluster node answers: " + err.Error()
+	}
 	s, _ := info.(string)
 	for line := range strings.SplitSeq(s, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); found && err == nil {
-			return v
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); found {
+			return v, ""
 		}
 	}
-	return "down"
+	return "down", "a Redis whose CLUSTER INFO names no cluster_state answers"
 }
 
 func (c *cluster) allOK(ctx context.Context) bool {
 	for _, p := range c.ports {
-		if clusterState(ctx, p) != "ok" {
+		if s, _ := clusterState(ctx, p); s != "ok" {
 			return false
 		}
 	}
@@ -127,7 +157,7 @@ func (m *machine) clusterUp(ctx context.Context) error {
 		return nil
 	}
 	for _, p := range c.ports {
-		if _, ours := launch.DaemonPid(c.pidFile(p), "redis-server"); ours {
+		if r, _ := m.nodeRecord(c, p); r != nil && m.running(r) {
 			continue
 		}
 		if reachable("127.0.0.1", strconv.Itoa(p)) || reachable("127.0.0.1", strconv.Itoa(p+10000)) {
@@ -136,14 +166,18 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	}
 	// Leftovers of a half-started cluster go first.
 	if how := c.how(); how != "" && how != "compose" {
-		m.clusterStop(c)
+		if err := m.clusterStop(c); err != nil {
+			return err
+		}
 	}
 	if c.ports[0] == 7001 && m.dockerWorks(ctx) {
 		m.say("starting the cluster with docker compose (profile cluster, redis:8.10.2)")
 		if err := m.compose(ctx, "--profile", "cluster", "up", "-d", "--wait", "redis-cluster"); err != nil {
 			return errors.New("docker compose could not start the cluster; see: docker compose --profile cluster logs redis-cluster")
 		}
-		os.WriteFile(c.started, []byte("compose\n"), 0o644)
+		if err := os.WriteFile(c.started, []byte("compose\n"), 0o644); err != nil {
+			return fmt.Errorf("cannot write %s: %w; make .services writable, and stop the cluster with docker compose --profile cluster down", c.started, err)
+		}
 		if !c.waitOK(ctx, 30*time.Second) {
 			return errors.New("the cluster in docker did not reach cluster_state:ok within 30 s; see: docker compose --profile cluster logs redis-cluster")
 		}
@@ -160,22 +194,38 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	}
 	os.RemoveAll(c.dir) // nodes.conf of an earlier cluster would make them rejoin it
 	fail := func(err error) error {
-		m.clusterStop(c)
+		if stopErr := m.clusterStop(c); stopErr != nil {
+			return errors.Join(err, stopErr)
+		}
 		return err
 	}
 	var ports []string
 	for _, p := range c.ports {
+		ports = append(ports, strconv.Itoa(p))
+		if err := os.MkdirAll(c.nodeDir(p), 0o700); err != nil {
+			return fail(fmt.Errorf("cannot make %s: %w; make .services writable", c.nodeDir(p), err))
+		}
+		if err := os.WriteFile(c.started, []byte(strings.Join(ports, "\n")+"\n"), 0o644); err != nil {
+			return fail(fmt.Errorf("cannot write %s: %w; make .services writable", c.started, err))
+		}
+		rec := m.newRecord(filepath.Join(c.nodeDir(p), "started"), "redis-server", p, c.nodeDir(p))
+		if err := rec.save(); err != nil {
+			return fail(err)
+		}
 		// Failover after 3 s without a master, not the default 15 s: a
 		// teaching cluster on one machine, where a silent node is a
 		// stopped one. A replica gets its first copy at once, not 5 s
 		// later: cluster-up waits for it.
-		err := launch.StartRedisDaemon(ctx, fmt.Sprintf("%s/%d", c.dir, p), "127.0.0.1", p,
+		d, err := launch.StartRedisDaemon(ctx, c.nodeDir(p), "127.0.0.1", p,
 			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0")
 		if err != nil {
 			return fail(err)
 		}
-		ports = append(ports, strconv.Itoa(p))
-		os.WriteFile(c.started, []byte(strings.Join(ports, "\n")+"\n"), 0o644)
+		rec.Daemon = *d
+		if err := rec.save(); err != nil {
+			d.Stop()
+			return fail(err)
+		}
 	}
 	if err := launch.CreateCluster(ctx, c.addrs(6), 1); err != nil {
 		return fail(fmt.Errorf("%w; see %s/*/redis.log", err, c.dir))
@@ -184,18 +234,34 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	return nil
 }
 
-// clusterStop stops the redis-server processes of c that we started.
-func (m *machine) clusterStop(c *cluster) {
+// clusterStop stops the redis-server processes of c that this checkout
+// started, and forgets the cluster once none is left.
+func (m *machine) clusterStop(c *cluster) error {
 	stopped := 0
+	var errs []error
 	for _, p := range c.ports {
-		if launch.StopDaemon(c.pidFile(p), "redis-server") {
-			stopped++
+		r, err := m.nodeRecord(c, p)
+		if err != nil || r == nil {
+			errs = append(errs, err)
+			continue
 		}
+		if !m.ours(r) {
+			m.say("127.0.0.1:%d: started by the checkout at %s, not this copy of it: left running", p, filepath.Dir(r.Checkout))
+		} else if err := r.Stop(); err == nil {
+			stopped++
+		} else if !errors.Is(err, launch.ErrNotOurs) {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, r.remove())
 	}
-	os.Remove(c.started)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	if stopped > 0 {
 		m.say("stopped %d redis-server processes of the cluster", stopped)
 	}
+	return removeState(c.started)
 }
 
 func (m *machine) clusterDown(ctx context.Context) error {
@@ -207,11 +273,13 @@ func (m *machine) clusterDown(ctx context.Context) error {
 	case "":
 		m.say("no cluster started here; nothing to stop")
 	case "compose":
-		m.compose(ctx, "--profile", "cluster", "down")
-		os.Remove(c.started)
+		if err := m.compose(ctx, "--profile", "cluster", "down"); err != nil {
+			return fmt.Errorf("docker compose --profile cluster down failed (%w)", err)
+		}
 		m.say("stopped the cluster in docker compose")
+		return removeState(c.started)
 	default:
-		m.clusterStop(c)
+		return m.clusterStop(c)
 	}
 	return nil
 }
@@ -223,9 +291,9 @@ func (m *machine) clusterStatus(ctx context.Context) error {
 	}
 	failed := false
 	for _, p := range c.ports {
-		s := clusterState(ctx, p)
+		s, why := clusterState(ctx, p)
 		if s == "down" {
-			m.say("127.0.0.1:%d: nothing answers", p)
+			m.say("127.0.0.1:%d: %s", p, why)
 			failed = true
 			continue
 		}

@@ -19,13 +19,19 @@
 //     be done, `up` stops with the command to run. On Windows it says what
 //     to install instead.
 //
-// Local servers bind to 127.0.0.1 only and keep their state and pid files
-// in .services/ (git ignored); as root, PostgreSQL's data goes to a private
-// temporary folder when the user postgres cannot reach the repository. `up`
-// twice is harmless; `down` stops only what `up` (and redlock-up) started.
+// Local servers bind to 127.0.0.1 only (::1 when the address says so) and
+// keep their state and records (record.go) in .services/ (git ignored);
+// as root, PostgreSQL's data goes to a private temporary folder when the
+// user postgres cannot reach the repository. `up` twice is harmless;
+// `down` stops only what `up` (and redlock-up) started in this checkout.
 // Everything is said on stderr, on lines that start with "services: "
-// (stdout may be JSON). No password is ever put on a command line or
-// printed.
+// (stdout may be JSON), and everything said that came from a server or a
+// file goes through the one printable filter (safe.Line); a command
+// printed to paste quotes what it holds of the configuration with the
+// one shell quote (safe.Quote). No password is ever put on a command line
+// or printed. Commands that start or stop servers take turns in a
+// checkout (see lock), and `down` stops a server only when its record
+// proves it is this checkout's (see record.go).
 package main
 
 import (
@@ -39,6 +45,8 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+
+	"example.com/walletlock/internal/safe"
 )
 
 const usage = "usage: services up|down|status|redlock-up|redlock-down|redlock-status|cluster-up|cluster-down|cluster-status"
@@ -46,6 +54,9 @@ const usage = "usage: services up|down|status|redlock-up|redlock-down|redlock-st
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
+	// The first signal cancels ctx, and what was started is stopped again;
+	// a second one ends the program at once.
+	go func() { <-ctx.Done(); stop() }()
 	m := newMachine(os.Stderr)
 	os.Exit(run(ctx, m, os.Args[1:]))
 }
@@ -86,7 +97,20 @@ func (m *machine) state(name ...string) string {
 	return filepath.Join(append([]string{m.root, ".services"}, name...)...)
 }
 
+// say writes one line on stderr. Its arguments may come from a server or
+// a file (an error's text, a path): each goes through safe.Line, so none
+// reaches the terminal with a control character or a line break.
 func (m *machine) say(format string, args ...any) {
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			args[i] = safe.Line(a)
+		case error:
+			args[i] = safe.Line(a.Error())
+		case fmt.Stringer:
+			args[i] = safe.Line(a.String())
+		}
+	}
 	fmt.Fprintf(m.stderr, "%s%s\n", m.prefix, fmt.Sprintf(format, args...))
 }
 
@@ -116,13 +140,40 @@ func run(ctx context.Context, m *machine, args []string) int {
 		m.say("%v", err)
 		return 1
 	}
-	if err := cmd(ctx); err != nil {
-		if !errors.Is(err, errSaid) {
-			m.say("%s", oneLine(err.Error()))
+	if !strings.HasSuffix(args[0], "status") {
+		unlock, err := m.lock(ctx)
+		if err != nil {
+			m.say("%s", err)
+			return 1
 		}
+		defer unlock()
+	}
+	err := cmd(ctx)
+	if err != nil && ctx.Err() != nil {
+		// What failed, failed because of the signal: say that, not how.
+		m.say("interrupted; nothing this run started is left running")
+		return 1
+	}
+	if m.sayAll(err) {
 		return 1
 	}
 	return 0
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// sayAll says each error that err holds (errors.Join's too) and that is
+// not on stderr already, and reports whether there was any.
+func (m *machine) sayAll(err error) bool {
+	if err == nil {
+		return false
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			m.sayAll(e)
+		}
+		return true
+	}
+	if !errors.Is(err, errSaid) {
+		m.say("%s", err)
+	}
+	return true
+}

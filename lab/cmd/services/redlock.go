@@ -36,7 +36,7 @@ func redlockList(addrs []string) string {
 	return strings.Join(addrs, ",")
 }
 
-func (m *machine) redlockUp(ctx context.Context) error {
+func (m *machine) redlockUp(ctx context.Context) (err error) {
 	addrs, err := redlockNodes()
 	if err != nil {
 		return err
@@ -45,9 +45,12 @@ func (m *machine) redlockUp(ctx context.Context) error {
 	answered, started := 0, 0
 	for _, addr := range addrs {
 		host, port, _ := net.SplitHostPort(addr)
-		if reachable(host, port) {
+		if launch.Answers(addr) {
 			answered++
 			continue
+		}
+		if reachable(host, port) {
+			return fmt.Errorf("the Redlock node %s is taken by something that is not Redis: stop it, or change REDLOCK_ADDRS", addr)
 		}
 		if !isLocal(host) {
 			return fmt.Errorf("the Redlock node %s does not answer, and that is not this machine: start it there, or change REDLOCK_ADDRS", addr)
@@ -64,20 +67,42 @@ func (m *machine) redlockUp(ctx context.Context) error {
 			}
 		}
 	}
+	// A redlock-up that fails half-way (Ctrl-C too) stops the nodes it
+	// started.
+	var startedHere []*record
+	defer func() {
+		for _, r := range startedHere {
+			if err != nil {
+				r.Stop()
+				r.remove()
+			}
+		}
+	}()
 	for _, addr := range need {
 		host, port, _ := net.SplitHostPort(addr)
-		bind := "127.0.0.1"
-		if host == "::1" {
-			bind = host
-		}
 		dir := m.state("redlock-" + port)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
+		}
+		n, _ := strconv.Atoi(port)
+		rec := m.newRecord(filepath.Join(dir, "started"), "redis-server", n, dir)
+		if err := rec.save(); err != nil {
+			return err
+		}
 		// No persistence, on purpose: a node that restarts comes back
 		// empty, which is what the drill shows Redlock cannot survive.
-		n, _ := strconv.Atoi(port)
-		if err := launch.StartRedisDaemon(ctx, dir, bind, n); err != nil {
-			return fmt.Errorf("the Redlock node on port %s did not start (%v)", port, err)
+		d, err := launch.StartRedisDaemon(ctx, dir, bindFor(host), n)
+		if err != nil {
+			rec.remove()
+			return fmt.Errorf("the Redlock node on port %s did not start (%w)", port, err)
 		}
-		os.WriteFile(filepath.Join(dir, "started"), []byte(port+"\n"), 0o644)
+		rec.Daemon = *d
+		if err := rec.save(); err != nil {
+			d.Stop()
+			rec.remove()
+			return err
+		}
+		startedHere = append(startedHere, rec)
 		started++
 		answered++
 	}
@@ -91,14 +116,15 @@ func (m *machine) redlockUp(ctx context.Context) error {
 
 func (m *machine) redlockDown(context.Context) error {
 	files, _ := filepath.Glob(m.state("redlock-*", "started"))
+	var errs []error
 	for _, f := range files {
-		launch.StopDaemon(filepath.Join(filepath.Dir(f), "redis.pid"), "redis-server")
-		os.Remove(f)
+		r, err := m.readRecord(f, "redis-server", filepath.Dir(f))
+		if err == nil && r != nil {
+			err = m.stopRecorded(r, "the Redlock node")
+		}
+		errs = append(errs, err)
 	}
-	if len(files) > 0 {
-		m.say("stopped %d Redlock node(s)", len(files))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (m *machine) redlockStatus(context.Context) error {
@@ -106,17 +132,28 @@ func (m *machine) redlockStatus(context.Context) error {
 	if err != nil {
 		return err
 	}
-	var down []string
+	var down, other []string
 	for _, addr := range addrs {
 		host, port, _ := net.SplitHostPort(addr)
-		if !reachable(host, port) {
+		switch {
+		case launch.Answers(addr):
+		case reachable(host, port):
+			other = append(other, addr)
+		default:
 			down = append(down, addr)
 		}
 	}
-	if len(down) == 0 {
+	if len(down)+len(other) == 0 {
 		m.say("Redlock nodes: %d of %d answer at %s", len(addrs), len(addrs), redlockList(addrs))
 		return nil
 	}
-	m.say("Redlock nodes: %d of %d answer (nothing at %s): make redlock-up", len(addrs)-len(down), len(addrs), strings.Join(down, " "))
+	var why []string
+	if len(down) > 0 {
+		why = append(why, "nothing at "+strings.Join(down, " ")+": make redlock-up")
+	}
+	if len(other) > 0 {
+		why = append(why, "something that is not Redis at "+strings.Join(other, " ")+": stop it, or change REDLOCK_ADDRS")
+	}
+	m.say("Redlock nodes: %d of %d answer (%s)", len(addrs)-len(down)-len(other), len(addrs), strings.Join(why, "; "))
 	return errSaid
 }

@@ -11,6 +11,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -181,7 +183,9 @@ func startPostgres(t *testing.T, bins map[string]string) int {
 	// on stdin.
 	for i := 0; ; i++ {
 		psql := exec.Command(bins["psql"], "-h", dir, "-p", strconv.Itoa(port), "-U", "postgres", "-d", "postgres", "-qX", "-v", "ON_ERROR_STOP=1")
-		psql.Stdin = strings.NewReader("CREATE ROLE roleonly LOGIN PASSWORD '" + pgSecret + "';\n")
+		// The superuser gets a password too, for a printed fix to be run
+		// with PGPASSWORD.
+		psql.Stdin = strings.NewReader("CREATE ROLE roleonly LOGIN PASSWORD '" + pgSecret + "'; ALTER ROLE postgres PASSWORD '" + pgSecret + "';\n")
 		out, err := psql.CombinedOutput()
 		if err == nil {
 			break
@@ -203,17 +207,28 @@ func repoCopy(t *testing.T) string {
 	t.Cleanup(func() {
 		// As root, PostgreSQL's data may be in a temporary folder, which
 		// down removes with the server it stops.
-		raw, err := os.ReadFile(filepath.Join(root, ".services", "pg.dir"))
-		_, started := os.Stat(filepath.Join(root, ".services", "pg.started"))
+		home := pgHome(t, root)
 		runServices(t, root, nil, "", "down")
-		if dir := strings.TrimSpace(string(raw)); err == nil && strings.HasPrefix(filepath.Base(dir), "walletlock-pg.") {
-			if _, gone := os.Stat(dir); started == nil && gone == nil {
-				t.Errorf("down left PostgreSQL's temporary folder %s behind", dir)
+		if strings.HasPrefix(filepath.Base(home), "walletlock-pg.") {
+			if _, gone := os.Stat(home); gone == nil {
+				t.Errorf("down left PostgreSQL's temporary folder %s behind", home)
 			}
-			os.RemoveAll(dir)
+			os.RemoveAll(home)
 		}
 	})
 	return root
+}
+
+// pgHome is the folder of the PostgreSQL that up started in root, as its
+// record names it, or "".
+func pgHome(t *testing.T, root string) string {
+	t.Helper()
+	var rec struct{ Dir string }
+	raw, err := os.ReadFile(filepath.Join(root, ".services", "pg.started"))
+	if err != nil || json.Unmarshal(raw, &rec) != nil || rec.Dir == "" {
+		return ""
+	}
+	return filepath.Dir(rec.Dir)
 }
 
 // configVars are the variables the program reads; runServices drops the
@@ -237,6 +252,20 @@ func runServices(t *testing.T, root string, env []string, path string, args ...s
 // runOn runs the program on m, in process: the environment is set for
 // the call and put back after it, so these tests do not run in parallel.
 func runOn(t *testing.T, m *machine, env []string, path string, args ...string) (stderr string, code int) {
+	t.Helper()
+	r := runEach(t, context.Background(), env, path, []*machine{m}, args...)
+	return r[0].stderr, r[0].code
+}
+
+// result is what one run of the program said, and its exit code.
+type result struct {
+	stderr string
+	code   int
+}
+
+// runEach runs the program on each of ms at once, with the environment
+// (see runOn) and ctx of them all, and returns what each said.
+func runEach(t *testing.T, ctx context.Context, env []string, path string, ms []*machine, args ...string) []result {
 	t.Helper()
 	saved := os.Environ()
 	defer func() {
@@ -270,12 +299,20 @@ func runOn(t *testing.T, m *machine, env []string, path string, args ...string) 
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	var out bytes.Buffer
-	m.stderr = &out
-	code = run(ctx, m, args)
-	return out.String(), code
+	out := make([]result, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Go(func() {
+			var buf bytes.Buffer
+			m.stderr = &buf
+			out[i].code = run(ctx, m, args)
+			out[i].stderr = buf.String()
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // checkQuiet requires every line to be the program's and no password
@@ -316,7 +353,7 @@ func TestServices_refusals(t *testing.T) {
 			}
 			checkQuiet(t, stderr)
 		}
-		if _, err := os.Stat(filepath.Join(root, ".services", "redis.started")); err == nil {
+		if started, _ := filepath.Glob(filepath.Join(root, ".services", "redis-*")); len(started) > 0 {
 			t.Error("up started a redis-server although one lets us in")
 		}
 	})
@@ -346,7 +383,7 @@ func TestServices_refusals(t *testing.T) {
 			name:   "a PostgreSQL without our role",
 			env:    []string{redisOK, pgAt("walletlock", "walletlock")},
 			answer: fmt.Sprintf(`PostgreSQL at 127.0.0.1:%d refuses us: password authentication failed for user "walletlock"`, pgPort),
-			fix:    fmt.Sprintf(`psql -h 127.0.0.1 -p %d -U postgres -c "CREATE ROLE walletlock LOGIN PASSWORD '<password>'" -c "CREATE DATABASE walletlock OWNER walletlock"`, pgPort),
+			fix:    fmt.Sprintf(`psql -h '127.0.0.1' -p %d -U postgres -c 'CREATE ROLE walletlock LOGIN PASSWORD '\''<password>'\''' -c 'CREATE DATABASE walletlock OWNER walletlock'`, pgPort),
 			own:    "DATABASE_URL='postgres://walletlock:walletlock@localhost:",
 		},
 		{
@@ -355,14 +392,14 @@ func TestServices_refusals(t *testing.T) {
 			name:   "a PostgreSQL without our role, with the default credentials",
 			env:    []string{redisOK, fmt.Sprintf("DATABASE_URL=postgres://walletlock:walletlock@127.0.0.1:%d/walletlock?sslmode=disable", pgPort)},
 			answer: fmt.Sprintf(`PostgreSQL at 127.0.0.1:%d refuses us: password authentication failed for user "walletlock"`, pgPort),
-			fix:    fmt.Sprintf(`psql -h 127.0.0.1 -p %d -U postgres -c "CREATE ROLE walletlock LOGIN PASSWORD 'walletlock'" -c "CREATE DATABASE walletlock OWNER walletlock"`, pgPort),
+			fix:    fmt.Sprintf(`psql -h '127.0.0.1' -p %d -U postgres -c 'CREATE ROLE walletlock LOGIN PASSWORD '\''walletlock'\''' -c 'CREATE DATABASE walletlock OWNER walletlock'`, pgPort),
 			own:    "DATABASE_URL='postgres://walletlock:walletlock@localhost:",
 		},
 		{
 			name:   "a PostgreSQL without our database",
 			env:    []string{redisOK, pgAt("roleonly", "roleonly")},
 			answer: fmt.Sprintf(`PostgreSQL at 127.0.0.1:%d refuses us: database "roleonly" does not exist`, pgPort),
-			fix:    fmt.Sprintf(`psql -h 127.0.0.1 -p %d -U postgres -c "CREATE DATABASE roleonly OWNER roleonly"`, pgPort),
+			fix:    fmt.Sprintf(`psql -h '127.0.0.1' -p %d -U postgres -c 'CREATE DATABASE roleonly OWNER roleonly'`, pgPort),
 			own:    "DATABASE_URL='postgres://walletlock:walletlock@localhost:",
 		},
 	}
@@ -559,7 +596,7 @@ func TestServices_installsWhatIsMissing(t *testing.T) {
 			if got := m.calls(t); strings.Join(got, "\n") != strings.Join(tt.wantCalls, "\n") {
 				t.Errorf("calls =\n\t%s\nwant\n\t%s", strings.Join(got, "\n\t"), strings.Join(tt.wantCalls, "\n\t"))
 			}
-			_, err := os.Stat(filepath.Join(root, ".services", "redis.started"))
+			_, err := os.Stat(filepath.Join(root, ".services", fmt.Sprintf("redis-%d", port), "started"))
 			if started, want := err == nil, tt.wantCode == 0 && !tt.serviceStarts; started != want {
 				t.Errorf("up started a redis-server of its own: %v, want %v", started, want)
 			}
@@ -604,7 +641,7 @@ func TestServices_redlockUpAndDown(t *testing.T) {
 
 	stderr, code = runServices(t, root, env, "", "redlock-down")
 	checkQuiet(t, stderr)
-	if code != 0 || !strings.Contains(stderr, "stopped 2 Redlock node(s)") {
+	if code != 0 || strings.Count(stderr, "stopped the Redlock node on port") != 2 {
 		t.Errorf("redlock-down = %d, stderr:\n%s", code, stderr)
 	}
 	if answers(p1) || answers(p2) {
@@ -639,21 +676,23 @@ func TestMakefile_listsEveryPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^SERVICES_PKGS = (.*)$`).FindSubmatch(raw)
-	if m == nil {
-		t.Fatal("the Makefile has no SERVICES_PKGS line")
-	}
 	listed := map[string]bool{}
-	for _, dir := range strings.Fields(string(m[1])) {
-		listed["example.com/walletlock/lab/"+dir] = true
+	for _, list := range []struct{ name, module string }{{"SERVICES_PKGS", "example.com/walletlock/lab/"}, {"ROOT_SERVICES_PKGS", "example.com/walletlock/"}} {
+		m := regexp.MustCompile(`(?m)^` + list.name + ` = (.*)$`).FindSubmatch(raw)
+		if m == nil {
+			t.Fatalf("the Makefile has no %s line", list.name)
+		}
+		for _, dir := range strings.Fields(string(m[1])) {
+			listed[list.module+dir] = true
+		}
 	}
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)
 	}
 	for _, pkg := range strings.Fields(string(out)) {
-		if strings.HasPrefix(pkg, "example.com/walletlock/lab/") && !listed[pkg] {
-			t.Errorf("cmd/services imports %s, which SERVICES_PKGS in the Makefile does not list", strings.TrimPrefix(pkg, "example.com/walletlock/lab/"))
+		if strings.HasPrefix(pkg, "example.com/walletlock/") && !listed[pkg] {
+			t.Errorf("cmd/services imports %s, which SERVICES_PKGS (or ROOT_SERVICES_PKGS, for the root's) in the Makefile does not list", pkg)
 		}
 	}
 }
@@ -737,7 +776,7 @@ func TestServices_noPasswordOnTheCommandLine(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "lets us in") {
 		t.Fatalf("up = %d:\n%s", code, stderr)
 	}
-	pid, err := os.ReadFile(filepath.Join(root, ".services", "redis", "redis.pid"))
+	pid, err := os.ReadFile(filepath.Join(root, ".services", fmt.Sprintf("redis-%d", port), "redis.pid"))
 	if err != nil {
 		t.Fatal(err)
 	}

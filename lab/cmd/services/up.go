@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
-func (m *machine) up(ctx context.Context) error {
+func (m *machine) up(ctx context.Context) (err error) {
 	c, err := readConfig()
 	if err != nil {
 		return err
@@ -43,7 +44,9 @@ func (m *machine) up(ctx context.Context) error {
 			if err := m.compose(ctx, append([]string{"up", "-d", "--wait"}, names...)...); err != nil {
 				return fmt.Errorf("docker compose up failed (%v); see: docker compose logs", err)
 			}
-			os.WriteFile(m.state("compose"), nil, 0o644)
+			if err := os.WriteFile(m.state("compose"), nil, 0o644); err != nil {
+				return fmt.Errorf("cannot write %s: %w; make .services writable, and run docker compose down yourself", m.state("compose"), err)
+			}
 			return m.welcome(c, c.redisCheck(ctx), c.pgCheck(ctx))
 		}
 		m.say("Docker runs, but docker-compose.yml publishes other ports or credentials than configured: using local binaries")
@@ -71,12 +74,22 @@ func (m *machine) up(ctx context.Context) error {
 		}
 	}
 	if needRedis {
-		if err := m.redisUp(ctx, c); err != nil {
+		var rec *record
+		if rec, err = m.redisUp(ctx, c); err != nil {
 			return err
 		}
+		// An up that fails from here on (Ctrl-C too) leaves no Redis of
+		// its own behind either.
+		defer func() {
+			if err != nil {
+				rec.Stop()
+				rec.remove()
+				m.say("stopped the redis-server it started on port %d", rec.Port)
+			}
+		}()
 	}
 	if needPG {
-		if err := m.pgUp(ctx, c); err != nil {
+		if err = m.pgUp(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -87,34 +100,50 @@ const windowsAdvice = "on Windows, install Docker Desktop and run `make up` agai
 	"or run Redis (Memurai, or redis-server in WSL) and PostgreSQL (the postgresql.org installer) yourself and set REDIS_ADDR and DATABASE_URL"
 
 func (m *machine) down(ctx context.Context) error {
+	failed := false
+	fail := func(err error) {
+		if m.sayAll(err) {
+			failed = true
+		}
+	}
 	if _, err := os.Stat(m.state("compose")); err == nil {
-		m.compose(ctx, "down")
-		os.Remove(m.state("compose"))
+		fail(m.compose(ctx, "down"))
+		fail(removeState(m.state("compose")))
 	}
-	if _, err := os.Stat(m.state("redis.started")); err == nil {
-		launch.StopDaemon(m.state("redis", "redis.pid"), "redis-server")
-		os.Remove(m.state("redis.started"))
-		m.say("stopped redis-server")
+	redis, err := m.redisRecords()
+	fail(err)
+	for _, r := range redis {
+		fail(m.stopRecorded(r, "redis-server"))
 	}
-	if _, err := os.Stat(m.state("pg.started")); err == nil {
-		if raw, err := os.ReadFile(m.state("pg.dir")); err == nil {
-			dir := strings.TrimSpace(string(raw))
-			if pg, err := launch.OpenPostgresCluster(dir); err == nil {
-				pg.Stop(ctx)
-			}
+	pg, err := m.pgRecord()
+	fail(err)
+	if pg != nil {
+		ours := m.ours(pg)
+		if err := m.stopRecorded(pg, "PostgreSQL"); err != nil {
+			fail(err)
+		} else {
 			// A temporary folder (the repository's own one was out of the
 			// user postgres's reach) would outlive the clone: it goes with
 			// the server, and the next up starts afresh.
-			if dir != m.state("pg") && strings.HasPrefix(filepath.Base(dir), "walletlock-pg.") {
-				if os.RemoveAll(dir) == nil {
-					os.Remove(m.state("pg.dir"))
-				}
+			if home := filepath.Dir(pg.Dir); ours && m.pgTemporary(home) {
+				fail(os.RemoveAll(home))
 			}
+			fail(removeState(m.state("pg.dir")))
 		}
-		os.Remove(m.state("pg.started"))
-		m.say("stopped PostgreSQL")
 	}
-	return m.redlockDown(ctx)
+	fail(m.redlockDown(ctx))
+	if failed {
+		return errSaid
+	}
+	return nil
+}
+
+// removeState removes a file of .services, if it is there.
+func removeState(file string) error {
+	if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot remove %s: %w; make .services writable, then run this again", file, err)
+	}
+	return nil
 }
 
 func (m *machine) status(ctx context.Context) error {
@@ -147,13 +176,20 @@ func (m *machine) status(ctx context.Context) error {
 		m.say("PostgreSQL: nothing at %s", c.pgAt())
 		failed = true
 	}
-	for _, s := range []struct{ file, what string }{{"compose", "docker compose"}, {"redis.started", "redis-server"}, {"pg.started", "PostgreSQL"}} {
-		if _, err := os.Stat(m.state(s.file)); err == nil {
-			if dir, err := os.ReadFile(m.state("pg.dir")); err == nil && s.file == "pg.started" {
-				s.what += " in " + strings.TrimSpace(string(dir))
-			}
-			m.say("started here: %s", s.what)
-		}
+	if _, err := os.Stat(m.state("compose")); err == nil {
+		m.say("started here: docker compose")
+	}
+	redis, err := m.redisRecords()
+	if err != nil {
+		m.say("%s", err)
+	}
+	for _, rec := range redis {
+		m.sayRecord(rec, "redis-server")
+	}
+	if pg, err := m.pgRecord(); err != nil {
+		m.say("%s", err)
+	} else if pg != nil {
+		m.sayRecord(pg, "PostgreSQL in "+filepath.Dir(pg.Dir))
 	}
 	if r.state == refused || p.state == refused {
 		m.refusals(c, r, p, true)
@@ -162,6 +198,20 @@ func (m *machine) status(ctx context.Context) error {
 		return errSaid
 	}
 	return nil
+}
+
+// sayRecord says what runs of a server this checkout's .services names.
+func (m *machine) sayRecord(r *record, what string) {
+	switch {
+	case r.Checkout == "":
+		m.say("started here, by an older version: %s on port %d", what, r.Port)
+	case !m.ours(r):
+		m.say("recorded here, but started by the checkout at %s: %s on port %d", filepath.Dir(r.Checkout), what, r.Port)
+	case r.Check() == nil:
+		m.say("started here: %s on port %d (pid %d)", what, r.Port, r.Pid)
+	default:
+		m.say("started here: %s on port %d, not running now", what, r.Port)
+	}
 }
 
 // --- Docker ----------------------------------------------------------------
@@ -304,75 +354,177 @@ func (m *machine) install(ctx context.Context, why, apt, brew string) error {
 
 // --- local Redis ---------------------------------------------------------------
 
-func (m *machine) redisUp(ctx context.Context, c *config) error {
+// redisRecords are the records of the Redis servers `up` started here,
+// one per port, and the one an older version kept in redis.started.
+func (m *machine) redisRecords() ([]*record, error) {
+	var out []*record
+	var errs []error
+	files, _ := filepath.Glob(m.state("redis-*", "started"))
+	for _, f := range append([]string{m.state("redis.started")}, files...) {
+		r, err := m.readRecord(f, "redis-server", m.state("redis"))
+		if err != nil {
+			errs = append(errs, err)
+		} else if r != nil {
+			out = append(out, r)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// redisUp starts the Redis of c here and returns its record.
+func (m *machine) redisUp(ctx context.Context, c *config) (*record, error) {
 	if !isLocal(c.redisHost) {
-		return fmt.Errorf("no Redis answers at %s, and that is not this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
+		return nil, fmt.Errorf("no Redis answers at %s, and that is not this machine: start it there, or point REDIS_ADDR at a running one", c.redisAt())
+	}
+	if c.redis.TLSConfig != nil {
+		return nil, fmt.Errorf("nothing answers at %s, and REDIS_URL asks for TLS (rediss://), which the Redis `make up` starts does not speak: "+
+			"use redis:// for it, or start your Redis with TLS yourself", c.redisAt())
 	}
 	if _, err := launch.RedisBinary(); err != nil {
-		return errors.New("redis-server not found: apt-get install redis-server (or brew install redis), or start Docker")
+		return nil, errors.New("redis-server not found: apt-get install redis-server (or brew install redis), or start Docker")
 	}
-	var auth []string
+	// Only the configured credentials get in: with a user of its own, the
+	// default user (no password, every command) is switched off.
+	var conf []string
 	user, pass := c.redis.Username, c.redis.Password
 	switch {
 	case user != "" && user != "default" && pass != "":
-		auth = append(auth, "user "+launch.ConfQuote(user)+" on "+launch.ConfQuote(">"+pass)+" ~* &* +@all")
+		conf = append(conf, "user default off", "user "+launch.ConfQuote(user)+" on "+launch.ConfQuote(">"+pass)+" ~* &* +@all")
 	case user != "" && user != "default":
-		auth = append(auth, "user "+launch.ConfQuote(user)+" on nopass ~* &* +@all")
+		conf = append(conf, "user default off", "user "+launch.ConfQuote(user)+" on nopass ~* &* +@all")
 	case pass != "":
-		auth = append(auth, "requirepass "+launch.ConfQuote(pass))
+		conf = append(conf, "requirepass "+launch.ConfQuote(pass))
+	}
+	if c.redis.DB >= 16 { // the default is 16 databases, 0 to 15
+		conf = append(conf, "databases "+strconv.Itoa(c.redis.DB+1))
 	}
 	port, _ := strconv.Atoi(c.redisPort)
-	if err := launch.StartRedisDaemon(ctx, m.state("redis"), "127.0.0.1", port, auth...); err != nil {
-		return err
+	dir := m.state("redis-" + c.redisPort)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
 	}
-	os.WriteFile(m.state("redis.started"), []byte(c.redisPort+"\n"), 0o644)
-	m.say("redis-server %s on 127.0.0.1:%s", launch.RedisVersion(), c.redisPort)
-	return nil
+	rec := m.newRecord(filepath.Join(dir, "started"), "redis-server", port, dir)
+	if err := rec.save(); err != nil {
+		return nil, err
+	}
+	d, err := launch.StartRedisDaemon(ctx, dir, bindFor(c.redisHost), port, conf...)
+	if err != nil {
+		rec.remove()
+		// What it said may quote a line of its configuration.
+		return nil, errors.New(c.scrub(err.Error()))
+	}
+	rec.Daemon = *d
+	if err := rec.save(); err != nil {
+		d.Stop()
+		rec.remove()
+		return nil, err
+	}
+	m.say("redis-server %s on %s", launch.RedisVersion(), net.JoinHostPort(bindFor(c.redisHost), c.redisPort))
+	return rec, nil
+}
+
+// bindFor is the address a server of ours listens on for host: ::1 when
+// that is what the configuration names, else 127.0.0.1 (which localhost
+// reaches too).
+func bindFor(host string) string {
+	if host == "::1" {
+		return host
+	}
+	return "127.0.0.1"
 }
 
 // --- local PostgreSQL --------------------------------------------------------
 
-// pgDir is where our PostgreSQL lives: .services/pg, or, as root when
-// the user postgres cannot reach the repository (a clone inside a 0700
-// folder), a private temporary folder. .services/pg.dir remembers which.
-func (m *machine) pgDir() (string, error) {
-	if raw, err := os.ReadFile(m.state("pg.dir")); err == nil {
-		return strings.TrimSpace(string(raw)), nil
-	}
+// pgRecord is the record of the PostgreSQL `up` started here, or nil. An
+// older version's (the port alone) names its folder in pg.dir.
+func (m *machine) pgRecord() (*record, error) {
 	dir := m.state("pg")
-	if !launch.PostgresCanEnter(dir) {
-		var err error
-		if dir, err = os.MkdirTemp("", "walletlock-pg."); err != nil {
-			return "", err
-		}
+	if raw, err := os.ReadFile(m.state("pg.dir")); err == nil {
+		dir = strings.TrimSpace(string(raw))
 	}
-	return dir, os.WriteFile(m.state("pg.dir"), []byte(dir+"\n"), 0o644)
+	return m.readRecord(m.state("pg.started"), "postgres", filepath.Join(dir, "data"))
 }
 
-func (m *machine) pgUp(ctx context.Context, c *config) error {
+// pgTemporary reports whether home, the folder of a PostgreSQL of ours,
+// is a temporary one that pgHome made, not the repository's.
+func (m *machine) pgTemporary(home string) bool {
+	return !inside(home, m.state()) && strings.HasPrefix(filepath.Base(home), "walletlock-pg.")
+}
+
+// pgHome is where our PostgreSQL lives: the folder of the one `up`
+// started here before, else .services/pg, or, as root when the user
+// postgres cannot reach the repository (a clone inside a 0700 folder), a
+// private temporary folder, which the record names.
+func (m *machine) pgHome(old *record, port int) (string, error) {
+	if old != nil && m.ours(old) {
+		home := filepath.Dir(old.Dir)
+		if old.Check() == nil {
+			return "", fmt.Errorf("the PostgreSQL this checkout started serves %s on port %d, and one folder serves one port: "+
+				"set the port of DATABASE_URL to %d, or run make down first", home, old.Port, old.Port)
+		}
+		if _, err := os.Stat(home); err == nil {
+			return home, nil
+		}
+	}
+	if home := m.state("pg"); launch.PostgresCanEnter(home) {
+		return home, nil
+	}
+	return os.MkdirTemp("", "walletlock-pg.")
+}
+
+func (m *machine) pgUp(ctx context.Context, c *config) (err error) {
 	if !isLocal(c.pgHost) {
 		return fmt.Errorf("no PostgreSQL answers at %s, and that is not this machine: start it there, or point DATABASE_URL at a running one", c.pgAt())
 	}
-	dir, err := m.pgDir()
+	port := int(c.pg.Port)
+	old, err := m.pgRecord()
 	if err != nil {
 		return err
 	}
-	pg, err := launch.OpenPostgresCluster(dir)
+	home, err := m.pgHome(old, port)
+	if err != nil {
+		return err
+	}
+	rec := m.newRecord(m.state("pg.started"), "postgres", port, filepath.Join(home, "data"))
+	// Whatever fails from here on (an interrupt too) leaves no record, no
+	// server and no temporary folder behind.
+	var started *launch.Daemon
+	defer func() {
+		if err == nil {
+			return
+		}
+		if started != nil {
+			started.Stop()
+		}
+		rec.remove()
+		if m.pgTemporary(home) {
+			os.RemoveAll(home)
+		}
+	}()
+	if err := rec.save(); err != nil {
+		return err
+	}
+	if err := removeState(m.state("pg.dir")); err != nil {
+		return err
+	}
+	pg, err := launch.OpenPostgresCluster(home)
 	if err != nil {
 		return fmt.Errorf("%v; or start Docker", err)
 	}
 	if err := pg.Init(ctx); err != nil {
 		return err
 	}
-	port := int(c.pg.Port)
-	if err := pg.Start(ctx, port); err != nil {
+	if started, err = pg.Start(ctx, bindFor(c.pgHost), port); err != nil {
 		return err
 	}
-	os.WriteFile(m.state("pg.started"), []byte(c.pgPort+"\n"), 0o644)
-	if err := pg.Psql(ctx, port, roleSQL(c)); err != nil {
-		return fmt.Errorf("cannot create role %s and database %s in the local PostgreSQL (%v); see %s/postgres.log", c.pg.User, c.pg.Database, err, dir)
+	rec.Daemon = *started
+	if err := rec.save(); err != nil {
+		return err
 	}
-	m.say("PostgreSQL %s on 127.0.0.1:%s, database %s", pg.PostgresVersion(), c.pgPort, c.pg.Database)
+	if err := pg.Psql(ctx, port, roleSQL(c)); err != nil {
+		return fmt.Errorf("cannot create role %s and database %s in the local PostgreSQL (%s); see %s", c.pg.User, c.pg.Database, c.scrub(err.Error()), filepath.Join(home, "postgres.log"))
+	}
+	m.say("PostgreSQL %s on %s, database %s", pg.PostgresVersion(), net.JoinHostPort(bindFor(c.pgHost), c.pgPort), c.pg.Database)
 	return nil
 }
 

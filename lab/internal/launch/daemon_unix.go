@@ -4,6 +4,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,52 +14,215 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // A daemon is a server that outlives the program that started it: `make
 // up` starts Redis and PostgreSQL and exits, and `make down`, another run,
-// stops them by their pid files. Unlike the processes of a Group, a daemon
-// is in no Group: it detaches itself (redis-server's daemonize, pg_ctl's
-// start), so neither the parent's death nor a Ctrl-C at the terminal
-// reaches it.
+// stops them again. Unlike the processes of a Group, a daemon is in no
+// Group: it runs in a session of its own, so neither the parent's death
+// nor a Ctrl-C at the terminal reaches it. It is started here, not by
+// redis-server's daemonize or pg_ctl, so that its pid is known the moment
+// it exists: a start that is interrupted stops what it started.
+//
+// A pid file is not enough to find it again: a copy of the checkout (cp
+// -a) carries the pid files of the original's servers, and a pid outlives
+// its process. A Daemon names a process by its pid, its start time, the
+// folder it serves and the port it listens on, and nothing here signals
+// a process unless all four are the Daemon's.
+
+// Daemon is what identifies a server of ours that outlives us. Keep it
+// (cmd/services writes it in .services/) and give it to Check and Stop.
+type Daemon struct {
+	Kind string `json:"kind"` // "redis-server" or "postgres": what the process is named
+	Port int    `json:"port"` // the TCP port it listens on
+	// Dir is the folder it serves, which is its working directory:
+	// Redis's dir, PostgreSQL's data folder.
+	Dir string `json:"dir"`
+	Pid int    `json:"pid,omitempty"`
+	// Started is when the process started, as the system tells it; empty
+	// when it was not recorded (a record written before the server
+	// started, or by an older version), and the pid file in Dir then
+	// names the process.
+	Started string `json:"started,omitempty"`
+}
 
 // StartRedisDaemon starts redis-server in the background on bind:port,
 // with its pid file (redis.pid), log (redis.log) and working files in dir
 // and no persistence; lines are more lines of its configuration (a
 // requirepass, a user, cluster-enabled). The configuration goes in on
 // stdin, so a password in it is on no command line. It returns once the
-// server answers, at most 10 s later.
-func StartRedisDaemon(ctx context.Context, dir, bind string, port int, lines ...string) error {
+// server answers, at most 10 s later; when it does not, or ctx ends
+// first, it stops the server again and returns the error.
+func StartRedisDaemon(ctx context.Context, dir, bind string, port int, lines ...string) (*Daemon, error) {
 	bin, err := RedisBinary()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("launch: %w", err)
+		return nil, fmt.Errorf("launch: %w", err)
 	}
 	log := filepath.Join(dir, "redis.log")
 	conf := append([]string{
 		"bind " + bind,
 		"port " + strconv.Itoa(port),
-		"daemonize yes",
+		"daemonize no", // we detach it ourselves: see startDaemon
 		"dir " + ConfQuote(dir),
 		"pidfile " + ConfQuote(filepath.Join(dir, "redis.pid")),
 		"logfile " + ConfQuote(log),
 		`save ""`,
 		"appendonly no",
 	}, lines...)
-	cmd := exec.CommandContext(ctx, bin, "-")
+	// What it says before it opens its log (a line of the configuration
+	// it refuses) goes to the log too.
+	logFile, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "-")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(strings.Join(conf, "\n") + "\n")
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("redis-server did not start on port %d (%v); see %s", port, err, log)
-	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	d := &Daemon{Kind: "redis-server", Port: port, Dir: dir}
 	addr := net.JoinHostPort(bind, strconv.Itoa(port))
-	for deadline := time.Now().Add(10 * time.Second); !Answers(addr); {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("redis-server on port %d did not answer within 10 s; see %s", port, log)
+	err = d.start(ctx, cmd, 10*time.Second, func() bool { return Answers(addr) })
+	if err != nil {
+		said, _ := os.ReadFile(log)
+		return nil, fmt.Errorf("redis-server did not start on port %d (%w): %s; see %s", port, err, safe.Line(lastLine(string(said))), log)
+	}
+	return d, nil
+}
+
+// start starts cmd as the daemon d, in a session of its own, and waits
+// until ready says it is, or it exits, or wait or ctx runs out; in the
+// last two cases it stops it again. Once it is ready, d names it.
+func (d *Daemon) start(ctx context.Context, cmd *exec.Cmd, wait time.Duration, ready func() bool) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }() // reaped, if it ends while we run
+	d.Pid = cmd.Process.Pid
+	if p, err := readProc(d.Pid); err == nil {
+		d.Started = p.started
+	}
+	stop := func(why error) error {
+		syscall.Kill(d.Pid, d.stopSignal())
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(d.Pid, syscall.SIGKILL)
+			<-exited
 		}
-		time.Sleep(50 * time.Millisecond)
+		return why
+	}
+	deadline := time.After(wait)
+	for !ready() {
+		select {
+		case <-exited:
+			return errors.New("it exited at start")
+		case <-ctx.Done():
+			return stop(ctx.Err())
+		case <-deadline:
+			return stop(fmt.Errorf("no answer within %v", wait))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// stopSignal is the signal that ends the server at once and cleanly:
+// SIGINT is PostgreSQL's fast shutdown (SIGTERM would wait for every
+// client to leave); Redis ends on SIGTERM.
+func (d *Daemon) stopSignal() syscall.Signal {
+	if d.Kind == "postgres" {
+		return syscall.SIGINT
+	}
+	return syscall.SIGTERM
+}
+
+// pidFile is where the server writes its pid.
+func (d *Daemon) pidFile() string {
+	if d.Kind == "postgres" {
+		return filepath.Join(d.Dir, "postmaster.pid")
+	}
+	return filepath.Join(d.Dir, "redis.pid")
+}
+
+// Check returns nil when d's process runs: a process named d.Kind, with
+// d's pid (or, when d records none, the pid in its pid file) and start
+// time, whose working directory is d.Dir and which listens on d.Port.
+// Otherwise it says, wrapping ErrNotOurs, why no process of ours is
+// there: nothing runs, or what runs is another process.
+func (d *Daemon) Check() error {
+	pid, started := d.Pid, d.Started
+	if pid <= 0 {
+		raw, err := os.ReadFile(d.pidFile())
+		if err != nil {
+			return fmt.Errorf("%w: no pid file (%s)", ErrNotOurs, safe.Line(err.Error()))
+		}
+		first, _, _ := strings.Cut(string(raw), "\n")
+		if pid, err = strconv.Atoi(strings.TrimSpace(first)); err != nil || pid <= 0 {
+			return fmt.Errorf("%w: %s holds no pid", ErrNotOurs, d.pidFile())
+		}
+		started = ""
+	}
+	p, err := readProc(pid)
+	if err != nil {
+		return fmt.Errorf("%w: nothing runs as pid %d", ErrNotOurs, pid)
+	}
+	if !strings.HasPrefix(p.name, d.Kind) {
+		return fmt.Errorf("%w: pid %d is %s, not %s", ErrNotOurs, pid, safe.Line(p.name), d.Kind)
+	}
+	if started != "" && p.started != started {
+		return fmt.Errorf("%w: pid %d is another %s, started at another time", ErrNotOurs, pid, d.Kind)
+	}
+	if !inDir(pid, d.Dir) {
+		return fmt.Errorf("%w: pid %d serves %s, not %s", ErrNotOurs, pid, safe.Line(p.dir), d.Dir)
+	}
+	if !listens(pid, d.Port) {
+		return fmt.Errorf("%w: pid %d does not listen on port %d", ErrNotOurs, pid, d.Port)
+	}
+	d.Pid, d.Started = pid, p.started
+	return nil
+}
+
+// sameDir reports whether a and b are one folder.
+func sameDir(a, b string) bool {
+	ai, err1 := os.Stat(a)
+	bi, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
+}
+
+// Stop ends d's process, once Check says it is d's (SIGTERM for Redis,
+// SIGINT, a fast shutdown, for PostgreSQL), and waits until it is gone,
+// so that a start right after finds its port free; after 10 s it kills
+// it. It returns Check's error, wrapping ErrNotOurs, when there is no
+// such process: then it signals nothing.
+func (d *Daemon) Stop() error {
+	if err := d.Check(); err != nil {
+		return err
+	}
+	if err := syscall.Kill(d.Pid, d.stopSignal()); err != nil {
+		return fmt.Errorf("launch: stop %s (pid %d): %w", d.Kind, d.Pid, err)
+	}
+	gone := func() bool { p, err := readProc(d.Pid); return err != nil || p.started != d.Started }
+	killed := false
+	for deadline := time.Now().Add(10 * time.Second); !gone(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().Before(deadline) {
+			continue
+		}
+		if killed {
+			return fmt.Errorf("launch: %s (pid %d) did not end, even killed", d.Kind, d.Pid)
+		}
+		syscall.Kill(d.Pid, syscall.SIGKILL)
+		killed, deadline = true, time.Now().Add(5*time.Second)
 	}
 	return nil
 }
@@ -68,54 +232,14 @@ func ConfQuote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", `\r`).Replace(s) + `"`
 }
 
-// DaemonPid returns the pid in pidFile when a process of that pid runs and
-// its name starts with name: a pid file outlives its process, and the pid
-// may be reused by another.
-func DaemonPid(pidFile, name string) (int, bool) {
-	raw, err := os.ReadFile(pidFile)
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return 0, false
-	}
-	comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	if err != nil { // no /proc (macOS)
-		comm, err = exec.Command("ps", "-p", strconv.Itoa(pid), "-o", "comm=").Output()
-	}
-	if err != nil || !strings.HasPrefix(filepath.Base(strings.TrimSpace(string(comm))), name) {
-		return 0, false
-	}
-	return pid, true
-}
-
-// StopDaemon ends the process named name whose pid is in pidFile
-// (SIGTERM), and waits, at most 5 s, until it is gone, so that a start
-// right after finds its port free. It reports whether there was such a
-// process.
-func StopDaemon(pidFile, name string) bool {
-	pid, ok := DaemonPid(pidFile, name)
-	if !ok {
-		return false
-	}
-	syscall.Kill(pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if syscall.Kill(pid, 0) != nil {
-			break
-		}
-	}
-	return true
-}
-
 // PostgresCluster is a PostgreSQL data folder of ours, Dir/data, whose
-// server pg_ctl runs in the background, with its socket and logs in Dir.
-// initdb, pg_ctl and postgres refuse to run as root: as root they run as
-// the user postgres, from Dir, which that user owns (never from the
-// caller's working directory, which it may not be able to enter).
+// server runs in the background, with its socket and logs in Dir.
+// initdb and postgres refuse to run as root: as root they run as the
+// user postgres, from Dir, which that user owns (never from the caller's
+// working directory, which it may not be able to enter).
 type PostgresCluster struct {
 	Dir  string
-	bin  string // the folder of initdb, pg_ctl, postgres and psql
+	bin  string // the folder of initdb, postgres and psql
 	cred *syscall.Credential
 }
 
@@ -169,46 +293,77 @@ func (c *PostgresCluster) command(ctx context.Context, name string, args ...stri
 	return cmd
 }
 
+// Data is the cluster's data folder, the one its server serves.
+func (c *PostgresCluster) Data() string { return filepath.Join(c.Dir, "data") }
+
 // Init creates the data folder unless it exists: the superuser postgres,
 // trusted on the socket (in Dir, which only its owner can enter), a
 // password over TCP. The C locale exists everywhere, even where no locale
-// is installed.
+// is installed. initdb works in a folder of its own, renamed to data once
+// it succeeded: an initdb that fails or is interrupted leaves no half
+// folder that a later Init would take for a whole one.
 func (c *PostgresCluster) Init(ctx context.Context) error {
-	data := filepath.Join(c.Dir, "data")
-	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err == nil {
+	if _, err := os.Stat(filepath.Join(c.Data(), "PG_VERSION")); err == nil {
 		return nil
 	}
+	work := filepath.Join(c.Dir, fmt.Sprintf("data.initdb-%d", os.Getpid()))
 	log := filepath.Join(c.Dir, "initdb.log")
-	cmd := c.command(ctx, "initdb", "-D", data, "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
+	cmd := c.command(ctx, "initdb", "-D", work, "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
 		"--encoding=UTF8", "--no-locale", "--no-instructions")
 	out, err := cmd.CombinedOutput()
 	os.WriteFile(log, out, 0o644)
+	if err == nil {
+		os.RemoveAll(c.Data()) // a half folder of an older version
+		err = os.Rename(work, c.Data())
+	}
 	if err != nil {
-		return fmt.Errorf("initdb failed; see %s", log)
+		os.RemoveAll(work)
+		if ctx.Err() != nil {
+			return fmt.Errorf("initdb: %w", ctx.Err())
+		}
+		return fmt.Errorf("initdb failed (%s); see %s", safe.Line(lastLine(string(out))), log)
 	}
 	return nil
 }
 
-// Start starts the server on 127.0.0.1:port and waits, at most 30 s, until
-// it accepts connections. fsync is off: this is a throwaway teaching
-// database, and tests should not wait for the disk. Never do this with
-// data you want to keep.
-func (c *PostgresCluster) Start(ctx context.Context, port int) error {
+// Start starts the server on bind:port (bind is 127.0.0.1 or ::1) and
+// waits, at most 30 s, until it accepts connections; when it does not,
+// or ctx ends first, it stops the server again. fsync is off: this is a
+// throwaway teaching database, and tests should not wait for the disk.
+// Never do this with data you want to keep.
+func (c *PostgresCluster) Start(ctx context.Context, bind string, port int) (*Daemon, error) {
+	d := &Daemon{Kind: "postgres", Port: port, Dir: c.Data()}
+	// A postmaster.pid copied along with the folder (cp -a), or left by a
+	// server that was killed, names no server of this folder: PostgreSQL
+	// would refuse to start while its pid runs.
+	if d.Check() != nil {
+		os.Remove(d.pidFile())
+	}
 	log := filepath.Join(c.Dir, "postgres.log")
-	// pg_ctl hands -o to a shell: the folder goes in single quotes.
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k '%s' -c fsync=off -c synchronous_commit=off "+
-		"-c full_page_writes=off -c max_connections=200", port, strings.ReplaceAll(c.Dir, `'`, `'\''`))
-	cmd := c.command(ctx, "pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-l", log, "-w", "-t", "30", "-o", opts, "start")
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("PostgreSQL did not start; see %s", log)
+	logFile, err := os.OpenFile(log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
 	}
-	return nil
-}
-
-// Stop shuts the server down (fast: it ends every connection) and waits
-// until it is gone.
-func (c *PostgresCluster) Stop(ctx context.Context) error {
-	return c.command(ctx, "pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop").Run()
+	defer logFile.Close()
+	postgres := filepath.Join(c.bin, "postgres")
+	cmd := exec.Command(postgres, "-D", c.Data(), "-c", "listen_addresses="+bind, "-p", strconv.Itoa(port),
+		"-k", c.Dir, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200")
+	cmd.Dir = c.Dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	// Ready is what pg_ctl waits for: the postmaster.pid of this process
+	// says so (its 8th line, since PostgreSQL 10).
+	ready := func() bool {
+		raw, err := os.ReadFile(d.pidFile())
+		lines := strings.Split(string(raw), "\n")
+		return err == nil && len(lines) > 7 && strings.TrimSpace(lines[0]) == strconv.Itoa(d.Pid) &&
+			strings.TrimSpace(lines[7]) == "ready"
+	}
+	if err := d.start(ctx, cmd, 30*time.Second, ready); err != nil {
+		return nil, fmt.Errorf("PostgreSQL did not start on port %d (%w); see %s", port, err, log)
+	}
+	return d, nil
 }
 
 // Psql runs psql as the superuser on the socket, port port, with the
@@ -243,13 +398,14 @@ func PackagedPsql(ctx context.Context, port int, stdin string) error {
 
 // RunPsql adds the options of a script to cmd (a psql command line): the
 // database postgres, quiet, stop at the first error; and runs it with
-// stdin as the script.
+// stdin as the script. Its error holds what psql said, on one line that
+// no control character of the server's reaches the terminal through.
 func RunPsql(ctx context.Context, cmd *exec.Cmd, stdin string) error {
 	cmd.Args = append(cmd.Args, "-d", "postgres", "-qtAX", "-v", "ON_ERROR_STOP=1")
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("psql: %v: %s", err, strings.Join(strings.Fields(string(out)), " "))
+		return fmt.Errorf("psql: %v: %s", err, safe.Line(string(out)))
 	}
 	return nil
 }
@@ -262,5 +418,5 @@ func (c *PostgresCluster) PostgresVersion() string {
 	if len(f) < 3 {
 		return ""
 	}
-	return f[2]
+	return safe.Line(f[2])
 }

@@ -15,8 +15,10 @@
 // Group.StartCluster for nodes of a Group, CreateCluster for daemons.
 //
 // daemon_unix.go starts the other kind, servers that outlive the program
-// that started them (redis-server's daemonize, pg_ctl start), and finds
-// and stops them again by their pid files: cmd/services, behind `make up`.
+// that started them, each in a session of its own, and stops them again
+// only when the process is the one recorded (Daemon: its pid, start time,
+// folder and port; daemon_linux.go reads them from /proc, daemon_bsd.go
+// from ps and lsof): cmd/services, behind `make up`.
 //
 // Who uses it: cmd/drill (through internal/drill) for its servers and
 // spender processes, internal/harness for the -procs copies of steps 1 and

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strings"
 	"sync"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // SharedWriter returns a writer that passes each Write to w whole, for
@@ -52,9 +54,15 @@ func (l *Log) locked(f func()) {
 	f()
 }
 
-// LastLine returns the last line written, for an error message.
+// LastLine returns the last line written, for an error message: what a
+// server wrote, so shown through the one printable filter.
 func (l *Log) LastLine() string {
-	s := strings.TrimSpace(l.String())
+	return safe.Line(lastLine(l.String()))
+}
+
+// lastLine is the last line of s that says something.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
 	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 

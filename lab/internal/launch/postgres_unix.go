@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // Postgres is a PostgreSQL of ours: a cluster initialised in a temporary
@@ -65,7 +67,7 @@ func (g *Group) StartPostgres(ctx context.Context, user string) (*Postgres, erro
 	cmd.Dir = s.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(s.dir)
-		return nil, fmt.Errorf("launch: initdb: %v\n%s", err, out)
+		return nil, fmt.Errorf("launch: initdb: %v: %s", err, safe.Line(string(out)))
 	}
 	s.args = []string{postgres, "-D", data, "-p", strconv.Itoa(port), "-k", s.dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "lc_messages=C"}
@@ -125,7 +127,7 @@ func (s *Postgres) Start(ctx context.Context) error {
 	for !strings.Contains(s.Log.String()[from:], "database system is ready to accept connections") {
 		select {
 		case <-p.Exited():
-			return fmt.Errorf("launch: postgres at %s exited at start:\n%s", s.Addr, s.Log.String()[from:])
+			return fmt.Errorf("launch: postgres at %s exited at start: %s", s.Addr, safe.Line(s.Log.String()[from:]))
 		case <-ctx.Done():
 			s.Stop()
 			return ctx.Err()
@@ -133,7 +135,7 @@ func (s *Postgres) Start(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return fmt.Errorf("launch: postgres at %s did not start within 20s:\n%s", s.Addr, s.Log.String()[from:])
+			return fmt.Errorf("launch: postgres at %s did not start within 20s: %s", s.Addr, safe.Line(s.Log.String()[from:]))
 		}
 	}
 	return nil

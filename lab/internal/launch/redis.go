@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // ErrNoRedisServer is returned when redis-server is not on PATH.
@@ -35,7 +37,7 @@ func RedisVersion() string {
 	out, _ := exec.Command(bin, "--version").Output()
 	for _, f := range strings.Fields(string(out)) {
 		if v, ok := strings.CutPrefix(f, "v="); ok {
-			return v
+			return safe.Line(v)
 		}
 	}
 	return ""

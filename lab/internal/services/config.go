@@ -17,9 +17,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // Defaults, used when the environment names nothing else. They match
@@ -99,6 +100,11 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 			}
 			opt = fromSingle(sopt)
 		}
+		for _, addr := range opt.Addrs {
+			if err := CheckPort(addr); err != nil {
+				return nil, fmt.Errorf("REDIS_URL: %w", err)
+			}
+		}
 		if err := trustCAFile(opt); err != nil {
 			return nil, err
 		}
@@ -116,9 +122,13 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return nil, fmt.Errorf("REDIS_ADDR %q is not host:port (or host:port,host:port,... for a cluster)", addr)
 			}
+			if err := CheckPort(addr); err != nil {
+				return nil, fmt.Errorf("REDIS_ADDR %w", err)
+			}
 			opt.Addrs = append(opt.Addrs, addr)
 		}
 	}
+
 	// A socket read must end when the caller's context does; otherwise
 	// go-redis would keep waiting until its own ReadTimeout.
 	opt.ContextTimeoutEnabled = true
@@ -126,6 +136,20 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 	// A refused connection is not worth retrying for seconds: say so fast.
 	opt.MaxRetries = 1
 	return opt, nil
+}
+
+// CheckPort returns an error unless the port of addr (host:port) is one
+// a server can listen on and a client dial: a number from 1 to 65535. A
+// server told port 0 listens on no TCP port at all.
+func CheckPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 1 to 65535, not %q", addr, port)
+	}
+	return nil
 }
 
 const caWithoutTLS = "REDIS_CA_FILE is set, but REDIS_URL does not start with rediss://: " +
@@ -372,12 +396,6 @@ func validHost(h string) bool {
 	return true
 }
 
-// OneLine folds a multi-line driver error (pgx lists each address it tried
-// on a line of its own) into one line: every report is one line.
-func OneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
-
 // redisURL names the server opt points at, as redis://host:port/db or
 // rediss://..., without the user and password; a cluster as
 // redis://host:port,host:port,...
@@ -396,7 +414,10 @@ func redisURL(opt *redis.UniversalOptions) string {
 // wrong and what to do. A reply from the server means it runs and refused
 // us for a reason of its own; only the rest asks whether it runs at all.
 func redisError(opt *redis.UniversalOptions, err error) error {
-	where, msg := redisURL(opt), OneLine(err)
+	// The server's words, on one line (every report is one line) and
+	// through the one printable filter: they are not ours to trust with
+	// a terminal.
+	where, msg := redisURL(opt), safe.Line(err.Error())
 	up := "make up"
 	if IsCluster(opt) {
 		where, up = "the Redis Cluster at "+where, "make cluster-up"
@@ -439,12 +460,7 @@ func redisError(opt *redis.UniversalOptions, err error) error {
 func handshakeError(where string, err error) error {
 	// The reason may quote names from the server's certificate: no
 	// control character of theirs reaches the terminal.
-	msg := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, OneLine(err))
+	msg := safe.Line(err.Error())
 	var unknownCA x509.UnknownAuthorityError
 	var badHost x509.HostnameError
 	var invalid x509.CertificateInvalidError

@@ -41,8 +41,8 @@ func RedlockAddrs() ([]string, error) {
 	var addrs []string
 	for a := range strings.SplitSeq(v, ",") {
 		a = strings.TrimSpace(a)
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return nil, fmt.Errorf("redlock: REDLOCK_ADDRS: %q is not host:port", a)
+		if err := CheckPort(a); err != nil {
+			return nil, fmt.Errorf("redlock: REDLOCK_ADDRS: %w", err)
 		}
 		addrs = append(addrs, a)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // RedisVersion returns redis_version from INFO server, such as "7.0.15".
@@ -17,7 +19,7 @@ func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
 	}
 	for line := range strings.Lines(info) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
+			return safe.Line(v), nil // the server's words, shown in reports
 		}
 	}
 	return "", errors.New("services: INFO server has no redis_version")

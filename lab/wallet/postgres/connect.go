@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/services"
 )
 
@@ -33,7 +34,7 @@ func Connect(ctx context.Context) (*pgxpool.Pool, error) {
 	cfg.ConnConfig.ConnectTimeout = services.ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), services.OneLine(err))
+		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), safe.Line(err.Error()))
 	}
 	pctx, cancel := context.WithTimeout(ctx, services.ConnectTimeout)
 	defer cancel()
@@ -97,7 +98,7 @@ func postgresError(cfg *pgx.ConnConfig, err error) error {
 		if cfg.User != "" {
 			msg = strings.ReplaceAll(msg, `"`+cfg.User+`"`, `"(user)"`)
 		}
-		reply := fmt.Sprintf("%s (SQLSTATE %s)", services.OneLine(errors.New(msg)), pgErr.Code)
+		reply := fmt.Sprintf("%s (SQLSTATE %s)", safe.Line(msg), pgErr.Code)
 		switch {
 		case pgErr.Code == "3D000": // invalid_catalog_name
 			return fmt.Errorf("%s: the server has no database %q (SQLSTATE 3D000): check the database name at the end of DATABASE_URL, or create the database", where, cfg.Database)
@@ -109,7 +110,7 @@ func postgresError(cfg *pgx.ConnConfig, err error) error {
 			return fmt.Errorf("%s refused the connection (%s)", where, reply)
 		}
 	}
-	msg := services.OneLine(err)
+	msg := safe.Line(err.Error())
 	switch {
 	case strings.Contains(msg, "server refused TLS connection"):
 		return fmt.Errorf("%s does not speak TLS (server refused TLS connection), which the sslmode of DATABASE_URL requires: use sslmode=disable (or prefer) for this server, or turn on ssl in its configuration", where)

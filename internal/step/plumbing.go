@@ -29,10 +29,8 @@ func label(step, phase string) string {
 	return phase + ": "
 }
 
-var (
-	signalled context.Context         // ended by Ctrl-C, SIGTERM or SIGHUP
-	end       context.CancelCauseFunc // ends the run: a failed write to stdout calls it
-)
+var signalled context.Context   // ended by Ctrl-C, SIGTERM or SIGHUP
+var end context.CancelCauseFunc // ends the run: a failed write to stdout calls it
 
 // stopOnSignals returns a context that Ctrl-C, SIGTERM, SIGHUP or a closed
 // output ends; after the first signal, a second kills at once.

@@ -53,6 +53,7 @@ type Result struct {
 // bad flag exits 2; no Redis, or another run on the prefix, exits 1.
 func Begin(name string) *Run {
 	r := &Run{name: name, doc: map[string]any{"step": name}, stop: func() {}}
+	os.Args[0] = name // -h says "Usage of step2-lock:", not the path go run built it at
 	flag.StringVar(&r.Prefix, "prefix", "", "put this in front of every key the run writes: letters, digits and :_.-")
 	flag.BoolVar(&r.json, "json", false, "print one JSON document instead of the text")
 	flag.Parse()

@@ -58,14 +58,17 @@ func TestRedlockAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
 	n := startRedlock(t, 3, 0)
 	var won atomic.Int32
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	// The losers try until a winner has the lock (or a minute passes: split
+	// votes may cost a few rounds on a busy machine), then stop.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	for range 50 {
 		wg.Go(func() {
-			if _, err := n.Acquire(ctx, "lock:{wallet:1}", 10*time.Second); err == nil {
+			if _, err := n.Acquire(ctx, "lock:{wallet:1}", time.Minute); err == nil {
 				won.Add(1)
-			} else if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("a loser's error = %v, want one wrapping context.DeadlineExceeded", err)
+				cancel()
+			} else if ctx.Err() == nil {
+				t.Errorf("a loser's error = %v, before any winner and before its context ended", err)
 			}
 		})
 	}
@@ -138,11 +141,13 @@ func TestRedlockAcquire_waitsForARelease(t *testing.T) {
 
 func TestRedlockRelease_afterExpiryIsNotHeld(t *testing.T) {
 	n := startRedlock(t, 3, 0)
-	l, err := n.Acquire(t.Context(), "k", 50*time.Millisecond)
+	l, err := n.Acquire(t.Context(), "k", 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	for holders(t, n, "k") > 0 { // the lease expires on every node
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := l.Extend(t.Context()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Extend after expiry = %v, want lock.ErrNotHeld", err)
 	}

@@ -309,6 +309,8 @@ func judge(m Machine, k key) Cell {
 		case k.Former > 0:
 		case m.Interrupted != "":
 			return Cell{Status: NotRun, Text: "not run: interrupted"}
+		case lesson.Since[[2]string{k.Step, k.Phase}] > m.revision():
+			return Cell{Status: Absent, Text: "not in the version it ran"}
 		case k.Former == 0 && promised(k.Step, k.Phase):
 			return Cell{Status: NotReported, Text: "not reported"}
 		}

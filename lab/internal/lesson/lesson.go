@@ -134,6 +134,13 @@ var Formers = []Former{
 	{1, "step6-loadtest", "fair", OK, "the fair lock: waiters queue and a release hands off, under load", ""},
 }
 
+// Since is the revision that first had a phase of Phases, for those an
+// earlier revision did not have: a file of an earlier revision could not
+// report them.
+var Since = map[[2]string]int{
+	{"step5-fencing", "1b"}: 2,
+}
+
 // Then says what a phase a file of an earlier revision reported means
 // today: the Former it was, and whether it was one. A phase of a revision
 // at or above Revision, or one Formers does not list, means what it says.

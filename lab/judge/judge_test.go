@@ -195,3 +195,25 @@ func TestBuildPackage_judgesALearnersPackage(t *testing.T) {
 		}
 	}
 }
+
+// The page's section on bsm/redislock is written by WriteMatrix, so that
+// make judge-matrix keeps it; docs/judge.md must hold it as written.
+func TestWriteMatrix_keepsTheRedislockSection(t *testing.T) {
+	var b strings.Builder
+	if err := judge.WriteMatrix(&b, nil, 1, "redis-server", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	start := strings.Index(out, "## What bsm/redislock leaves to its caller")
+	end := strings.Index(out, "## The mutants")
+	if start < 0 || end < start {
+		t.Fatalf("WriteMatrix wrote no section on bsm/redislock before the mutants:\n%s", out)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "judge.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), out[start:end]) {
+		t.Errorf("docs/judge.md does not hold the section WriteMatrix writes on bsm/redislock; run make judge-matrix, or copy it from lab/judge/matrix.go:\n%s", out[start:end])
+	}
+}

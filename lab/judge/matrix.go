@@ -32,6 +32,17 @@ var Means = map[string]string{
 	"redsync":   "Redlock's mutex, here on one node: no fence and no watchdog, and it waits by its own count of tries rather than your context.",
 }
 
+// redislockPitfalls is the matrix page's section on what bsm/redislock
+// leaves to its caller: what the redislock column cannot show, written
+// after the locks' table so that regenerating the page keeps it.
+const redislockPitfalls = "## What bsm/redislock leaves to its caller\n\n" +
+	"The redislock column is the library as it comes. Using it safely takes five things it leaves to you; the lab's load test goes through `lab/internal/redislockx`, which takes on each one, and [step 4](../TUTORIAL.md#step-4-the-lock-from-a-library) does the first two in the article's code.\n\n" +
+	"1. **A deadline for the wait.** Without a deadline on its context, `Obtain` stops retrying once one TTL has passed, whatever the retry strategy says.\n" +
+	"2. **A fresh retry strategy for every `Obtain`.** `ExponentialBackoff` and `LimitRetry` count inside the value, so one value shared by many goroutines makes each one's waits depend on the others'.\n" +
+	"3. **A TTL of at least 1 ms.** Given 0 and a context with a deadline, the obtain script sets the key and then runs `PEXPIRE` with 0, which deletes it: `Obtain` returns a lock and a nil error while Redis holds nothing (the ttl-refused row above).\n" +
+	"4. **A watchdog.** A lease lasts one TTL unless you call `Refresh` in time; the library runs nothing for you (the step 3 rows it does not claim).\n" +
+	"5. **Errors that overlap.** A wait that runs out returns `ErrNotObtained` joined with the context's error, two lines in one error, so test for the context first; a `Refresh` that finds the lease gone returns `ErrNotObtained`, not `ErrLockNotHeld`.\n"
+
 // WriteMatrix writes docs/judge.md: every lock and mutant against every
 // property and fault.
 func WriteMatrix(w io.Writer, rows []MatrixRow, seed int64, versions string, took time.Duration) error {
@@ -57,6 +68,7 @@ func WriteMatrix(w io.Writer, rows []MatrixRow, seed int64, versions string, too
 	for _, r := range locks {
 		p("- **%s**: %s%s\n", r.Lock, Means[r.Lock], summary(r))
 	}
+	p("\n%s", redislockPitfalls)
 	p("\n## The mutants: one mistake each in the article's lock\n\n")
 	p("Each is the root's lock/ with one change, applied as a patch to a temporary copy when the judge builds it (lab/judge/mutants.go), so no second copy of the lock lives in the repo. Each fails the property its mistake breaks.\n\n")
 	p("| mutant | the one change | fails | reproduce |\n|---|---|---|---|\n")

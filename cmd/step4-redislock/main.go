@@ -57,7 +57,7 @@ func main() {
 		t := wallet.Hammer(*n, func() (bool, error) {
 			return spend(ctx, rdb, balanceKey, lockKey, counted{st.new(), &retries})
 		})
-		rows = append(rows, row{st.name, retries.Load(), time.Since(start).Round(time.Millisecond).Seconds()})
+		rows = append(rows, row{st.name, retries.Load(), float64(time.Since(start).Milliseconds()) / 1000})
 		balance, err := rdb.Get(ctx, balanceKey).Int64()
 		s.Check(st.name, "OK", wallet.Check(100, 10, t, balance), err)
 	}

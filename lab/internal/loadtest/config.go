@@ -232,6 +232,19 @@ func (c Config) RedisPool() int {
 	return min(max(c.maxWorkers(), 1), MaxRedisConns)
 }
 
+// FairReadersPool is the size of the pool of the fair lock's readers, apart
+// from the spenders' (RedisPool): one reader per wallet waited on, each
+// in a blocking read for up to a tick at a time, so one connection per
+// wallet that can have waiters at once (a hot run has one), up to
+// MaxRedisConns. -pool does not size it: it sizes what the spenders wait
+// for.
+func (c Config) FairReadersPool() int {
+	if c.Hot {
+		return 1
+	}
+	return min(c.Wallets, max(c.maxWorkers(), 1), MaxRedisConns)
+}
+
 // PostgresPool is the size of the PostgreSQL pool: -pool or the workers,
 // at most MaxPostgresConns either way.
 func (c Config) PostgresPool() int {

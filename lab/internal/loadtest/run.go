@@ -89,7 +89,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		}
 		if slices.Contains(cfg.Strategies, "fair") {
 			// One for the whole run: its waiters share one subscription.
-			r.fair = fair.New(env.Redis)
+			r.fair = fair.NewReadingOn(env.Redis, env.FairReads)
 		}
 		if slices.Contains(cfg.Strategies, "redsync") {
 			r.redsync = redsync.New(goredis.NewPool(env.Redis))
@@ -805,6 +805,7 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 	}
 	if env != nil && env.Redis != nil {
 		rep.Pools.Redis = env.redisPool
+		rep.Pools.FairReaders = env.fairPool
 	}
 	if env != nil && env.Postgres != nil {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)

@@ -11,8 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/loadtest"
 	"example.com/walletlock/lab/internal/testenv"
@@ -645,4 +648,55 @@ func TestRun_aPoolSizedToTheWorkersIsNotTheLimit(t *testing.T) {
 				r.Strategy, r.PoolLimit, r.PoolWaitShare, r.PoolWait.N)
 		}
 	}
+}
+
+// A pool smaller than the wallets waited on: the fair lock's readers, one
+// per wallet with waiters, each in a blocking XREAD, would hold every
+// spender's connection, and the releases that hand the lock over would
+// wait for one, a wait that passes for lock wait (issue 35, item 12).
+// The readers read on a pool of their own; the spenders' pool sees no
+// XREAD.
+func TestRun_fairReadersDoNotTakeTheSpendersPool(t *testing.T) {
+	c, _ := setup(t, "fair")
+	c.Workers, c.Wallets, c.Pool = 32, 8, 2
+	env, err := loadtest.Dial(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	spenders := &countXRead{}
+	env.Redis.AddHook(spenders)
+	rep := run(t, t.Context(), env, c)
+	r := rep.Rows[0]
+	if !r.OK || r.Accepted == 0 {
+		t.Fatalf("fair: %s, %d accepted; want OK", r.Check, r.Accepted)
+	}
+	if r.Attempts <= r.Spends {
+		t.Skipf("fair: %d attempts for %d spends: no spend waited, so no reader ran", r.Attempts, r.Spends)
+	}
+	if n := spenders.n.Load(); n > 0 {
+		t.Errorf("the spenders' pool (-pool %d) served %d XREADs; want none: the readers have a pool of their own", c.Pool, n)
+	}
+	if got, want := rep.Pools.FairReaders, c.Wallets; got != want {
+		t.Errorf("fair's readers' pool: %d connections, want %d (one per wallet)", got, want)
+	}
+	assertCleanedUp(t, env, c)
+}
+
+// countXRead counts the XREADs a client sends.
+type countXRead struct{ n atomic.Int64 }
+
+func (c *countXRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *countXRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "xread" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *countXRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

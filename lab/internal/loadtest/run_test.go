@@ -700,3 +700,25 @@ func (c *countXRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *countXRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// Ctrl-C at scale: 100,000 wallets in Redis and in PostgreSQL, a phase
+// under way. What is left of the clean-up's time must delete them all,
+// and give the run lease back, so that the next run on the prefix is not
+// refused (issue 35, item 13: 66,618 to 100,001 keys, or 100,000 rows,
+// were left).
+func TestRun_ctrlCAtScaleLeavesNothing(t *testing.T) {
+	c, env := setup(t, "lock", "version")
+	c.Wallets, c.Workers, c.Hot, c.Duration = 100_000, 1000, true, time.Minute
+	c.History = loadtest.HistoryOff // not what this test is about
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := cancelOnceSpending(env, c, false, cancel)
+	rep := run(t, ctx, env, c)
+	<-cancelled
+	if !rep.Interrupted || len(rep.Rows) != 1 {
+		t.Fatalf("interrupted %v, rows %v; want the first row, interrupted", rep.Interrupted, rowNames(rep))
+	}
+	if rep.Leftovers != nil {
+		t.Errorf("leftovers: %v; want none", rep.Leftovers)
+	}
+	assertCleanedUp(t, env, c) // the run lease is a key under the prefix
+}

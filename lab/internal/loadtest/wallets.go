@@ -132,14 +132,16 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 	// Counted before anything is sent: a pipeline cut short may have
 	// written some of its keys.
 	w.touched = w.n
+	set := 0
 	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
 		lockKey := wallet.LockKey(w.prefix, id)
 		keys := lockKeys(lockKey)
 		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
 		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
-	}, func(i int, _ redis.Cmder) error {
-		if (i+1)%batch == 0 || i+1 == w.n {
-			done(i+1, w.n)
+	}, func(int, redis.Cmder) error {
+		// Pipelines end out of order: count them, never two at once.
+		if set++; set%batch == 0 || set == w.n {
+			done(set, w.n)
 		}
 		return nil
 	})
@@ -178,11 +180,11 @@ func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
 
 // cleanup deletes every key and row the run wrote, and nothing else, the
 // keys and the rows at once, lanes batches at a time of each (inLanes).
-// The keys go in one DEL per batch wallets: a balance key per wallet set up, and the
-// lock keys of the wallets a lock was taken on, so that 100,000 wallets
-// take a few round trips and little of Redis's time, within what is left
-// of stopBudget after Ctrl-C. It reports what it may have left in Redis
-// and in PostgreSQL.
+// The keys go in one DEL per batch wallets (one per wallet on a cluster):
+// a balance key per wallet set up, and the lock keys of the wallets a
+// lock was taken on, so that 100,000 wallets take a few round trips and
+// little of Redis's time, within what is left of stopBudget after Ctrl-C.
+// It reports what it may have left in Redis and in PostgreSQL.
 func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, err error) {
 	var redisErr, pgErr error
 	var both sync.WaitGroup

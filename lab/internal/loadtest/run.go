@@ -148,12 +148,14 @@ const runGCPercent = 25
 // runMemoryLimit is the soft memory limit of a run of manyWorkers or
 // more, unless GOMEMLIMIT is set (debug.SetMemoryLimit). GOGC alone
 // bounds the heap, not what the process holds: at 10,000 workers and
-// 100,000 wallets the heap peaked near 130 MiB and the stacks near 50 MiB,
-// yet the peak RSS reached 281 to 331 MiB, memory freed but not yet given
-// back to the system (issue 35). Under the limit the runtime collects and
-// gives memory back as the total nears it, which keeps the peak RSS under
-// 256 MiB; a run that truly needs more gets it, collecting often.
-const runMemoryLimit = 224 << 20
+// 100,000 wallets the heap peaked near 130 MiB and the stacks in use near
+// 50 MiB, yet the peak RSS reached 281 to 331 MiB, stacks allocated
+// beyond their use and memory freed but not yet given back (issue 35).
+// Under the limit the runtime collects and gives memory back as its total
+// nears it. The limit leaves out the program's own code, some 30 MiB of
+// RSS: 192 MiB kept the peak at 222 to 231 MiB (224 MiB let it reach
+// 267). A run that truly needs more gets it, collecting often.
+const runMemoryLimit = 192 << 20
 
 // manyWorkers is where the stacks outweigh the live heap and runGCPercent
 // and runMemoryLimit start to apply: below it, Go's own pace costs a

@@ -729,7 +729,7 @@ func TestRun_ctrlCAtScaleLeavesNothing(t *testing.T) {
 // memory limit below 256 MiB, and gives the limit back when it ends. GOGC
 // alone bounds the heap, not the process: at 10,000 workers and 100,000
 // wallets the peak RSS reached 281 to 331 MiB, memory freed but not yet
-// given back (issue 35, item 14); under a 224 MiB limit it was 160 MiB.
+// given back (issue 35, item 14); under a 192 MiB limit, 222 to 231 MiB.
 // The scale itself is too heavy for a test: this checks the limit.
 func TestRun_manyWorkersRunUnderAMemoryLimit(t *testing.T) {
 	if os.Getenv("GOMEMLIMIT") != "" {

@@ -232,6 +232,26 @@ func (c Config) RedisPool() int {
 	return min(max(c.maxWorkers(), 1), MaxRedisConns)
 }
 
+// maxFairReaders caps the pool of the fair lock's readers. At 10,000
+// workers on 100,000 wallets a reader per wallet waited on, each with a
+// connection of its own, cost Redis more than the hand-offs saved: 256 of
+// them cut fair's rate to a third of what the readers made sharing the
+// spenders' pool. Past the cap, a reader waits its turn in its own pool.
+const maxFairReaders = 32
+
+// FairReadersPool is the size of the pool of the fair lock's readers, apart
+// from the spenders' (RedisPool): one reader per wallet waited on, each
+// in a blocking read for up to a tick at a time, so one connection per
+// wallet that can have waiters at once (a hot run has one), up to
+// maxFairReaders. -pool does not size it: it sizes what the spenders wait
+// for.
+func (c Config) FairReadersPool() int {
+	if c.Hot {
+		return 1
+	}
+	return min(c.Wallets, max(c.maxWorkers(), 1), maxFairReaders)
+}
+
 // PostgresPool is the size of the PostgreSQL pool: -pool or the workers,
 // at most MaxPostgresConns either way.
 func (c Config) PostgresPool() int {

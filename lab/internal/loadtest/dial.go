@@ -52,6 +52,12 @@ type Env struct {
 
 	redisPool int // connections per Redis server (per node on a cluster)
 
+	// FairReads is the client of the fair lock's readers, with a pool
+	// of its own (see FairReadersPool); nil when the run has no fair
+	// strategy.
+	FairReads redis.UniversalClient
+	fairPool  int
+
 	calls *services.CallCounter // the commands sent to Redis; nil when Dial did not make Redis
 
 	// Redlock is the nodes of the redlock strategy; nil when the run
@@ -97,6 +103,15 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	env.redisPool = opt.PoolSize
 	env.calls = &services.CallCounter{}
 	env.Redis.AddHook(env.calls)
+	if slices.Contains(cfg.Strategies, "fair") {
+		// The readers' blocking XREADs must not take the spenders'
+		// connections: that wait would pass for lock wait (issue 35).
+		ro := *opt
+		ro.PoolSize = cfg.FairReadersPool()
+		ro.PoolTimeout = commandTimeout // a reader tries again; it never holds a spend up
+		env.FairReads = services.NewClient(&ro)
+		env.fairPool = ro.PoolSize
+	}
 	if slices.Contains(cfg.Strategies, Redlock) {
 		if env.Redlock, err = openRedlock(ctx, cfg, env.calls); err != nil {
 			env.Close()
@@ -181,6 +196,9 @@ func (e *Env) warm(ctx context.Context) error {
 func (e *Env) Close() {
 	if e.Redis != nil {
 		e.Redis.Close()
+	}
+	if e.FairReads != nil {
+		e.FairReads.Close()
 	}
 	if e.Postgres != nil {
 		e.Postgres.Close()

@@ -63,9 +63,12 @@ type System struct {
 
 // Pools are the connection pool sizes Dial chose (see MaxPostgresConns).
 type Pools struct {
-	Redis    int    `json:"redis_pool_size,omitempty"`
-	Postgres int    `json:"postgres_max_conns,omitempty"`
-	Note     string `json:"note"`
+	Redis    int `json:"redis_pool_size,omitempty"`
+	Postgres int `json:"postgres_max_conns,omitempty"`
+	// FairReaders is the pool of the fair lock's readers, apart from
+	// Redis's: their blocking reads never take a spender's connection.
+	FairReaders int    `json:"fair_readers_pool_size,omitempty"`
+	Note        string `json:"note"`
 }
 
 // Latency is a distribution from an HDR histogram, in milliseconds.
@@ -527,7 +530,11 @@ func fmtPer(v *float64) string {
 func (rep *Report) footer() string {
 	var parts []string
 	if rep.System.Redis != "" {
-		parts = append(parts, fmt.Sprintf("Redis %s (pool %d)", rep.System.Redis, rep.Pools.Redis))
+		pool := fmt.Sprintf("pool %d", rep.Pools.Redis)
+		if rep.Pools.FairReaders > 0 {
+			pool += fmt.Sprintf(", and %d for fair's readers", rep.Pools.FairReaders)
+		}
+		parts = append(parts, fmt.Sprintf("Redis %s (%s)", rep.System.Redis, pool))
 	}
 	if rep.System.Postgres != "" {
 		pool := fmt.Sprintf("pool %d", rep.Pools.Postgres)

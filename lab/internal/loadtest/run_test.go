@@ -7,12 +7,17 @@ import (
 	"errors"
 	"math"
 	"net"
+	"os"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/loadtest"
 	"example.com/walletlock/lab/internal/testenv"
@@ -645,4 +650,120 @@ func TestRun_aPoolSizedToTheWorkersIsNotTheLimit(t *testing.T) {
 				r.Strategy, r.PoolLimit, r.PoolWaitShare, r.PoolWait.N)
 		}
 	}
+}
+
+// A pool smaller than the wallets waited on: the fair lock's readers, one
+// per wallet with waiters, each in a blocking XREAD, would hold every
+// spender's connection, and the releases that hand the lock over would
+// wait for one, a wait that passes for lock wait (issue 35, item 12).
+// The readers read on a pool of their own; the spenders' pool sees no
+// XREAD.
+func TestRun_fairReadersDoNotTakeTheSpendersPool(t *testing.T) {
+	c, _ := setup(t, "fair")
+	c.Workers, c.Wallets, c.Pool = 32, 8, 2
+	env, err := loadtest.Dial(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	spenders := &countXRead{}
+	env.Redis.AddHook(spenders)
+	rep := run(t, t.Context(), env, c)
+	r := rep.Rows[0]
+	if !r.OK || r.Accepted == 0 {
+		t.Fatalf("fair: %s, %d accepted; want OK", r.Check, r.Accepted)
+	}
+	if r.Attempts <= r.Spends {
+		t.Skipf("fair: %d attempts for %d spends: no spend waited, so no reader ran", r.Attempts, r.Spends)
+	}
+	if n := spenders.n.Load(); n > 0 {
+		t.Errorf("the spenders' pool (-pool %d) served %d XREADs; want none: the readers have a pool of their own", c.Pool, n)
+	}
+	if got, want := rep.Pools.FairReaders, c.Wallets; got != want {
+		t.Errorf("fair's readers' pool: %d connections, want %d (one per wallet)", got, want)
+	}
+	assertCleanedUp(t, env, c)
+}
+
+// countXRead counts the XREADs a client sends.
+type countXRead struct{ n atomic.Int64 }
+
+func (c *countXRead) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *countXRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "xread" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *countXRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Ctrl-C at scale: 100,000 wallets in Redis and in PostgreSQL, a phase
+// under way. What is left of the clean-up's time must delete them all,
+// and give the run lease back, so that the next run on the prefix is not
+// refused (issue 35, item 13: 66,618 to 100,001 keys, or 100,000 rows,
+// were left).
+func TestRun_ctrlCAtScaleLeavesNothing(t *testing.T) {
+	c, env := setup(t, "lock", "version")
+	c.Wallets, c.Workers, c.Hot, c.Duration = 100_000, 1000, true, time.Minute
+	c.History = loadtest.HistoryOff // not what this test is about
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := cancelOnceSpending(env, c, false, cancel)
+	rep := run(t, ctx, env, c)
+	<-cancelled
+	if !rep.Interrupted || len(rep.Rows) != 1 {
+		t.Fatalf("interrupted %v, rows %v; want the first row, interrupted", rep.Interrupted, rowNames(rep))
+	}
+	if rep.Leftovers != nil {
+		t.Errorf("leftovers: %v; want none", rep.Leftovers)
+	}
+	assertCleanedUp(t, env, c) // the run lease is a key under the prefix
+}
+
+// A run of a thousand workers or more holds its process under a soft
+// memory limit below 256 MiB, and gives the limit back when it ends. GOGC
+// alone bounds the heap, not the process: at 10,000 workers and 100,000
+// wallets the peak RSS reached 281 to 331 MiB, memory freed but not yet
+// given back (issue 35, item 14); under a 192 MiB limit, 222 to 231 MiB.
+// The scale itself is too heavy for a test: this checks the limit.
+func TestRun_manyWorkersRunUnderAMemoryLimit(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: the run leaves the limit to it")
+	}
+	c, env := setup(t, "atomic")
+	c.Workers, c.Wallets, c.Duration = 1000, 10_000, 300*time.Millisecond
+	before := debug.SetMemoryLimit(-1)
+	var during atomic.Int64
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			if l := debug.SetMemoryLimit(-1); l != before {
+				during.Store(l)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	rep := run(t, t.Context(), env, c)
+	close(stop)
+	<-stopped
+	if r := rep.Rows[0]; !r.OK {
+		t.Errorf("atomic: %s; want OK", r.Check)
+	}
+	if got := during.Load(); got == 0 || got > 256<<20 {
+		t.Errorf("memory limit during the run: %d bytes (0: none set); want one of at most 256 MiB", got)
+	}
+	if after := debug.SetMemoryLimit(-1); after != before {
+		t.Errorf("memory limit after the run: %d, want %d as before it", after, before)
+	}
+	assertCleanedUp(t, env, c)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
@@ -27,23 +29,72 @@ type wallets struct {
 	n       int
 	rdb     redis.UniversalClient
 	store   *postgres.Store // nil when no strategy of the run uses PostgreSQL
-	touched int             // the wallets 0 .. touched-1 may have keys in Redis
+	touched int             // the wallets 0 .. touched-1 may have a balance key in Redis
+	// locked marks the wallets that a strategy taking a lock in Redis
+	// spent from: only they may have lock keys (see cleanup). Made by
+	// lockKeysFrom before the first such phase.
+	locked []atomic.Bool
 }
 
-// batch is how many commands go into one Redis pipeline.
-const batch = 1000
+// lockKeysFrom readies the marks of the wallets that may have lock keys.
+func (w *wallets) lockKeysFrom() {
+	if w.locked == nil {
+		w.locked = make([]atomic.Bool, w.n)
+	}
+}
+
+// batch is how many commands go into one Redis pipeline, and lanes how
+// many pipelines are in flight at once: at 100,000 wallets one pipeline
+// after another spends most of its time between two of them, and
+// clean-up after Ctrl-C has a second or two (see stopBudget).
+const (
+	batch = 1000
+	lanes = 4
+)
 
 func (w *wallets) id(i int) int64 { return w.first + int64(i) }
 
-// pipelined sends one command per wallet, for the first n wallets, in
-// pipelines of batch commands, and calls check on each command's result.
-// It stops between two pipelines when ctx ends.
-func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
-	for lo := 0; lo < n; lo += batch {
-		if err := ctx.Err(); err != nil {
-			return err
+// inLanes calls f on the wallets lo .. hi-1 of the first n, size at a
+// time, lanes calls at once. It stops when ctx ends or a call fails, and
+// returns the first error.
+func inLanes(ctx context.Context, n, size int, f func(lo, hi int) error) error {
+	var (
+		next    atomic.Int64 // the first wallet of the next call
+		mu      sync.Mutex
+		failed  error
+		running sync.WaitGroup
+	)
+	fail := func(err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == nil {
+			failed = err
 		}
-		hi := min(lo+batch, n)
+		return failed != nil
+	}
+	for range min(lanes, (n+size-1)/size) {
+		running.Go(func() {
+			for {
+				lo := int(next.Add(int64(size))) - size
+				if lo >= n || fail(ctx.Err()) {
+					return
+				}
+				if fail(f(lo, min(lo+size, n))) {
+					return
+				}
+			}
+		})
+	}
+	running.Wait()
+	return failed
+}
+
+// pipelined sends one command per wallet, for the first n wallets, in
+// pipelines of batch commands (see inLanes), and calls check on each
+// command's result, never two checks at once.
+func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
+	var mu sync.Mutex
+	return inLanes(ctx, n, batch, func(lo, hi int) error {
 		cmds := make([]redis.Cmder, 0, hi-lo)
 		_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := lo; i < hi; i++ {
@@ -54,30 +105,43 @@ func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipelin
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		for k, c := range cmds {
 			if err := check(lo+k, c); err != nil {
 				return err
 			}
 		}
+		return nil
+	})
+}
+
+// spentOn notes that a spend that may leave lock keys went to wallet i
+// (see cleanup).
+func (w *wallets) spentOn(i int) {
+	if w.locked == nil {
+		return
 	}
-	return nil
+	w.locked[i].Store(true)
 }
 
 // resetRedis gives every wallet balance in Redis and deletes the locks an
 // interrupted earlier run may have left. It calls done after each pipeline
 // with how many wallets are set up so far.
 func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of int)) error {
+	// Counted before anything is sent: a pipeline cut short may have
+	// written some of its keys.
+	w.touched = w.n
+	set := 0
 	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
-		// Counted before it is sent: a pipeline cut short may have
-		// written some of its keys.
-		w.touched = max(w.touched, int(id-w.first)+1)
 		lockKey := wallet.LockKey(w.prefix, id)
 		keys := lockKeys(lockKey)
 		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
 		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
-	}, func(i int, _ redis.Cmder) error {
-		if (i+1)%batch == 0 || i+1 == w.n {
-			done(i+1, w.n)
+	}, func(int, redis.Cmder) error {
+		// Pipelines end out of order: count them, never two at once.
+		if set++; set%batch == 0 || set == w.n {
+			done(set, w.n)
 		}
 		return nil
 	})
@@ -114,28 +178,68 @@ func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
 	return bal, nil
 }
 
-// cleanup deletes every key and row the run wrote, and nothing else. It
-// reports what it may have left in Redis and in PostgreSQL.
+// cleanup deletes every key and row the run wrote, and nothing else, the
+// keys and the rows at once, lanes batches at a time of each (inLanes).
+// The keys go in one DEL per batch wallets (one per wallet on a cluster):
+// a balance key per wallet set up, and the lock keys of the wallets a
+// lock was taken on, so that 100,000 wallets take a few round trips and
+// little of Redis's time, within what is left of stopBudget after Ctrl-C.
+// It reports what it may have left in Redis and in PostgreSQL.
 func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, err error) {
-	var errs []error
+	var redisErr, pgErr error
+	var both sync.WaitGroup
 	if w.touched > 0 {
-		err := retry(ctx, func() error {
-			return w.pipelined(ctx, w.touched, func(p redis.Pipeliner, id int64) redis.Cmder {
-				keys := append(lockKeys(wallet.LockKey(w.prefix, id)), wallet.BalanceKey(w.prefix, id))
-				return p.Del(ctx, keys...)
-			}, func(int, redis.Cmder) error { return nil })
+		both.Go(func() {
+			redisErr = retry(ctx, func() error {
+				return inLanes(ctx, w.touched, batch, func(lo, hi int) error {
+					if _, cluster := w.rdb.(*redis.ClusterClient); cluster {
+						// A DEL's keys must share a slot there: a wallet's do.
+						_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+							for i := lo; i < hi; i++ {
+								p.Del(ctx, w.keys(i, nil)...)
+							}
+							return nil
+						})
+						return err
+					}
+					var keys []string
+					for i := lo; i < hi; i++ {
+						keys = w.keys(i, keys)
+					}
+					return w.rdb.Del(ctx, keys...).Err()
+				})
+			})
 		})
-		if redisLeft = err != nil; redisLeft {
-			errs = append(errs, fmt.Errorf("loadtest: delete the Redis keys under %s: %w", w.prefix, err))
-		}
 	}
 	if w.store != nil {
-		err := retry(ctx, func() error { return w.store.DeleteRange(ctx, w.first, w.n) })
-		if postgresLeft = err != nil; postgresLeft {
-			errs = append(errs, err)
-		}
+		both.Go(func() {
+			pgErr = retry(ctx, func() error {
+				return inLanes(ctx, w.n, postgres.ResetBatch, func(lo, hi int) error {
+					return w.store.DeleteRange(ctx, w.id(lo), hi-lo)
+				})
+			})
+		})
+	}
+	both.Wait()
+	var errs []error
+	if redisLeft = redisErr != nil; redisLeft {
+		errs = append(errs, fmt.Errorf("loadtest: delete the Redis keys under %s: %w", w.prefix, redisErr))
+	}
+	if postgresLeft = pgErr != nil; postgresLeft {
+		errs = append(errs, pgErr)
 	}
 	return redisLeft, postgresLeft, errors.Join(errs...)
+}
+
+// keys appends to keys those wallet i may have in Redis: its balance, and
+// its lock keys if a lock was taken on it.
+func (w *wallets) keys(i int, keys []string) []string {
+	id := w.id(i)
+	keys = append(keys, wallet.BalanceKey(w.prefix, id))
+	if w.locked != nil && w.locked[i].Load() {
+		keys = append(keys, lockKeys(wallet.LockKey(w.prefix, id))...)
+	}
+	return keys
 }
 
 // transient reports whether err may go away if the call is made again: a

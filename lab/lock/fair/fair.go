@@ -50,13 +50,14 @@ type Client interface {
 // Lock is a fair lock: it hands out the same leases as lock.Acquire, but
 // its waiters take turns (see the package doc). One Lock serves every key
 // and goroutine of a process. While its goroutines wait on a key it runs
-// one reader there, which holds one pooled connection in a blocking read;
-// Close stops them. Its random name marks its waiters' queue entries and
-// its presence.
+// one reader there, which holds one pooled connection in a blocking read
+// (of the client NewReadingOn gives it, if any); Close stops them. Its
+// random name marks its waiters' queue entries and its presence.
 type Lock struct {
-	rdb  Client
-	name string
-	done chan struct{} // closed by Close
+	rdb   Client
+	reads Client // the readers' blocking XREADs; rdb unless NewReadingOn
+	name  string
+	done  chan struct{} // closed by Close
 
 	mu      sync.Mutex
 	closed  bool
@@ -69,8 +70,21 @@ type Lock struct {
 // New returns a fair lock on rdb. It starts nothing until a waiter needs
 // to wait. A nil rdb gives a Lock whose Acquire returns an error matching
 // lock.ErrInvalid.
-func New(rdb Client) *Lock {
-	return &Lock{rdb: rdb, name: rand.Text(), done: make(chan struct{}),
+func New(rdb Client) *Lock { return NewReadingOn(rdb, rdb) }
+
+// NewReadingOn is New, except that its readers' blocking XREADs go to
+// reads, every other command to rdb. A reader holds a connection for up
+// to a tick at a time, one per key waited on: with a small pool, readers
+// on as many keys as it has connections leave the callers' commands
+// (the very releases that hand the lock over) waiting for one. Give reads
+// a pool of its own, one connection per key waited on at once, to keep
+// the wait for the lock apart from the wait for a connection. A nil reads
+// is rdb.
+func NewReadingOn(rdb, reads Client) *Lock {
+	if reads == nil {
+		reads = rdb
+	}
+	return &Lock{rdb: rdb, reads: reads, name: rand.Text(), done: make(chan struct{}),
 		waiters: map[string]*waiter{}, keys: map[string]*group{}, readers: map[*group]bool{}}
 }
 

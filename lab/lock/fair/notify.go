@@ -168,7 +168,7 @@ func (f *Lock) read(ctx context.Context, g *group, cursor string, since time.Tim
 		f.mu.Unlock()
 		if wait := time.Until(next); wait > 0 {
 			sent := time.Now()
-			streams, err := f.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{g.q.keys[4], cursor}, Block: max(wait, time.Millisecond)}).Result()
+			streams, err := f.reads.XRead(ctx, &redis.XReadArgs{Streams: []string{g.q.keys[4], cursor}, Block: max(wait, time.Millisecond)}).Result()
 			if err != nil && err != redis.Nil {
 				pause = min(max(2*pause, 10*time.Millisecond), tick)
 				select {

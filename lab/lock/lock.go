@@ -48,6 +48,10 @@ var (
 	// RaiseFence also return it for a fence counter that holds something
 	// other than a whole number.
 	ErrWrongType = errors.New("lock: key holds something other than a lock")
+
+	// ErrTaken is matched by the error of TryAcquire when another holder
+	// has the lock: Redis answered, and nothing was taken.
+	ErrTaken = errors.New("lock: held by another holder")
 )
 
 // The errors that match ErrInvalid.
@@ -189,6 +193,65 @@ func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*L
 		checked = true
 		return false, checkLockType(ctx, rdb, key)
 	})
+}
+
+// TryAcquire takes the lock on key for ttl if nobody holds it, with one
+// SET key token NX PX ttl, and never waits: for a holder that must be
+// alone and would rather be told at once that it is not (the load test's
+// run lease). It returns the errors Acquire returns, except that a lock
+// held by another holder is an error matching ErrTaken, at once.
+//
+// A SET NX whose reply was lost may have landed, and go-redis sends it
+// again (up to the client's MaxRetries), when it finds the lock held: by
+// this very call. So when SET NX fails or finds the lock held, TryAcquire
+// asks whether the key holds its token, with Refresh (which resets the TTL
+// as SET NX would have set it): if it does, the lock is this call's after
+// all. A lost reply to both is returned as an error, as Acquire does.
+func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
+	if err := validate(rdb, key, ttl); err != nil {
+		return nil, err
+	}
+	l := newLock(rdb, key, rand.Text(), wholeMillis(ttl), 1)
+	won, err := rdb.SetNX(ctx, key, *l.hold.token, l.hold.ttl).Result()
+	if won {
+		return l, nil
+	}
+	if err == nil {
+		// SET NX fails in silence on a key of another type (see Acquire).
+		if err := checkLockType(ctx, rdb, key); err != nil {
+			return nil, err
+		}
+	}
+	switch rerr := l.Refresh(ctx); {
+	case rerr == nil:
+		return l, nil // the SET landed: its reply, or a resend's, said otherwise
+	case err != nil:
+		return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
+	case !errors.Is(rerr, ErrNotHeld):
+		return nil, fmt.Errorf("lock: acquire %s: %w", key, rerr)
+	}
+	return nil, errorIs{fmt.Sprintf("lock: acquire %s: held by another holder", key), ErrTaken}
+}
+
+// DeleteIf deletes key if it holds value, in one atomic step, with the
+// script Release uses (release.lua), and reports whether it did. It is
+// for a caller that holds no *Lock but knows what it may have written,
+// such as a call cut short while taking a lock of another library
+// (package redislockx cleans up after bsm/redislock with it): deleting
+// only on a match can never remove another holder's lease. Like a
+// release, it is not idempotent: go-redis resends a script whose reply
+// was lost (up to the client's MaxRetries), and a resend finds the key
+// gone and reports false for a key the first try deleted. The key is gone
+// either way; use it to clean up, not to learn who held the key.
+func DeleteIf(ctx context.Context, rdb redis.Scripter, key, value string) (bool, error) {
+	if isNil(rdb) {
+		return false, errNilClient
+	}
+	n, err := releaseScript.Run(ctx, rdb, []string{key}, value).Int()
+	if err != nil {
+		return false, fmt.Errorf("lock: delete %s if it holds a value: %w", key, unknownIfLost(err))
+	}
+	return n == 1, nil
 }
 
 // checkLockType returns an error matching ErrWrongType when key holds

@@ -568,3 +568,101 @@ func TestLock_IDNamesTheHolderWithoutItsToken(t *testing.T) {
 		t.Error("a nil or zero Lock has an ID")
 	}
 }
+
+// resentSet runs SET NX twice, as go-redis does when the reply to the
+// first was lost and MaxRetries allows a resend, and answers what the
+// second found.
+type resentSet struct{ lock.Client }
+
+func (r resentSet) SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd {
+	r.Client.SetNX(ctx, key, value, ttl)
+	return r.Client.SetNX(ctx, key, value, ttl)
+}
+
+func TestTryAcquire(t *testing.T) {
+	tests := []struct {
+		name   string
+		client func(lock.Client) lock.Client
+	}{
+		{"a free lock", func(c lock.Client) lock.Client { return c }},
+		{"a lost reply whose SET landed", func(c lock.Client) lock.Client { return lostReply{c} }},
+		{"a SET resent after its reply was lost", func(c lock.Client) lock.Client { return resentSet{c} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb, key := setup(t)
+			ctx := testenv.Context(t, 10*time.Second)
+			l, err := lock.TryAcquire(ctx, tt.client(rdb), key, time.Minute)
+			if err != nil {
+				t.Fatalf("TryAcquire = %v, want the lock", err)
+			}
+			if got := holder(t, rdb, key); got == "" {
+				t.Fatal("TryAcquire returned a lock that Redis does not hold")
+			}
+			if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > time.Minute {
+				t.Errorf("PTTL = %v, want at most a minute", ttl)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		})
+	}
+}
+
+func TestTryAcquire_heldIsTakenAtOnce(t *testing.T) {
+	rdb, key := setup(t)
+	first := mustAcquire(t, rdb, key, time.Minute)
+	defer first.Release(context.Background())
+	ctx := testenv.Context(t, 10*time.Second)
+	f := &faultyClient{Client: rdb}
+	l, err := lock.TryAcquire(ctx, f, key, time.Minute)
+	if !errors.Is(err, lock.ErrTaken) {
+		t.Fatalf("TryAcquire on a held lock = (%v, %v), want ErrTaken", l, err)
+	}
+	if !strings.Contains(err.Error(), key) {
+		t.Errorf("error %q does not name the key", err)
+	}
+	// SET NX, the check of the key's type, the check that it is not ours;
+	// no waiting and no second attempt.
+	if n := f.calls.Load(); n > 3 {
+		t.Errorf("%d calls to Redis, want at most 3", n)
+	}
+	if err := first.Refresh(ctx); err != nil {
+		t.Errorf("the first holder lost its lock: %v", err)
+	}
+}
+
+func TestTryAcquire_wrongTypeAndBadInput(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := testenv.Context(t, 10*time.Second)
+	rdb.HSet(ctx, key, "f", "v")
+	defer rdb.Del(context.Background(), key)
+	if _, err := lock.TryAcquire(ctx, rdb, key, time.Minute); !errors.Is(err, lock.ErrWrongType) {
+		t.Errorf("TryAcquire on a hash = %v, want ErrWrongType", err)
+	}
+	if _, err := lock.TryAcquire(ctx, rdb, key, 0); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("TryAcquire with a zero TTL = %v, want ErrInvalid", err)
+	}
+}
+
+func TestDeleteIf_deletesOnlyOnAMatch(t *testing.T) {
+	rdb, key := setup(t)
+	ctx := testenv.Context(t, 10*time.Second)
+	rdb.Set(ctx, key, "theirs", time.Minute)
+	defer rdb.Del(context.Background(), key)
+	if deleted, err := lock.DeleteIf(ctx, rdb, key, "ours"); err != nil || deleted {
+		t.Fatalf("DeleteIf of another value = (%v, %v), want (false, nil)", deleted, err)
+	}
+	if got := holder(t, rdb, key); got != "theirs" {
+		t.Fatalf("the key holds %q, want it untouched", got)
+	}
+	if deleted, err := lock.DeleteIf(ctx, rdb, key, "theirs"); err != nil || !deleted {
+		t.Fatalf("DeleteIf of its value = (%v, %v), want (true, nil)", deleted, err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Error("the key is still there")
+	}
+	if _, err := lock.DeleteIf(ctx, nil, key, "x"); !errors.Is(err, lock.ErrInvalid) {
+		t.Errorf("DeleteIf with a nil client = %v, want ErrInvalid", err)
+	}
+}

@@ -76,6 +76,32 @@ func (w *watchdogs) stop() {
 // refresh is a bug in the caller: KeepAlive panics at once, in the
 // caller's goroutine, rather than crash later in its own.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
+	return keepAlive(parent, ttl, refresh, false)
+}
+
+// KeepAliveRetrying is KeepAlive for a lease that must outlive a Redis
+// that stalls for a few seconds, or a failover (the load test's run lease
+// uses it). A refresh that fails with anything but ErrNotHeld is tried
+// again every RetryEvery, and the context is cancelled only when none got
+// through for a whole ttl, counted from the sending of the last one that
+// did: until then that one keeps the lease alive, after that the lease
+// may have expired. The cause then wraps the last refresh's error. An
+// error matching ErrNotHeld cancels the context at once, as KeepAlive
+// does: Redis answered that the lease is gone.
+//
+// Retrying is safe because a refresh is idempotent (see Lock.Refresh):
+// one that ran although its reply was lost only extended the lease.
+// refresh, ttl and the returned cancel are as for KeepAlive.
+func KeepAliveRetrying(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
+	return keepAlive(parent, ttl, refresh, true)
+}
+
+// RetryEvery is how soon KeepAliveRetrying sends a refresh that failed
+// again (sooner for a ttl under 600ms: a twelfth of it).
+const RetryEvery = 200 * time.Millisecond
+
+// keepAlive is KeepAlive, and with retry KeepAliveRetrying.
+func keepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error, retry bool) (context.Context, context.CancelFunc) {
 	if refresh == nil {
 		panic("lock: KeepAlive called with a nil refresh func")
 	}
@@ -85,9 +111,15 @@ func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx conte
 		return ctx, func() {}
 	}
 	every := ttl / 3
+	again := min(RetryEvery, every/4)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(every)
+		// lastSent is when the last refresh that got through was sent
+		// (at first: about when the lease was taken); the lease lives at
+		// least until lastSent+ttl. Refreshes go out every third of the
+		// TTL from there, however long each took.
+		lastSent := time.Now()
+		t := time.NewTimer(every)
 		defer t.Stop()
 		for {
 			select {
@@ -95,17 +127,26 @@ func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx conte
 				return
 			case <-t.C:
 			}
+			sent := time.Now()
 			rctx, rcancel := context.WithTimeout(ctx, every)
 			err := refresh(rctx)
 			rcancel()
-			if err == nil {
+			switch {
+			case err == nil:
+				lastSent = sent
+				t.Reset(time.Until(sent.Add(every)))
 				continue
-			}
-			if ctx.Err() != nil {
+			case ctx.Err() != nil:
 				return // the work ended (or its parent did) meanwhile
+			case retry && !errors.Is(err, ErrNotHeld) && time.Since(lastSent) < ttl:
+				t.Reset(again)
+				continue
 			}
 			if errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("lock: refresh took longer than %v, a third of the TTL: %w", every, err)
+			}
+			if retry && !errors.Is(err, ErrNotHeld) {
+				err = fmt.Errorf("lock: no refresh got through for %v, the TTL: %w", ttl, err)
 			}
 			cancel(err)
 			return

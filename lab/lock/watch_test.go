@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -90,7 +91,7 @@ func watchdogs() int {
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "lock.KeepAlive.func")
+			return strings.Count(string(buf[:n]), "lock.keepAlive.func")
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -335,4 +336,70 @@ func TestKeepAlive_badTTL(t *testing.T) {
 			t.Errorf("ttl %v: refresh was called", ttl)
 		}
 	}
+}
+
+func TestKeepAliveRetrying_ridesOutFailuresShorterThanTheTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var calls atomic.Int64
+		// Every refresh from 100ms to 900ms fails: 800ms without one that
+		// got through, less than the TTL.
+		ctx, cancel := lock.KeepAliveRetrying(context.Background(), 3*time.Second, func(context.Context) error {
+			calls.Add(1)
+			if since := time.Since(start); since >= time.Second && since < 1900*time.Millisecond {
+				return errors.New("test: i/o timeout")
+			}
+			return nil
+		})
+		defer cancel()
+		time.Sleep(5 * time.Second)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("the context ended after failures shorter than the TTL: %v", context.Cause(ctx))
+		}
+		// Refreshes at 1s, 2s, 3s and 4s without the failures; the ones
+		// from 1s to 1.9s are tried again every 200ms.
+		if n := calls.Load(); n <= 4 {
+			t.Errorf("%d refreshes, want the failed ones tried again", n)
+		}
+	})
+}
+
+func TestKeepAliveRetrying_givesUpAfterAWholeTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		failure := errors.New("test: i/o timeout")
+		start := time.Now()
+		ctx, cancel := lock.KeepAliveRetrying(context.Background(), 3*time.Second, func(context.Context) error {
+			if time.Since(start) >= time.Second {
+				return failure
+			}
+			return nil
+		})
+		defer cancel()
+		waitDone(t, ctx, time.Minute)
+		// The last refresh that got through went out at 0s (the start):
+		// the lease may have expired from 3s on.
+		if took := time.Since(start); took < 3*time.Second || took > 3*time.Second+lock.RetryEvery {
+			t.Errorf("cancelled at %v, want within %v after the TTL (3s)", took, lock.RetryEvery)
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, failure) {
+			t.Errorf("cause = %v, want it to wrap the refresh error", cause)
+		}
+	})
+}
+
+func TestKeepAliveRetrying_notHeldEndsItAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ctx, cancel := lock.KeepAliveRetrying(context.Background(), 3*time.Second, func(context.Context) error {
+			return fmt.Errorf("test: %w", lock.ErrNotHeld)
+		})
+		defer cancel()
+		waitDone(t, ctx, time.Minute)
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("cancelled at %v, want 1s: the first refresh found the lease gone", took)
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, lock.ErrNotHeld) {
+			t.Errorf("cause = %v, want ErrNotHeld", cause)
+		}
+	})
 }

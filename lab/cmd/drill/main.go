@@ -62,6 +62,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/drill"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
@@ -264,7 +265,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // oneLine is err's message for a line of the drill's stderr, which
 // begins "drill: " already: on one line, without the "drill: " that the
 // errors of internal/drill begin with (see unrepeated), printable.
-func oneLine(err error) string { return harness.Printable(unrepeated(harness.OneLine(err))) }
+func oneLine(err error) string { return unrepeated(safe.Line(err.Error())) }
 
 // unrepeated drops the program's name where a message repeats it, at its
 // start or after a colon: "drill: partition lock seed 1: drill: ..."

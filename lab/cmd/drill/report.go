@@ -14,7 +14,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -132,17 +131,16 @@ func (r *report) table() {
 		return
 	}
 	fmt.Fprintln(r.w)
-	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "nemesis\tstrategy\tseeds\tBROKEN\tmoney off\tdouble grants\tunknown\tfaults\tlesson")
+	tab := harness.NewTable(r.w, "")
+	tab.Row("nemesis", "strategy", "seeds", "BROKEN", "money off", "double grants", "unknown", "faults", "lesson")
 	for _, c := range r.cells() {
 		verdict := "as the lesson says"
 		if !c.match() {
 			verdict = "NOT as the lesson says"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s, %s\n", c.nemesis, c.strategy, c.seeds, c.broken,
-			c.off, c.dg, c.unknown, c.faults, c.want.Want, verdict)
+		tab.Row(c.nemesis, c.strategy, c.seeds, c.broken, c.off, c.dg, c.unknown, c.faults, c.want.Want+", "+verdict)
 	}
-	tw.Flush()
+	tab.Flush()
 	r.windows()
 }
 
@@ -174,13 +172,13 @@ func (r *report) windows() {
 		return
 	}
 	fmt.Fprintln(r.w)
-	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "nemesis\tstrategy\told primary granted for\ttwo primaries at once\tdouble grants across them\t(each seed)")
+	tab := harness.NewTable(r.w, "")
+	tab.Row("nemesis", "strategy", "old primary granted for", "two primaries at once", "double grants across them", "(each seed)")
 	for _, k := range order {
 		s := by[k]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", k[0], k[1], strings.Join(s.old, " "), strings.Join(s.both, " "), strings.Join(s.dg, " "))
+		tab.Row(k[0], k[1], strings.Join(s.old, " "), strings.Join(s.both, " "), strings.Join(s.dg, " "), "")
 	}
-	tw.Flush()
+	tab.Flush()
 }
 
 // judge holds every cell to the lesson table: each whose seeds do not

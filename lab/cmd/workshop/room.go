@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
@@ -156,12 +155,11 @@ func uniqueLabels(room []charts.Machine) {
 func printRoom(w io.Writer, room *charts.Room) {
 	ms := room.Machines
 	fmt.Fprintf(w, "%d %s:\n", len(ms), plural(len(ms), "machine"))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tab := harness.NewTable(w, "  ")
 	for i, m := range ms {
-		fmt.Fprintf(tw, "  %s\t%s %s, %d CPUs, Redis %s, PostgreSQL %s\t%s\n",
-			m.Label, m.Go, m.OS, m.CPUs, m.Redis, m.Postgres, room.Tallies[i])
+		tab.Row(m.Label, fmt.Sprintf("%s %s, %d CPUs, Redis %s, PostgreSQL %s", m.Go, m.OS, m.CPUs, m.Redis, m.Postgres), room.Tallies[i])
 	}
-	tw.Flush()
+	tab.Flush()
 	differ, left := 0, 0
 	for i := range ms {
 		if room.Differs(i) {
@@ -203,13 +201,13 @@ func printRoom(w io.Writer, room *charts.Room) {
 	printFormer(w, room)
 	if !room.SameLoad() {
 		fmt.Fprintln(w, "Step 6 ran under different loads, so its rates do not compare:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tab := harness.NewTable(w, "  ")
 		for i, m := range ms {
 			if s := room.Setups[i]; s != "" {
-				fmt.Fprintf(tw, "  %s\t%s\n", m.Label, s)
+				tab.Row(m.Label, s)
 			}
 		}
-		tw.Flush()
+		tab.Flush()
 	}
 }
 

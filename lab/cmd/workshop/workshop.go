@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 
@@ -307,16 +306,16 @@ func Hostname() string {
 func (doc *Doc) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "walletlock workshop: %s %s, %d CPUs, Redis %s, PostgreSQL %s, %.0fs\n\n",
 		doc.Go, doc.OS, doc.CPUs, doc.Redis, doc.Postgres, doc.Seconds)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tPHASE\tEXPECTED\tACTUAL\tMATCH\tCHECK")
+	tab := harness.NewTable(w, "")
+	tab.Row("STEP", "PHASE", "EXPECTED", "ACTUAL", "MATCH", "CHECK")
 	for _, r := range doc.Phases {
 		match := "yes"
 		if !r.Match {
 			match = "NO"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Step, r.Phase, r.Want, r.Verdict, match, r.Check)
+		tab.Row(r.Step, r.Phase, r.Want, r.Verdict, match, r.Check)
 	}
-	tw.Flush()
+	tab.Flush()
 	for _, f := range doc.Failures {
 		fmt.Fprintln(w, "FAILED:", f)
 	}

@@ -9,9 +9,10 @@
 // the lesson and the report with its exit code (Report), and the
 // repository's two modules, found and built (Repo, Build).
 //
-// The run lease (lease.go) is a lease in Redis written with plain
-// commands, not with package lock: a TTL, a watchdog that refreshes it,
-// and a context cancelled when it is lost. The drill keeps a second one,
+// The run lease (lease.go) is a lock of package lock, the lab's one lock:
+// taken with TryAcquire, kept alive by KeepAliveRetrying (which rides out
+// a Redis stall shorter than its TTL), given back with Release, and a
+// context cancelled when it is lost. The drill keeps a second one,
 // in PostgreSQL (internal/drill, TakePrefix), on purpose: the drill needs
 // no Redis but the servers it starts, kills and restarts empty (a lease
 // there would not survive its own faults), and its rows live in

@@ -88,3 +88,23 @@ func TestLease_ridesOutARedisStallShorterThanTheTTL(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+func TestLease_CloseSendsAReleaseThatGotNoAnswerAgain(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	rdb := srv.Use(t)
+	const prefix = "test:runlease:close:"
+	l, err := harness.TakeLease(t.Context(), rdb, prefix)
+	if err != nil {
+		t.Fatalf("Take: %v", err)
+	}
+	srv.Freeze(t)
+	thawed := time.AfterFunc(3*time.Second, srv.Thaw) // the first releases get no answer
+	defer thawed.Stop()
+	if err := l.Close(t.Context()); err != nil {
+		t.Fatalf("Close across a %v stall = %v, want nil", 3*time.Second, err)
+	}
+	srv.Thaw()
+	if n := rdb.Exists(t.Context(), harness.LeaseKey(prefix)).Val(); n != 0 {
+		t.Error("the lease key is still there after Close")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // Program is what a program declares before its lesson runs: its name,
@@ -58,8 +60,10 @@ func (p *Program) Parse(args []string, checks func() []error) (code int, ok bool
 	return 0, true
 }
 
-// Fail prints "step: err" on stderr, in one line, and returns 1.
+// Fail prints "step: err" on stderr, in one line with nothing unprintable
+// (safe.Line: pgx lists each address it tried on a line of its own, and a
+// server's text is not ours to trust with a terminal), and returns 1.
 func (p *Program) Fail(err error) int {
-	fmt.Fprintln(p.Stderr, p.Step+":", OneLine(err))
+	fmt.Fprintln(p.Stderr, p.Step+":", safe.Line(err.Error()))
 	return 1
 }

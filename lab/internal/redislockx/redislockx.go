@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/lock"
 )
@@ -92,8 +91,10 @@ func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time
 		// It cut a call to Redis short, and Redis may still have run it:
 		// delete what might be ours, so that no orphan lease blocks the
 		// others until its TTL runs out. redislock stores token+metadata.
+		// There is no *redislock.Lock to Release (redislock returns none
+		// with an error), so lock's compare-and-delete does it.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
-		deleteIfOurs.Run(cctx, rdb, []string{key}, o.Token+o.Metadata)
+		lock.DeleteIf(cctx, rdb, key, o.Token+o.Metadata)
 		cancel()
 		return nil, fmt.Errorf("%s: %w", gaveUp, cause)
 	case errors.Is(err, redislock.ErrNotObtained):
@@ -161,15 +162,6 @@ func (c *CountingRetry) NextBackoff() time.Duration {
 
 // Busy returns how many attempts so far found the lock held.
 func (c *CountingRetry) Busy() int { return int(c.busy.Load()) }
-
-// deleteIfOurs deletes KEYS[1] only if it holds ARGV[1], what redislock
-// stores there (token and metadata), so that cleaning up can never delete
-// another holder's lease. Returns 1 when it deleted the key, 0 otherwise.
-var deleteIfOurs = redis.NewScript(`
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	return redis.call("DEL", KEYS[1])
-end
-return 0`)
 
 // validate refuses what lock.Acquire refuses, before any call to Redis.
 func validate(rdb redislock.RedisClient, key string, ttl time.Duration) error {

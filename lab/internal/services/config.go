@@ -76,7 +76,7 @@ func RedisOptions() (*redis.UniversalOptions, error) {
 			if errors.As(err, &ue) {
 				err = ue.Err
 			}
-			reason := strings.Join(strings.Fields(quoted.ReplaceAllString(err.Error(), "")), " ")
+			reason := safe.Line(quoted.ReplaceAllString(err.Error(), ""))
 			return nil, fmt.Errorf("REDIS_URL is not a valid URL (%s); the form is redis://user:password@host:6379/0", reason)
 		}
 		if u.Scheme != "redis" && u.Scheme != "rediss" {

@@ -1,4 +1,0 @@
--- Extends the run lease in KEYS[1] to ARGV[2] ms while it holds the run's
--- token, ARGV[1]; answers 0 when it holds another token, or none.
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call("PEXPIRE", KEYS[1], ARGV[2])

@@ -342,7 +342,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			case r.UnknownLanded < 0:
 				landed = "the balances fit no count of them"
 			}
-			fmt.Fprintf(&b, "%s: %d %s sent and never answered (unknown outcome), %s; the first: %s\n",
+			fmt.Fprintf(&b, "%s: %d %s with no answer, sent or cancelled while waiting for a connection (unknown outcome), %s; the first: %s\n",
 				label, r.Unknown, plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
 		}
 		if r.Strategy == "none" && r.OK {

@@ -382,8 +382,11 @@ func TestWriteRoom_anOldMachineBesideANewOne(t *testing.T) {
 	if c := row("step6-loadtest", "fair", true).Cells[0]; c.Status != Former || c.Text != "BROKEN, the lesson then said OK" || c.Class() != "unchecked" {
 		t.Errorf("fair on old = %+v, want its old verdict, what the lesson then said, unchecked", c)
 	}
-	if got, want := r.Tallies[0].String(), "7 of 19 phases as the lesson says, 12 not reported, 2 no longer in the lesson"; got != want {
+	if got, want := r.Tallies[0].String(), "7 of 18 phases as the lesson says, 11 not reported, 2 no longer in the lesson"; got != want {
 		t.Errorf("old's tally = %q, want %q", got, want)
+	}
+	if c := row("step5-fencing", "1b", false).Cells[0]; c.Status != Absent || c.Text != "not in the version it ran" {
+		t.Errorf("step5-fencing 1b on old = %+v, want grey: the lesson's first revision had no phase 1b", c)
 	}
 	if r.Phases[len(r.Phases)-1].Former != true || r.SameLoad() {
 		t.Error("the former rows do not come last, or two loads that differ are called the same")

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +19,13 @@ func store(t *testing.T) *postgres.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Clear(t.Context()) })
+	t.Cleanup(func() { // t.Context() is cancelled before cleanups run
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Clear(ctx); err != nil {
+			t.Errorf("delete the test's rows: %v", err)
+		}
+	})
 	return s
 }
 

@@ -70,11 +70,7 @@ func staleWrite(c *check) (Outcome, string) {
 	}
 	p, q := c.holder(), c.holder()
 	ttl := 500 * time.Millisecond
-	acquire := c.acquire
-	if fenced {
-		acquire = c.acquireFenced
-	}
-	a := acquire(p, "A", ttl, 5*time.Second)
+	a := c.acquireMaybeFenced(p, "A", ttl, fenced)
 	if !a.OK {
 		return Fail, "holder A could not take a free lock: " + a.Err
 	}
@@ -88,7 +84,7 @@ func staleWrite(c *check) (Outcome, string) {
 	}
 	paused := now()
 	c.sleep(c.jitter(2 * ttl))
-	b := acquire(q, "B", ttl*4, 5*time.Second)
+	b := c.acquireMaybeFenced(q, "B", ttl*4, fenced)
 	if !b.OK {
 		p.prog.Resume()
 		return Fail, fmt.Sprintf("holder A was paused at %s with a lease of %s, and holder B could not take the lock by %s: %s", c.sec(paused), dur(ttl), c.sec(b.Ret), b.Err)

@@ -19,25 +19,6 @@ import (
 // history page took 2.5 GB within a minute and did not end.
 var hotDrill = []string{"-nemesis", "pause,crash", "-strategy", "lock", "-procs", "16", "-conc", "16", "-wallets", "1"}
 
-// pageSays is what a history page says of each window, one line each.
-func pageSays(t *testing.T, path string) []string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("no history page: %v", err)
-	}
-	var says []string
-	for s := string(b); ; {
-		i := strings.Index(s, `"Description":"this window: linearizable=`) // the row under the workers
-		if i < 0 {
-			return says
-		}
-		s = s[i+len(`"Description":"`):]
-		j := strings.IndexByte(s, '"')
-		says, s = append(says, s[:j]), s[j:]
-	}
-}
-
 // The drill's history page is written within its bounds: the drill ends
 // on its own, and the page says, for each run's window, what its check
 // found, or that it ran out and why.
@@ -55,7 +36,7 @@ func TestDrill_historyPageOfAHotWalletIsBounded(t *testing.T) {
 	if code := d.cmd.ProcessState.ExitCode(); code != 0 && code != 1 || strings.Contains(d.stderr(), "-history") {
 		t.Errorf("drill = %d, want 0 or 1 and the page written; stderr:\n%s", code, d.stderr())
 	}
-	says := pageSays(t, page)
+	says := testenv.HistoryPageSays(t, page)
 	if len(says) != 2 {
 		t.Fatalf("the page says %q, want what it found for each of the 2 runs' windows", says)
 	}
@@ -96,7 +77,7 @@ func TestDrill_historyPageStopsAtSIGTERM(t *testing.T) {
 	if !strings.Contains(d.stderr(), "interrupted by SIGTERM") {
 		t.Errorf("stderr does not say SIGTERM ended the run:\n%s", d.stderr())
 	}
-	says := pageSays(t, page)
+	says := testenv.HistoryPageSays(t, page)
 	if len(says) != 2 {
 		t.Fatalf("the page says %q, want what it found for each of the 2 runs' windows", says)
 	}

@@ -422,9 +422,9 @@ func TestServices_printedFixRunsAsItReads(t *testing.T) {
 	}
 }
 
-// fakeRedis answers every command with reply, as a server that means harm
-// to the terminal might.
-func fakeRedis(t *testing.T, reply string) int {
+// serveFake listens on a free loopback port until the test ends, and
+// hands each connection to handle, which closes it. It returns the port.
+func serveFake(t *testing.T, handle func(c net.Conn)) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -439,54 +439,46 @@ func fakeRedis(t *testing.T, reply string) int {
 			}
 			go func() {
 				defer c.Close()
-				buf := make([]byte, 4096)
-				for {
-					if _, err := c.Read(buf); err != nil {
-						return
-					}
-					c.Write([]byte(reply))
-				}
+				handle(c)
 			}()
 		}
 	}()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// fakeRedis answers every command with reply, as a server that means harm
+// to the terminal might.
+func fakeRedis(t *testing.T, reply string) int {
+	return serveFake(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+			c.Write([]byte(reply))
+		}
+	})
+}
+
 // fakePostgres refuses every login with an error whose text is message.
 func fakePostgres(t *testing.T, message string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
+	return serveFake(t, func(c net.Conn) {
+		be := pgproto3.NewBackend(c, c)
 		for {
-			c, err := l.Accept()
+			msg, err := be.ReceiveStartupMessage()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				be := pgproto3.NewBackend(c, c)
-				for {
-					msg, err := be.ReceiveStartupMessage()
-					if err != nil {
-						return
-					}
-					switch msg.(type) {
-					case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
-						c.Write([]byte("N"))
-						continue
-					}
-					be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "28000", Message: message})
-					be.Flush()
-					return
-				}
-			}()
+			switch msg.(type) {
+			case *pgproto3.SSLRequest, *pgproto3.GSSEncRequest:
+				c.Write([]byte("N"))
+				continue
+			}
+			be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "28000", Message: message})
+			be.Flush()
+			return
 		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
+	})
 }
 
 // checkPrintable requires that no control character but the line ends

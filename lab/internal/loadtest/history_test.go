@@ -3,7 +3,6 @@ package loadtest_test
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/loadtest"
+	"example.com/walletlock/lab/internal/testenv"
 	"example.com/walletlock/lab/wallet/history"
 )
 
@@ -42,20 +42,7 @@ func writePage(t *testing.T, ctx context.Context, rep *loadtest.Report) []string
 	case <-time.After(history.PageLimits.Timeout + time.Minute):
 		t.Fatalf("still writing the history page %v later: it is not bounded", history.PageLimits.Timeout+time.Minute)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var says []string
-	for s := string(b); ; {
-		i := strings.Index(s, `"Description":"this window: linearizable=`) // the row under the workers
-		if i < 0 {
-			return says
-		}
-		s = s[i+len(`"Description":"`):]
-		j := strings.IndexByte(s, '"')
-		says, s = append(says, s[:j]), s[j:]
-	}
+	return testenv.HistoryPageSays(t, path)
 }
 
 // Each row's history is checked within its bounds, and the page draws a

@@ -8,7 +8,7 @@
 # make cluster-up: a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:7001-7006
 #   (CLUSTER_PORT=8001 for others); make test-cluster: the locks' tests and
 #   short runs of steps 2, 5 and 6 on it, then the cluster is stopped.
-# Services come from cmd/services: whatever already answers and lets us log
+# Services come from lab/cmd/servers: whatever already answers and lets us log
 # in, else docker compose, else local redis-server and PostgreSQL binaries,
 # installed first (apt-get or brew) when they are missing.
 # make redlock-up: three independent Redis nodes for the lab's Redlock
@@ -24,17 +24,17 @@ GO ?= go
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
-# cmd/services, built into .services/bin only when one of its sources is
+# lab/cmd/servers, built into .services/bin only when one of its sources is
 # newer, so that `make up` with everything running takes milliseconds
 # rather than the second of a `go run`. SERVICES_PKGS is every package of
 # lab/ it imports, ROOT_SERVICES_PKGS every package of the root
-# (cmd/services's TestMakefile_listsEveryPackage keeps both so).
-SERVICES = .services/bin/services
-SERVICES_PKGS = cmd/services internal/services internal/launch wallet wallet/postgres
+# (cmd/servers's TestMakefile_listsEveryPackage keeps both so).
+SERVICES = .services/bin/servers
+SERVICES_PKGS = cmd/servers internal/env internal/launch wallet wallet/postgres
 ROOT_SERVICES_PKGS = internal/safe
 LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS)))) $(wildcard $(addsuffix /*,$(ROOT_SERVICES_PKGS)))
 $(SERVICES): go.mod lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
-	@cd lab && $(GO) build -o ../$@ ./cmd/services
+	@cd lab && $(GO) build -o ../$@ ./cmd/servers
 
 up: $(SERVICES) ## make Redis and PostgreSQL reachable and check that they let us in
 	@$(SERVICES) up
@@ -139,8 +139,8 @@ test-cluster: up $(SERVICES) ## the locks' tests and short runs of steps 2, 5 an
 	export REDIS_URL= REDIS_ADDR='$(CLUSTER_ADDR)'; \
 	echo "== go test -race ./lock/... ./wallet/... on the cluster $$REDIS_ADDR" && \
 	$(GO) test -race ./lock/... ./wallet/... && \
-	echo "== lab: go test -race ./lock/... ./internal/services on the cluster" && \
-	(cd lab && $(GO) test -race ./lock/... ./internal/services) && \
+	echo "== lab: go test -race ./lock/... ./internal/env on the cluster" && \
+	(cd lab && $(GO) test -race ./lock/... ./internal/env) && \
 	echo "== step 2 on the cluster" && $(GO) run ./cmd/step2-lock && \
 	echo "== step 5 on the cluster" && $(GO) run ./cmd/step5-fencing && \
 	echo "== step 6 on the cluster" && $(GO) run ./cmd/step6-loadtest -duration 300ms \

@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"example.com/walletlock/lab/internal/services"
+	"example.com/walletlock/lab/internal/env"
 )
 
 // composeFile is the part of the Compose format this repo relies on.
@@ -110,7 +110,7 @@ func TestComposeFile_services(t *testing.T) {
 func TestComposeFile_matchesDefaults(t *testing.T) {
 	f := readCompose(t)
 
-	_, port, err := net.SplitHostPort(services.DefaultRedisAddr)
+	_, port, err := net.SplitHostPort(env.DefaultRedisAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestComposeFile_matchesDefaults(t *testing.T) {
 		t.Errorf("redis ports %q do not publish the default port %s", p, port)
 	}
 
-	u, err := url.Parse(services.DefaultDatabaseURL)
+	u, err := url.Parse(env.DefaultDatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}

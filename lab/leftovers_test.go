@@ -13,17 +13,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/services"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // TestNoLeftovers checks what a whole test run promises: no key and no
 // row left behind, by the root's tests or the lab's. Every test writes
-// under a prefix of its own that starts with test: (testenv.Prefix, in
+// under a prefix of its own that starts with test: (labtest.Prefix, in
 // both modules), and its PostgreSQL rows carry an owner that starts with
 // test: (the root's "test:"+t.Name(), a step run on a test's prefix) or
-// an id of the lab's testenv.WalletID; after `go test ./...` none may
+// an id of the lab's labtest.WalletID; after `go test ./...` none may
 // remain.
 //
 // It runs only when WALLETLOCK_LEFTOVERS is set, after every other test
@@ -39,7 +39,7 @@ func TestNoLeftovers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rdb, err := services.Connect(ctx)
+	rdb, err := env.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestNoLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n > 0 {
-		t.Errorf("%d rows of walletlock_wallets left by tests, %s; the owner names the test (\"\": an id of testenv.WalletID's), which must delete its rows in t.Cleanup",
+		t.Errorf("%d rows of walletlock_wallets left by tests, %s; the owner names the test (\"\": an id of labtest.WalletID's), which must delete its rows in t.Cleanup",
 			n, strings.Join(owners, "; "))
 	}
 }
@@ -78,7 +78,7 @@ func TestNoLeftovers(t *testing.T) {
 // that starts with test:.
 func leftKeys(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 	var keys []string
-	err := services.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+	err := env.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
 		iter := node.Scan(ctx, 0, "*test:*", 1000).Iterator()
 		for iter.Next(ctx) {
 			keys = append(keys, iter.Val())
@@ -93,7 +93,7 @@ func leftKeys(ctx context.Context, rdb redis.UniversalClient) ([]string, error) 
 
 // leftRowsWhere are the rows tests write: every program marks its rows
 // with its prefix or owner, a test's starting with test:, and the lab's
-// testenv.WalletID's ids are at least 1e9: an unowned row there is a
+// labtest.WalletID's ids are at least 1e9: an unowned row there is a
 // test's.
 const leftRowsWhere = "owner LIKE 'test:%' OR (owner = '' AND id >= 1000000000)"
 
@@ -133,19 +133,19 @@ func leftRows(ctx context.Context, pool *pgxpool.Pool, shown int) (int, []string
 }
 
 // The scan finds what the root's tests would leave: a key under the root's
-// testenv.Prefix ("test:<name>:<random>:"), a step's run lease under it,
+// labtest.Prefix ("test:<name>:<random>:"), a step's run lease under it,
 // a row of postgres.Open(ctx, pool, "test:"+t.Name()) and one of a step
 // run on a test's prefix (owner: the prefix and walletlock:run). The test
 // writes one of each, looks, and deletes them; the key expires by itself
 // besides.
 func TestLeftovers_findWhatTheRootsTestsLeave(t *testing.T) {
-	rdb := testenv.Redis(t)
-	pool := testenv.Postgres(t)
+	rdb := labtest.Redis(t)
+	pool := labtest.Postgres(t)
 	ctx := t.Context()
-	prefix := "test:" + strings.ReplaceAll(t.Name(), "/", "-") + ":" + rand.Text()[:8] + ":" // the root's testenv.Prefix
+	prefix := "test:" + strings.ReplaceAll(t.Name(), "/", "-") + ":" + rand.Text()[:8] + ":" // the root's labtest.Prefix
 	keys := []string{prefix + "wallet:42:balance", prefix + "walletlock:run"}
 	owners := []string{"test:" + t.Name(), prefix + "walletlock:run"}
-	ids := []int64{testenv.WalletID(t), testenv.WalletID(t)}
+	ids := []int64{labtest.WalletID(t), labtest.WalletID(t)}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -22,8 +22,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/testenv"
 )
 
 // A command the tutorial shows, with where it stands and the transcript
@@ -553,8 +553,8 @@ func TestTutorial_redisCliSessionReplays(t *testing.T) {
 	if session == nil {
 		t.Fatal("TUTORIAL.md has no block introduced by <!-- session: redis-cli -->")
 	}
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 

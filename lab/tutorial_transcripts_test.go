@@ -31,7 +31,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 var (
@@ -274,11 +274,11 @@ func startServices(t *testing.T) *ownServices {
 	if testing.Short() {
 		t.Skip("runs every program the pages show: not with -short")
 	}
-	testenv.StartRedis(t).Use(t)
-	testenv.StartPostgres(t).Use(t)
+	labtest.StartRedis(t).Use(t)
+	labtest.StartPostgres(t).Use(t)
 	var nodes []string
 	for range 3 {
-		nodes = append(nodes, testenv.StartRedis(t).Addr)
+		nodes = append(nodes, labtest.StartRedis(t).Addr)
 	}
 	t.Setenv("REDLOCK_ADDRS", strings.Join(nodes, ","))
 	s := &ownServices{bin: t.TempDir()}

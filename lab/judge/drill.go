@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
 	lpostgres "example.com/walletlock/lab/wallet/postgres"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"example.com/walletlock/lab/wallet/history"
+	"example.com/walletlock/lab/internal/history"
 )
 
 // spendOp is one spend of a check as the lab's history recorder takes it

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
 	"example.com/walletlock/lab/internal/harness"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
 	"sort"
 	"strings"
 	"time"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -13,7 +13,7 @@ import (
 // Release sends DELEX exactly when HasDelex said yes.
 func TestHasDelex_isTheAnswerReleaseUses(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	spy := &delexSpy{UniversalClient: rdb}
 	has, err := lock.HasDelex(ctx, spy)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -17,7 +17,7 @@ func TestAcquireFenced_fencesGrowWithAcquisitionOrder(t *testing.T) {
 	rdb, key := setup(t)
 	const n = 100
 	// Every caller gets its turn: 100 hand-overs of a few milliseconds each.
-	ctx := testenv.Context(t, time.Minute)
+	ctx := labtest.Context(t, time.Minute)
 
 	var (
 		mu     sync.Mutex
@@ -59,7 +59,7 @@ func TestAcquireFenced_fencesGrowWithAcquisitionOrder(t *testing.T) {
 
 func TestAcquireFenced_printingShowsTheFence(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestAcquireFenced_printingShowsTheFence(t *testing.T) {
 
 func TestRaiseFence_raisesNeverLowers(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	steps := []struct {
 		name    string
 		raiseTo int64 // 0: acquire instead
@@ -165,7 +165,7 @@ func TestFenceKey_sharesTheSlot(t *testing.T) {
 // fence counter or fair queue would land in another slot of a cluster.
 // (lock/fair's tests check the fair lock's Acquire the same way.)
 func TestStrayBrace_refusedBeforeAnyCall(t *testing.T) {
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	calls := map[string]func(c lock.Client, key string) error{
 		"Acquire": func(c lock.Client, key string) error {
 			_, err := lock.Acquire(ctx, c, key, time.Second)

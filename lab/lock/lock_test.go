@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -106,14 +106,14 @@ func (f *faultyClient) ScriptLoad(ctx context.Context, script string) *redis.Str
 // own.
 func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	rdb := testenv.Redis(t)
-	return rdb, testenv.Prefix(t, rdb) + "lock:{wallet:1}"
+	rdb := labtest.Redis(t)
+	return rdb, labtest.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 
 // mustAcquire takes the lock or ends the test.
 func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
-	l, err := lock.Acquire(testenv.Context(t, 10*time.Second), rdb, key, ttl)
+	l, err := lock.Acquire(labtest.Context(t, 10*time.Second), rdb, key, ttl)
 	if err != nil {
 		t.Fatalf("Acquire(%s, %v): %v", key, ttl, err)
 	}
@@ -123,7 +123,7 @@ func mustAcquire(t *testing.T, rdb lock.Client, key string, ttl time.Duration) *
 // holder returns the token stored at key, "" when the key does not exist.
 func holder(t *testing.T, rdb redis.UniversalClient, key string) string {
 	t.Helper()
-	v, err := rdb.Get(testenv.Context(t, 5*time.Second), key).Result()
+	v, err := rdb.Get(labtest.Context(t, 5*time.Second), key).Result()
 	if errors.Is(err, redis.Nil) {
 		return ""
 	}
@@ -140,7 +140,7 @@ func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
 	// Nobody releases, so every other caller waits until its context ends.
 	// The deadline is long enough that the winner's own SET cannot time out
 	// on a loaded machine, which would leave no winner at all.
-	ctx := testenv.Context(t, time.Second)
+	ctx := labtest.Context(t, time.Second)
 
 	var (
 		mu      sync.Mutex
@@ -176,7 +176,7 @@ func TestAcquire_exactlyOneOfManyWins(t *testing.T) {
 	if got, want := holder(t, rdb, key), lock.TokenOf(winners[0]); got != want {
 		t.Errorf("the key holds %q, want the winner's token", got)
 	}
-	if err := winners[0].Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := winners[0].Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Errorf("winner's Release: %v", err)
 	}
 }
@@ -187,14 +187,14 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	first := mustAcquire(t, rdb, key, 10*time.Second)
 	got := make(chan *lock.Lock, 1)
 	go func() {
-		l, err := lock.Acquire(testenv.Context(t, 10*time.Second), rdb, key, 10*time.Second)
+		l, err := lock.Acquire(labtest.Context(t, 10*time.Second), rdb, key, 10*time.Second)
 		if err != nil {
 			t.Errorf("second Acquire: %v", err)
 		}
 		got <- l
 	}()
 	time.Sleep(50 * time.Millisecond) // let the second caller retry a few times
-	if err := first.Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := first.Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	second := <-got
@@ -207,7 +207,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 	if lock.TokenOf(second) == lock.TokenOf(first) {
 		t.Error("two acquisitions drew the same token")
 	}
-	if err := second.Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := second.Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Errorf("second Release: %v", err)
 	}
 }
@@ -215,7 +215,7 @@ func TestAcquire_waitsForRelease(t *testing.T) {
 func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	stale := mustAcquire(t, rdb, key, 50*time.Millisecond)
 	// Acquire waits for the stale lease to expire, then takes the key.
 	fresh := mustAcquire(t, rdb, key, 10*time.Second)
@@ -244,7 +244,7 @@ func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 func TestRefresh_afterExpiry(t *testing.T) {
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 20*time.Millisecond)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	for holder(t, rdb, key) != "" {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -258,7 +258,7 @@ func TestRefresh_afterExpiry(t *testing.T) {
 
 func TestRefresh_restoresTheTTLTheLockWasAcquiredWith(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	l := mustAcquire(t, rdb, key, time.Minute)
 	// Let the lease run down, as time would, then renew it.
 	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil {
@@ -289,7 +289,7 @@ func TestRelease_nilLock(t *testing.T) {
 
 func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	acquirers := []struct {
 		name    string
 		acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error)
@@ -379,7 +379,7 @@ func TestAcquire_contextAlreadyCancelled(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: got (%v, %v), want an error matching context.Canceled", name, l, err)
 		}
-		if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
+		if n := rdb.Exists(labtest.Context(t, 5*time.Second), key).Val(); n != 0 {
 			t.Errorf("%s with a cancelled context left the lock key behind", name)
 		}
 	}
@@ -398,7 +398,7 @@ func TestAcquire_redisErrorIsNotRetried(t *testing.T) {
 			f.failWith(injected)
 			// A long deadline: if Acquire retried the error, the test would
 			// see many calls (and wait up to a minute).
-			l, err := acquire(testenv.Context(t, 10*time.Second), f, key, time.Second)
+			l, err := acquire(labtest.Context(t, 10*time.Second), f, key, time.Second)
 			if !errors.Is(err, injected) {
 				t.Fatalf("got (%v, %v), want the injected error", l, err)
 			}
@@ -422,7 +422,7 @@ func (l lostReply) SetNX(ctx context.Context, key string, value any, ttl time.Du
 
 func TestAcquire_lostReplyLeavesNoLease(t *testing.T) {
 	rdb, key := setup(t)
-	_, err := lock.Acquire(testenv.Context(t, 10*time.Second), lostReply{rdb}, key, time.Minute)
+	_, err := lock.Acquire(labtest.Context(t, 10*time.Second), lostReply{rdb}, key, time.Minute)
 	if err == nil {
 		t.Fatal("Acquire succeeded through a lost reply")
 	}
@@ -437,7 +437,7 @@ func TestAcquire_unreachableRedis(t *testing.T) {
 	// say so instead of retrying until its context ends.
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
-	ctx := testenv.Context(t, time.Minute)
+	ctx := labtest.Context(t, time.Minute)
 	_, err := lock.Acquire(ctx, rdb, "test:unreachable:lock", time.Second)
 	if err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
@@ -449,7 +449,7 @@ func TestAcquire_unreachableRedis(t *testing.T) {
 
 func TestScripts_surviveScriptFlush(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	// SCRIPT FLUSH empties the server's script cache, as a restart or a
 	// failover does. It is server-wide, but harmless to everyone else for
 	// the very reason under test: go-redis falls back from EVALSHA to EVAL.
@@ -489,7 +489,7 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 func TestLock_printingShowsTheKeyNotTheToken(t *testing.T) {
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 10*time.Second)
-	defer l.Release(testenv.Context(t, 5*time.Second))
+	defer l.Release(labtest.Context(t, 5*time.Second))
 	for _, verb := range []string{"%v", "%+v", "%#v"} {
 		s := fmt.Sprintf(verb, l)
 		if !strings.Contains(s, key) || strings.Contains(s, lock.TokenOf(l)) {
@@ -538,8 +538,8 @@ func TestCheckTTL(t *testing.T) {
 }
 
 func TestLock_IDNamesTheHolderWithoutItsToken(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Prefix(t, rdb) + "lock:{id}"
+	rdb := labtest.Redis(t)
+	key := labtest.Prefix(t, rdb) + "lock:{id}"
 	ctx := t.Context()
 	first, err := lock.Acquire(ctx, rdb, key, time.Second)
 	if err != nil {
@@ -591,7 +591,7 @@ func TestTryAcquire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, key := setup(t)
-			ctx := testenv.Context(t, 10*time.Second)
+			ctx := labtest.Context(t, 10*time.Second)
 			l, err := lock.TryAcquire(ctx, tt.client(rdb), key, time.Minute)
 			if err != nil {
 				t.Fatalf("TryAcquire = %v, want the lock", err)
@@ -613,7 +613,7 @@ func TestTryAcquire_heldIsTakenAtOnce(t *testing.T) {
 	rdb, key := setup(t)
 	first := mustAcquire(t, rdb, key, time.Minute)
 	defer first.Release(context.Background())
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	f := &faultyClient{Client: rdb}
 	l, err := lock.TryAcquire(ctx, f, key, time.Minute)
 	if !errors.Is(err, lock.ErrTaken) {
@@ -634,7 +634,7 @@ func TestTryAcquire_heldIsTakenAtOnce(t *testing.T) {
 
 func TestTryAcquire_wrongTypeAndBadInput(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	rdb.HSet(ctx, key, "f", "v")
 	defer rdb.Del(context.Background(), key)
 	if _, err := lock.TryAcquire(ctx, rdb, key, time.Minute); !errors.Is(err, lock.ErrWrongType) {
@@ -647,7 +647,7 @@ func TestTryAcquire_wrongTypeAndBadInput(t *testing.T) {
 
 func TestDeleteIf_deletesOnlyOnAMatch(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	rdb.Set(ctx, key, "theirs", time.Minute)
 	defer rdb.Del(context.Background(), key)
 	if deleted, err := lock.DeleteIf(ctx, rdb, key, "ours"); err != nil || deleted {

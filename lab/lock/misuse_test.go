@@ -26,12 +26,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
 func TestMisuse_nilClientIsAnError(t *testing.T) {
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	var typedNil *redis.Client // declared, never assigned
 	calls := []struct {
 		name string
@@ -78,7 +78,7 @@ func client(rdb *redis.Client, untyped bool) lock.Client {
 
 func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	// A real holder, whose token a hand-made Lock copies: nothing the
 	// hand-made one does may reach Redis and release it.
 	held := mustAcquire(t, rdb, key, time.Minute)
@@ -130,7 +130,7 @@ func TestMisuse_keepAliveWithANilFuncPanicsAtTheCall(t *testing.T) {
 
 func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestAcquire_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 		for name, acquire := range acquirers {
 			t.Run(name+" on a "+typ, func(t *testing.T) {
 				rdb, key := setup(t)
-				ctx := testenv.Context(t, 5*time.Second)
+				ctx := labtest.Context(t, 5*time.Second)
 				if err := put(ctx, rdb, key); err != nil {
 					t.Fatal(err)
 				}
@@ -283,7 +283,7 @@ func TestAcquireFenced_brokenCounterFailsAtOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, key := setup(t)
-			ctx := testenv.Context(t, 5*time.Second)
+			ctx := labtest.Context(t, 5*time.Second)
 			counter := lock.FenceKey(key)
 			if err := tt.put(ctx, rdb, counter); err != nil {
 				t.Fatal(err)
@@ -316,7 +316,7 @@ func setTo(v string) func(ctx context.Context, rdb redis.UniversalClient, counte
 
 func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	if _, err := lock.RaiseFence(ctx, rdb, key, lock.MaxFence-1); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 
 func TestRaiseFence_refusesWhatAScriptCannotHoldExactly(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	counter := lock.FenceKey(key)
 	for _, n := range []int64{lock.MaxFence + 1, math.MaxInt64} {
 		got, err := lock.RaiseFence(ctx, rdb, key, n)
@@ -386,7 +386,7 @@ func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rdb, key := setup(t)
-			ctx := testenv.Context(t, 5*time.Second)
+			ctx := labtest.Context(t, 5*time.Second)
 			counter := lock.FenceKey(key)
 			if err := tt.put(ctx, rdb, counter); err != nil {
 				t.Fatal(err)
@@ -493,7 +493,7 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
 			rdb, prefix := setup(t)
-			ctx := testenv.Context(t, 5*time.Second)
+			ctx := labtest.Context(t, 5*time.Second)
 			// Rounded down (PX 500), the PTTL reads 500 or 499, never 501.
 			// Rounded up, it reads 501 unless a tick fell between SET and PTTL (about
 			// once in a thousand), so a few tries settle it.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -28,7 +28,7 @@ var releases = []struct {
 
 func TestRelease_deletesTheKeyOnce(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	for _, r := range releases {
 		t.Run(r.name, func(t *testing.T) {
 			l := mustAcquire(t, rdb, key, 10*time.Second)
@@ -61,7 +61,7 @@ func (s *delexSpy) DelExArgs(ctx context.Context, key string, a redis.DelExArgs)
 // never sends DELEX. Either way the key is deleted.
 func TestRelease_picksDelexWhereTheServerHasIt(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	has, err := lock.HasDelex(ctx, rdb)
 	if err != nil {
 		t.Fatalf("HasDelex: %v", err)
@@ -102,7 +102,7 @@ func TestRelease_picksDelexWhereTheServerHasIt(t *testing.T) {
 
 func TestRelease_anotherTokenLeavesTheLock(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	for _, r := range releases {
 		t.Run(r.name, func(t *testing.T) {
 			l := mustAcquire(t, rdb, key, 10*time.Second)
@@ -124,7 +124,7 @@ func TestRelease_anotherTokenLeavesTheLock(t *testing.T) {
 
 func TestRelease_redisErrorIsReturned(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	f := &faultyClient{Client: rdb}
 	l := mustAcquire(t, f, key, 10*time.Second)
 	injected := errors.New("test: connection reset")
@@ -144,7 +144,7 @@ func TestRelease_redisErrorIsReturned(t *testing.T) {
 // round trip, the write first: whoever takes the lock next reads it.
 func TestReleaseAfter_writesThenReleases(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
 	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
 
@@ -238,7 +238,7 @@ func (p losingPipe) Exec(ctx context.Context) ([]redis.Cmder, error) {
 // may have deleted it) or got no reply either, never ErrNotHeld.
 func TestRelease_lostReplyIsUnknownNeverNotHeld(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	cases := []struct {
 		name string
 		lose int64 // replies lost, the first's and maybe the second's
@@ -294,7 +294,7 @@ func TestRefresh_lostReplyIsUnknown(t *testing.T) {
 	l := mustAcquire(t, f, key, 10*time.Second)
 	t.Cleanup(func() { l.Release(context.Background()) })
 	f.failWith(io.ErrUnexpectedEOF)
-	err := l.Refresh(testenv.Context(t, 10*time.Second))
+	err := l.Refresh(labtest.Context(t, 10*time.Second))
 	if !errors.Is(err, lock.ErrUnknown) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh with its reply lost: %v, want ErrUnknown", err)
 	}
@@ -309,7 +309,7 @@ func TestRefresh_lostReplyIsUnknown(t *testing.T) {
 // tell is ErrUnknown, counted apart.
 func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t) // it kills every connection: not the shared server
+	srv := labtest.StartRedis(t) // it kills every connection: not the shared server
 	// MaxRetries 1, as services.RedisOptions sets: go-redis resends a
 	// command whose reply was lost, unless it carries NoRetry.
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 1, ContextTimeoutEnabled: true})
@@ -319,10 +319,10 @@ func TestRelease_connectionsKilledEvery20msNeverNotHeld(t *testing.T) {
 	rdb.AddHook(errorCounter{&errs})
 
 	const workers, rounds, ttl = 10, 100, 2 * time.Second
-	ctx := testenv.Context(t, 3*time.Minute)
+	ctx := labtest.Context(t, 3*time.Minute)
 	key := "lock:{wallet:1}"
 	var counter, inside, overlaps, notHeld, unknown, other, acquireErrs atomic.Int64
-	stop := testenv.Disrupt(20*time.Millisecond, func() {
+	stop := labtest.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal", "SKIPME", "yes")
 	})
 	var wg sync.WaitGroup

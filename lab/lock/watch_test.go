@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -39,7 +39,7 @@ func TestWatch_keepsTheLeaseAliveThenCancelsWhenLost(t *testing.T) {
 	// Another client deletes the key: the lease is lost, and the next
 	// refresh must say so by cancelling the work's context.
 	lost := time.Now()
-	if err := rdb.Del(testenv.Context(t, 5*time.Second), key).Err(); err != nil {
+	if err := rdb.Del(labtest.Context(t, 5*time.Second), key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, ctx, 10*time.Second)
@@ -52,7 +52,7 @@ func TestWatch_keepsTheLeaseAliveThenCancelsWhenLost(t *testing.T) {
 	if cause := context.Cause(ctx); !errors.Is(cause, lock.ErrNotHeld) {
 		t.Errorf("cause = %v, want ErrNotHeld", cause)
 	}
-	if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
+	if n := rdb.Exists(labtest.Context(t, 5*time.Second), key).Val(); n != 0 {
 		t.Error("the watchdog brought the key back")
 	}
 }
@@ -61,7 +61,7 @@ func TestWatch_parentEndsTheWork(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	l := mustAcquire(t, rdb, key, 10*time.Second)
-	defer l.Release(testenv.Context(t, 5*time.Second))
+	defer l.Release(labtest.Context(t, 5*time.Second))
 	parent, stop := context.WithCancelCause(context.Background())
 	ctx, cancel := l.Watch(parent)
 	defer cancel()
@@ -129,7 +129,7 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 	if n := settled(before); n != before {
 		t.Errorf("%d watchdogs after cancel, want %d", n, before)
 	}
-	if err := l.Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := l.Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Errorf("Release after cancel: %v", err)
 	}
 
@@ -137,7 +137,7 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 	l = mustAcquire(t, rdb, key, ttl)
 	ctx, cancel := l.Watch(context.Background())
 	defer cancel() // only after the checks below
-	rdb.Del(testenv.Context(t, 5*time.Second), key)
+	rdb.Del(labtest.Context(t, 5*time.Second), key)
 	waitDone(t, ctx, 10*time.Second)
 	if n := settled(before); n != before {
 		t.Errorf("%d watchdogs after the lease was lost, want %d", n, before)
@@ -156,7 +156,7 @@ func TestWatch_releaseStopsTheWatchdog(t *testing.T) {
 	if n := watchdogs(); n != before+1 {
 		t.Errorf("%d watchdogs while watching, want %d", n, before+1)
 	}
-	if err := l.Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := l.Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if n := settled(before); n != before {

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A history (wallet/history) records the balance each spend read. The
+// A history (internal/history) records the balance each spend read. The
 // spends here read inside themselves, so a recorder hands its spend a
 // context that carries a function to tell: ObserveReads. Every read of a
 // balance a spend makes with that context (Spend's GET, through observed;

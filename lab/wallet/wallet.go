@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/big"
 	"strconv"
@@ -28,6 +29,23 @@ const DefaultPrefix = "walletlock:demo:"
 
 // DemoWallet is the wallet the step programs spend from, as in the article.
 const DemoWallet = 42
+
+// IDBlock is how many wallet ids a run owns (FirstIDFor): the most
+// wallets a run may spend from.
+const IDBlock = 1_000_000
+
+// FirstIDFor is the first wallet id of a run on prefix: one of nine million
+// blocks of IDBlock ids, from 10^12 up, chosen by a hash of the prefix.
+// Two prefixes get the same block once in nine million pairs, and even
+// then the second run is refused, not mixed up (the load test's Config.FirstID). The
+// blocks stay clear of the demo wallet (42) and of the ids the workshop
+// chooses (2x10^9 up).
+func FirstIDFor(prefix string) int64 {
+	const base, blocks = 1_000_000_000_000, 9_000_000
+	h := fnv.New64a()
+	h.Write([]byte(prefix))
+	return base + int64(h.Sum64()%blocks)*IDBlock
+}
 
 // ErrNoWallet is returned by Spend when the balance key does not exist.
 var ErrNoWallet = errors.New("wallet: no balance stored")

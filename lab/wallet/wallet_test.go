@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/wallet"
 )
 
@@ -219,7 +220,7 @@ func TestHammer_runsAllAtOnce(t *testing.T) {
 func setBalance(t *testing.T, rdb redis.UniversalClient, balance int64) string {
 	t.Helper()
 	ctx := context.Background()
-	key := wallet.BalanceKey(testenv.Prefix(t, rdb), wallet.DemoWallet)
+	key := wallet.BalanceKey(labtest.Prefix(t, rdb), wallet.DemoWallet)
 	if err := wallet.Set(ctx, rdb, key, balance); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func assertUntouched(t *testing.T, rdb redis.UniversalClient, key string, balanc
 }
 
 func TestSpend(t *testing.T) {
-	rdb := testenv.Redis(t)
+	rdb := labtest.Redis(t)
 	tests := []struct {
 		name        string
 		balance     int64
@@ -291,9 +292,9 @@ func TestSpend(t *testing.T) {
 }
 
 func TestSpend_missingWallet(t *testing.T) {
-	rdb := testenv.Redis(t)
+	rdb := labtest.Redis(t)
 	ctx := context.Background()
-	key := wallet.BalanceKey(testenv.Prefix(t, rdb), wallet.DemoWallet)
+	key := wallet.BalanceKey(labtest.Prefix(t, rdb), wallet.DemoWallet)
 	ok, err := wallet.Spend(ctx, rdb, key, 10, 0)
 	if !errors.Is(err, wallet.ErrNoWallet) {
 		t.Fatalf("Spend on a missing key = %v, %v; want ErrNoWallet", ok, err)
@@ -342,7 +343,7 @@ func waitThen(ctx context.Context, read <-chan struct{}, end func()) {
 }
 
 func TestSpend_contextEndsDuringWork(t *testing.T) {
-	testenv.Redis(t) // skip once, not per case, when Redis is down
+	labtest.Redis(t) // skip once, not per case, when Redis is down
 	errLeaseLost := errors.New("lease lost")
 	// start returns the context for Spend; it ends it once the read is done
 	// (the cancel cases) or lets its deadline end it (the others).
@@ -390,7 +391,7 @@ func TestSpend_contextEndsDuringWork(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A client of its own: the hook watches this case's GET only.
-			rdb := testenv.Redis(t)
+			rdb := labtest.Redis(t)
 			hook := &readHook{done: make(chan struct{})}
 			rdb.AddHook(hook)
 			key := setBalance(t, rdb, 100)
@@ -424,9 +425,9 @@ func TestWork(t *testing.T) {
 }
 
 func TestSet_replaces(t *testing.T) {
-	rdb := testenv.Redis(t)
+	rdb := labtest.Redis(t)
 	ctx := context.Background()
-	key := wallet.BalanceKey(testenv.Prefix(t, rdb), wallet.DemoWallet)
+	key := wallet.BalanceKey(labtest.Prefix(t, rdb), wallet.DemoWallet)
 	for _, want := range []int64{100, 7} {
 		if err := wallet.Set(ctx, rdb, key, want); err != nil {
 			t.Fatal(err)
@@ -437,6 +438,25 @@ func TestSet_replaces(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("Balance after Set(%d) = %d", want, got)
+		}
+	}
+}
+
+// Every prefix gets a block of ids of its own, whole, and far from the
+// ids other programs use.
+func TestFirstIDFor_aBlockPerPrefix(t *testing.T) {
+	seen := map[int64]string{}
+	for _, prefix := range []string{"walletlock:demo:step6:", "walletlock:demo:step6", "a:", "b:", "test:x:0001:", "test:x:0002:"} {
+		id := wallet.FirstIDFor(prefix)
+		if id < 1_000_000_000_000 || id > math.MaxInt64-wallet.IDBlock || id%wallet.IDBlock != 0 {
+			t.Errorf("FirstIDFor(%q) = %d, want a multiple of %d from 10^12 up", prefix, id, wallet.IDBlock)
+		}
+		if other, ok := seen[id]; ok {
+			t.Errorf("FirstIDFor(%q) = FirstIDFor(%q) = %d", prefix, other, id)
+		}
+		seen[id] = prefix
+		if wallet.FirstIDFor(prefix) != id {
+			t.Errorf("FirstIDFor(%q) changes between calls", prefix)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 // hotDrill is issue 35's drill with -history: sixteen spender processes
@@ -36,7 +36,7 @@ func TestDrill_historyPageOfAHotWalletIsBounded(t *testing.T) {
 	if code := d.cmd.ProcessState.ExitCode(); code != 0 && code != 1 || strings.Contains(d.stderr(), "-history") {
 		t.Errorf("drill = %d, want 0 or 1 and the page written; stderr:\n%s", code, d.stderr())
 	}
-	says := testenv.HistoryPageSays(t, page)
+	says := labtest.HistoryPageSays(t, page)
 	if len(says) != 2 {
 		t.Fatalf("the page says %q, want what it found for each of the 2 runs' windows", says)
 	}
@@ -77,7 +77,7 @@ func TestDrill_historyPageStopsAtSIGTERM(t *testing.T) {
 	if !strings.Contains(d.stderr(), "interrupted by SIGTERM") {
 		t.Errorf("stderr does not say SIGTERM ended the run:\n%s", d.stderr())
 	}
-	says := testenv.HistoryPageSays(t, page)
+	says := labtest.HistoryPageSays(t, page)
 	if len(says) != 2 {
 		t.Fatalf("the page says %q, want what it found for each of the 2 runs' windows", says)
 	}
@@ -96,7 +96,7 @@ func TestDrill_historyPageThatCannotBeWrittenIsRefusedFirst(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "gone", "h.html"), dangling); err != nil {
 		t.Fatal(err)
 	}
-	testenv.BadFlags(t, run, []testenv.BadFlag{
+	labtest.BadFlags(t, run, []labtest.BadFlag{
 		{Name: "a named pipe", Args: []string{"-history", fifo}, Want: "-history " + fifo + " is a named pipe, not a file"},
 		{Name: "a dangling symbolic link", Args: []string{"-history", dangling}, Want: "which does not exist"},
 	})

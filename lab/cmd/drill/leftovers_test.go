@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 // Two drills whose prefixes once named one network (probe:abyzx: and
@@ -23,12 +23,12 @@ import (
 // first's namespaces, which stay the same namespaces while both run.
 func TestDrill_twoPartitionsNeverShareANetwork(t *testing.T) {
 	needsNetns(t)
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	before := drillNamespaces(t)
 	var drills []*drillProc
 	var nets []map[string]nsInfo
 	for _, prefix := range []string{"probe:abyzx:", "probe:a06ad:"} {
-		first := testenv.WalletID(t)
+		first := labtest.WalletID(t)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -63,10 +63,10 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
-	"example.com/walletlock/lab/internal/services"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/postgres"
 )
@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			nems = slices.DeleteFunc(nems, drill.IsPartition)
 			leftOut = fmt.Sprintf("left out -nemesis %s: %s", strings.Join(asked, ","), oneLine(err))
 			fmt.Fprintln(stderr, prog+": "+leftOut)
-		} else if _, err := drill.PostgresAddr(services.DatabaseURL()); err != nil {
+		} else if _, err := drill.PostgresAddr(env.DatabaseURL()); err != nil {
 			// Its spenders reach PostgreSQL from their namespaces, over
 			// TCP: say so before anything is set up or run.
 			return fail(err)
@@ -264,7 +264,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // oneLine is err's message for a line of the drill's stderr, which
 // begins "drill: " already: on one line, without the "drill: " that the
-// errors of internal/drill begin with (see unrepeated), printable.
+// errors of package drill begin with (see unrepeated), printable.
 func oneLine(err error) string { return unrepeated(safe.Line(err.Error())) }
 
 // unrepeated drops the program's name where a message repeats it, at its

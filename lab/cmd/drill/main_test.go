@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/loadtest"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/wallet"
 )
 
 // The drill starts its own binary again as a spender; under go test that
@@ -40,14 +40,14 @@ func TestMain(m *testing.M) {
 // returns a prefix and a first wallet id no other test uses.
 func needs(t *testing.T) (prefix, firstID string) {
 	t.Helper()
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	if _, err := launch.RedisBinary(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
-	id := testenv.WalletID(t)
+	id := labtest.WalletID(t)
 	name := strings.Map(func(r rune) rune { // what a prefix may hold (harness.CheckPrefix)
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(harness.PrefixChars, r) {
 			return r
@@ -66,7 +66,7 @@ func needs(t *testing.T) (prefix, firstID string) {
 func rowsLeft(t *testing.T, prefix string) int {
 	t.Helper()
 	var n int
-	if err := testenv.Postgres(t).QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", prefix).Scan(&n); err != nil {
+	if err := labtest.Postgres(t).QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", prefix).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -229,7 +229,7 @@ func TestDrill_interrupt(t *testing.T) {
 }
 
 func TestDrill_badFlags(t *testing.T) {
-	testenv.BadFlags(t, run, []testenv.BadFlag{
+	labtest.BadFlags(t, run, []labtest.BadFlag{
 		{Name: "unknown nemesis", Args: []string{"-nemesis", "meteor"}, Want: "-nemesis"},
 		{Name: "unknown strategy", Args: []string{"-strategy", "hope"}, Want: "-strategy"},
 		{Name: "too many seeds", Args: []string{"-seeds", "1000"}, Want: "-seeds"},
@@ -301,7 +301,7 @@ func startDrill(t *testing.T, stdout *os.File, args ...string) *drillProc {
 // may share.
 func startDrillIn(t *testing.T, tmp string, stdout *os.File, args ...string) *drillProc {
 	t.Helper()
-	d := &drillProc{tmp: tmp, marker: fmt.Sprintf("walletlock-drill-test-%d", testenv.WalletID(t)), done: make(chan struct{})}
+	d := &drillProc{tmp: tmp, marker: fmt.Sprintf("walletlock-drill-test-%d", labtest.WalletID(t)), done: make(chan struct{})}
 	d.cmd = exec.Command(os.Args[0], args...)
 	d.cmd.Env = append(os.Environ(), asMain+"=1", "TMPDIR="+d.tmp, "WALLETLOCK_TEST_MARKER="+d.marker)
 	d.errOut = filepath.Join(d.tmp, "stderr."+d.marker)
@@ -357,7 +357,7 @@ func (d *drillProc) leftNothing(t *testing.T, prefix string) {
 // folder (redis-server overwrites its environment with its title). Without
 // /proc it returns none.
 func (d *drillProc) marked() []int {
-	return testenv.Processes(func(dir string) bool {
+	return labtest.Processes(func(dir string) bool {
 		env, err := os.ReadFile(filepath.Join(dir, "environ"))
 		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
 		return err == nil && bytes.Contains(env, []byte("WALLETLOCK_TEST_MARKER="+d.marker+"\x00")) || strings.HasPrefix(cwd, d.tmp+"/")
@@ -477,7 +477,7 @@ func TestDrill_deadDrillsRowsDoNotBlockAndAreTakenOver(t *testing.T) {
 // that runs (its lease is held), and those outside the ids a drill on
 // their prefix derives. The drill refuses them, and deletes none.
 func TestDrill_takesOverNoLiveOrForeignRows(t *testing.T) {
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	for _, tt := range []struct {
 		name string
 		live bool  // the owner's lease is held
@@ -514,7 +514,7 @@ func TestDrill_takesOverNoLiveOrForeignRows(t *testing.T) {
 }
 
 // The drill names itself once, at the start of each line it prints, also
-// where it prints an error of internal/drill, which names the drill too.
+// where it prints an error of package drill, which names the drill too.
 func TestDrill_namesItselfOncePerLine(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -523,7 +523,7 @@ func TestDrill_namesItselfOncePerLine(t *testing.T) {
 		code  int
 	}{
 		{"a prefix another drill holds", func(t *testing.T, prefix string) {
-			release, err := drill.TakePrefix(t.Context(), testenv.Postgres(t), prefix)
+			release, err := drill.TakePrefix(t.Context(), labtest.Postgres(t), prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -558,7 +558,7 @@ func TestFirstID_followsThePrefix(t *testing.T) {
 	if a != drill.FirstID("walletlock:demo:drill:") {
 		t.Error("FirstID is not a function of the prefix")
 	}
-	if s := loadtest.FirstIDFor("walletlock:demo:drill:"); a >= s && a < s+loadtest.MaxWallets {
+	if s := wallet.FirstIDFor("walletlock:demo:drill:"); a >= s && a < s+wallet.IDBlock {
 		t.Errorf("the drill's ids %d.. lie in step 6's block %d.. on the same prefix", a, s)
 	}
 }

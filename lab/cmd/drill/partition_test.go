@@ -21,10 +21,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/services"
-	"example.com/walletlock/lab/internal/testenv"
 )
 
 // needsNetns skips where the drill cannot make network namespaces (not
@@ -326,7 +326,7 @@ func TestDrill_unixSocketRefusedBeforeSetUp(t *testing.T) {
 // test ends.
 func unixSocketURL(t *testing.T) string {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(services.DatabaseURL())
+	cfg, err := pgx.ParseConfig(env.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestDrill_partitionCleansUpOnSignal(t *testing.T) {
 }
 
 func TestDrill_partitionBadFlags(t *testing.T) {
-	testenv.BadFlags(t, run, []testenv.BadFlag{
+	labtest.BadFlags(t, run, []labtest.BadFlag{
 		{Name: "a partition too short", Args: []string{"-partition", "10ms"}, Want: "-partition"},
 		{Name: "a partition too long", Args: []string{"-partition", "1h"}, Want: "-partition"},
 	})

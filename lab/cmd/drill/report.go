@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"example.com/walletlock/lab/internal/drill"
+	"example.com/walletlock/lab/drill"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lesson"

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/loadtest"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/loadtest"
 	"example.com/walletlock/lab/wallet"
 )
 
@@ -20,9 +20,9 @@ import (
 // which is correct, stays OK whichever way each of them went (issue 10,
 // defect 4a: it was BROKEN).
 func TestRun_unknownOutcomesWhileRedisIsFrozen(t *testing.T) {
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Use(t)
-	prefix := testenv.Prefix(t, rdb)
+	prefix := labtest.Prefix(t, rdb)
 	const first = 1000
 	args := []string{"-strategy", "lock", "-prefix", prefix, "-first-id", "1000",
 		"-workers", "16", "-wallets", "8", "-work", "5ms", "-duration", "3s", "-timeout", "500ms", "-json"}
@@ -76,7 +76,7 @@ func TestRun_ctrlCWhileRedisIsFrozen(t *testing.T) {
 			if strategy == "fair" {
 				args = append(args, "-hot")
 			}
-			stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{
+			stdout, _ := labtest.Interrupt(t, run, labtest.CtrlC{
 				Args:   args,
 				Key:    "balance:{wallet:1000}",
 				After:  500 * time.Millisecond,
@@ -96,8 +96,8 @@ func TestRun_ctrlCWhileRedisIsFrozen(t *testing.T) {
 func TestRun_ctrlCWhileSettingUpAMillionWallets(t *testing.T) {
 	for _, strategy := range []string{"none", "forupdate"} {
 		t.Run(strategy, func(t *testing.T) {
-			pool := testenv.Postgres(t)
-			stdout, _ := testenv.Interrupt(t, run, testenv.CtrlC{
+			pool := labtest.Postgres(t)
+			stdout, _ := labtest.Interrupt(t, run, labtest.CtrlC{
 				Args:    []string{"-wallets", "1000000", "-strategy", strategy, "-duration", "1m", "-json"},
 				After:   500 * time.Millisecond,
 				Swamped: true,

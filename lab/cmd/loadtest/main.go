@@ -7,7 +7,7 @@
 // the control), lock, redislock, redsync, redlock (three nodes, `make
 // redlock-up`; a default run without them leaves it out and says so),
 // fair, fenced, atomic, version and forupdate, each a spend function of
-// internal/loadtest/strategy.go. Each row gives the serial ceiling and the
+// loadtest/strategy.go. Each row gives the serial ceiling and the
 // share of it reached, the wait for a lock and for a pooled connection,
 // and whether the history of spends is linearizable. Expect none BROKEN
 // and every other row OK; it takes about 45 s and ends with a check line
@@ -34,7 +34,7 @@ import (
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
-	"example.com/walletlock/lab/internal/loadtest"
+	"example.com/walletlock/lab/loadtest"
 )
 
 const step = "loadtest"
@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// The lesson: the same spends made every way this repo shows, one
 	// strategy after another on fresh wallets, one row each. Each way to
-	// spend is a function of internal/loadtest/strategy.go, side by side.
+	// spend is a function of loadtest/strategy.go, side by side.
 	rep, runErr := loadtest.Run(ctx, env, f.Config)
 	if rep == nil { // it failed before anything was measured
 		return h.Fail(runErr)
@@ -87,5 +87,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if none := rep.Unmeasured(); len(none) > 0 && !rep.Interrupted {
 		r.Fail(stderr, fmt.Errorf("measured nothing: %s", strings.Join(none, ", ")))
 	}
-	return f.Finish(ctx, r, rep, leftOut, charts.SaveLoad)
+	return f.Finish(ctx, r, rep, leftOut)
 }

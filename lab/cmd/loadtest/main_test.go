@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/loadtest"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/loadtest"
 	"example.com/walletlock/lab/wallet"
 )
 
@@ -35,9 +34,9 @@ type own struct {
 // names them, and the test must not leave them.
 func ownArgs(t *testing.T, more ...string) ([]string, own) {
 	t.Helper()
-	o := own{rdb: testenv.Redis(t), firstID: testenv.WalletID(t)}
-	pool := testenv.Postgres(t)
-	o.prefix = testenv.Prefix(t, o.rdb)
+	o := own{rdb: labtest.Redis(t), firstID: labtest.WalletID(t)}
+	pool := labtest.Postgres(t)
+	o.prefix = labtest.Prefix(t, o.rdb)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -53,7 +52,7 @@ func ownArgs(t *testing.T, more ...string) ([]string, own) {
 }
 
 func TestRun_badFlags(t *testing.T) {
-	testenv.BadFlags(t, run, []testenv.BadFlag{
+	labtest.BadFlags(t, run, []labtest.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
 		{Name: "not a number", Args: []string{"-workers", "many"}, Want: "-workers"},
 		{Name: "no workers", Args: []string{"-workers", "0"}, Want: "-workers"},
@@ -86,14 +85,14 @@ func TestRun_badFlags(t *testing.T) {
 	})
 }
 
-func TestRun_help(t *testing.T) { testenv.Help(t, run) }
+func TestRun_help(t *testing.T) { labtest.Help(t, run) }
 
 // Each strategy dials only the services it needs: lock needs Redis,
 // version only PostgreSQL.
-func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run, "-strategy", "lock") }
+func TestRun_redisUnreachable(t *testing.T) { labtest.RedisUnreachable(t, run, "-strategy", "lock") }
 
 func TestRun_postgresUnreachable(t *testing.T) {
-	testenv.PostgresUnreachable(t, run, "-strategy", "version")
+	labtest.PostgresUnreachable(t, run, "-strategy", "version")
 }
 
 // jsonReport is the load test's -json: the figures, and every row's verdict as a
@@ -156,7 +155,7 @@ func redlockNodes(t *testing.T) {
 	t.Helper()
 	var addrs []string
 	for range 3 {
-		addrs = append(addrs, testenv.StartRedis(t).Addr)
+		addrs = append(addrs, labtest.StartRedis(t).Addr)
 	}
 	t.Setenv("REDLOCK_ADDRS", strings.Join(addrs, ","))
 }
@@ -167,12 +166,7 @@ func deadRedlock(t *testing.T) []string {
 	t.Helper()
 	var addrs []string
 	for range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, l.Addr().String())
-		l.Close()
+		addrs = append(addrs, labtest.DeadAddr(t))
 	}
 	t.Setenv("REDLOCK_ADDRS", strings.Join(addrs, ","))
 	return addrs
@@ -183,7 +177,7 @@ func deadRedlock(t *testing.T) []string {
 func TestRun_redlockWithoutItsNodes(t *testing.T) {
 	args, _ := ownArgs(t, "-strategy", "redlock")
 	dead := deadRedlock(t)
-	testenv.FailsInOneLine(t, run, args, "0 of 3 answer", dead[0], "make redlock-up", "REDLOCK_ADDRS")
+	labtest.FailsInOneLine(t, run, args, "0 of 3 answer", dead[0], "make redlock-up", "REDLOCK_ADDRS")
 }
 
 // REDLOCK_ADDRS that names one node three times is a configuration
@@ -370,12 +364,12 @@ func TestRun_aTimeoutNoSpendMeetsMeasuresNothing(t *testing.T) {
 // says who holds them and what to change, and leaves the first run alone
 // (issue 10, defect 5).
 func TestRun_twoRunsAtOnce(t *testing.T) {
-	rdb := testenv.Redis(t)
-	pool := testenv.Postgres(t)
+	rdb := labtest.Redis(t)
+	pool := labtest.Postgres(t)
 	light := []string{"-workers", "4", "-wallets", "3", "-strategy", "version,forupdate"}
 
 	t.Run("different prefixes, default wallets: both run", func(t *testing.T) {
-		prefixes := []string{testenv.Prefix(t, rdb), testenv.Prefix(t, rdb)}
+		prefixes := []string{labtest.Prefix(t, rdb), labtest.Prefix(t, rdb)}
 		var wg sync.WaitGroup
 		outs := make([]bytes.Buffer, 2)
 		codes := make([]int, 2)
@@ -394,8 +388,8 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 			if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
 				t.Fatalf("run %d: %v", i, err)
 			}
-			if rep.Params.FirstID != loadtest.FirstIDFor(prefix) {
-				t.Errorf("run %d: first id %d, want %d, derived from its prefix", i, rep.Params.FirstID, loadtest.FirstIDFor(prefix))
+			if rep.Params.FirstID != wallet.FirstIDFor(prefix) {
+				t.Errorf("run %d: first id %d, want %d, derived from its prefix", i, rep.Params.FirstID, wallet.FirstIDFor(prefix))
 			}
 			for _, r := range rep.Rows {
 				if !r.OK || !r.Measured {
@@ -406,7 +400,7 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 	})
 
 	t.Run("the same prefix: refused", func(t *testing.T) {
-		testenv.SecondRunRefused(t, run, append([]string{"-duration", "1s"}, light...)...)
+		labtest.SecondRunRefused(t, run, append([]string{"-duration", "1s"}, light...)...)
 	})
 
 	t.Run("wallets another run holds: refused, naming it", func(t *testing.T) {
@@ -430,8 +424,8 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 				t.Fatal("the first run did not set up its wallets within 30 s")
 			}
 		}
-		second := append(append([]string{}, light...), "-prefix", testenv.Prefix(t, rdb), "-first-id", fmt.Sprint(o.firstID), "-duration", "200ms")
-		testenv.FailsInOneLine(t, run, second, o.prefix, "-first-id", "-prefix")
+		second := append(append([]string{}, light...), "-prefix", labtest.Prefix(t, rdb), "-first-id", fmt.Sprint(o.firstID), "-duration", "200ms")
+		labtest.FailsInOneLine(t, run, second, o.prefix, "-first-id", "-prefix")
 		cancel()
 		if code := <-done; code != 130 {
 			t.Errorf("the first run = %d, want 130", code)
@@ -445,6 +439,6 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 // -json keeps every key a run printed before the shared report
 // (internal/harness): testdata/json-contract.json, a run of every strategy.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
-	testenv.Postgres(t)
-	testenv.JSONKeepsKeys(t, run, "-first-id", fmt.Sprint(testenv.WalletID(t)), "-duration", "300ms", "-workers", "6", "-wallets", "3")
+	labtest.Postgres(t)
+	labtest.JSONKeepsKeys(t, run, "-first-id", fmt.Sprint(labtest.WalletID(t)), "-duration", "300ms", "-workers", "6", "-wallets", "3")
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/workshop"
 )
 
 // The testdata files are real runs of make workshop JSON=1. Four are of
@@ -104,7 +105,7 @@ func TestCompare_refusesAFileItCannotRead(t *testing.T) {
 		return path
 	}
 	newer := filepath.Join(dir, "newer.json")
-	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = FormatVersion + 1 })
+	copyFile(t, room[1], newer, func(rep map[string]any) { rep["format"] = workshop.FormatVersion + 1 })
 	tests := []struct {
 		name, file, want string
 	}{
@@ -370,7 +371,7 @@ func TestDoc_keepsTheKeysOfAnOldFile(t *testing.T) {
 		return b
 	}
 	for _, old := range []string{labD, room[1]} {
-		missing, err := testenv.MissingKeys(strip(old), strip("testdata/json-contract.json"))
+		missing, err := labtest.MissingKeys(strip(old), strip("testdata/json-contract.json"))
 		if err != nil || len(missing) > 0 {
 			t.Errorf("%s: keys today's document lacks: %q (%v)", old, missing, err)
 		}

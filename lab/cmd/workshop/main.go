@@ -40,6 +40,7 @@ import (
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/lesson"
+	"example.com/walletlock/lab/workshop"
 )
 
 // plan is what the workshop runs, in tutorial order, each step briefly:
@@ -80,7 +81,7 @@ func flags() (*flag.FlagSet, *options) {
 	var o options
 	fs := flag.NewFlagSet("workshop", flag.ContinueOnError)
 	fs.BoolVar(&o.json, "json", false, "print one JSON document instead of the table")
-	fs.StringVar(&o.host, "host", Hostname(), "this machine's label in the JSON and in the name of the file -save writes")
+	fs.StringVar(&o.host, "host", workshop.Hostname(), "this machine's label in the JSON and in the name of the file -save writes")
 	fs.BoolVar(&o.save, "save", false, "print the table, and write the JSON to workshop-<host>.json for the facilitator")
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
@@ -125,17 +126,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
 	if opt.compare { // the facilitator's side: the room's files, side by side
-		if err := Compare(files, opt.html, stdout); err != nil {
+		if err := workshop.Compare(files, opt.html, stdout); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
 
-	doc, err := New(ctx, strings.TrimSpace(opt.host))
+	doc, err := workshop.New(ctx, strings.TrimSpace(opt.host))
 	if err != nil {
 		return fail(err)
 	}
-	bin, err := Build(ctx, stderr)
+	bin, err := workshop.Build(ctx, stderr)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintln(stderr, "workshop: interrupted by Ctrl-C while building the steps; nothing ran")
@@ -165,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			args = p.args(ids)
 			doc.Args[p.step] = args
 		}
-		ran := RunStep(ctx, bin, p.step, tag+p.step+":", args, stderr)
+		ran := workshop.RunStep(ctx, bin, p.step, tag+p.step+":", args, stderr)
 		if ran.Out != nil {
 			doc.Steps[p.step] = ran.Out
 		}
@@ -177,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			// unless it took too long and was killed.
 			doc.Interrupted = p.step
 			if ran.Killed {
-				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, harness.WaitDelay, Leftovers(tag))
+				fmt.Fprintf(stderr, "workshop: %s did not exit within %v of Ctrl-C and was killed; what it wrote may be left: %s\n", p.step, harness.WaitDelay, workshop.Leftovers(tag))
 			}
 			break
 		}
@@ -186,7 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if doc.Interrupted == "" {
-		for _, m := range Missing(r.Phases()) {
+		for _, m := range workshop.Missing(r.Phases()) {
 			failed(errors.New(m))
 		}
 	}

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/harness"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 func TestRun_badFlags(t *testing.T) {
-	testenv.BadFlags(t, run, []testenv.BadFlag{
+	labtest.BadFlags(t, run, []labtest.BadFlag{
 		{Name: "unknown flag", Args: []string{"-nope"}, Want: "-nope"},
 		{Name: "a stray argument", Args: []string{"step1-race"}, Want: `unexpected argument "step1-race"`},
 		{Name: "-compare without files", Args: []string{"-compare", "-html", "room.html"}, Want: "-compare needs the workshop JSON files"},
@@ -23,23 +23,23 @@ func TestRun_badFlags(t *testing.T) {
 	})
 }
 
-func TestRun_help(t *testing.T) { testenv.Help(t, run) }
+func TestRun_help(t *testing.T) { labtest.Help(t, run) }
 
 // Both services are checked before anything is built or run, Redis first.
-func TestRun_redisUnreachable(t *testing.T) { testenv.RedisUnreachable(t, run) }
+func TestRun_redisUnreachable(t *testing.T) { labtest.RedisUnreachable(t, run) }
 
 func TestRun_postgresUnreachable(t *testing.T) {
-	testenv.Redis(t)
-	testenv.PostgresUnreachable(t, run)
+	labtest.Redis(t)
+	labtest.PostgresUnreachable(t, run)
 }
 
 // Ctrl-C while a step runs reaches the step as an interrupt, not a kill:
 // it cleans up, and the workshop prints the phases that ran and exits 130,
 // saying it was interrupted. (A killed step left 32 keys and 16 rows.)
 func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
-	rdb := testenv.Redis(t)
-	pool := testenv.Postgres(t)
-	namespace := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	pool := labtest.Postgres(t)
+	namespace := labtest.Prefix(t, rdb)
 
 	ctx, ctrlC := context.WithCancel(t.Context())
 	defer ctrlC()
@@ -99,6 +99,6 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 // (TestDoc_keepsTheKeysOfAnOldFile holds it to the files of before). It
 // runs every step, about a minute.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
-	testenv.Postgres(t)
-	testenv.JSONKeepsKeys(t, run)
+	labtest.Postgres(t)
+	labtest.JSONKeepsKeys(t, run)
 }

@@ -17,7 +17,6 @@ import (
 	"testing"
 
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/loadtest"
 )
 
 // page is what a reader gets from a generated page: its text, and the
@@ -114,7 +113,7 @@ func readTestdata(t *testing.T, name string) []byte {
 func writeLoad(t *testing.T, report []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := WriteLoad(&b, report); err != nil {
+	if err := WriteLoad(&b, report, ""); err != nil {
 		t.Fatalf("WriteLoad: %v", err)
 	}
 	return b.Bytes()
@@ -215,7 +214,7 @@ func TestWriteLoad_readsAReportWithKeysMissing(t *testing.T) {
 
 func TestWriteLoad_refusesWhatIsNotJSON(t *testing.T) {
 	var b bytes.Buffer
-	err := WriteLoad(&b, []byte("accepted=10 OK"))
+	err := WriteLoad(&b, []byte("accepted=10 OK"), "")
 	if err == nil || !strings.HasPrefix(err.Error(), "charts: ") {
 		t.Errorf("WriteLoad(not JSON) = %v, want a charts: error", err)
 	}
@@ -242,24 +241,66 @@ func TestWriteLoad_marksARowThatDiffersFromTheLesson(t *testing.T) {
 	}
 }
 
+// SaveLoad writes the page, with the line the text report gives when
+// the pool was the limit, or an error that names the file.
 func TestSaveLoad_writesTheFileOrNamesIt(t *testing.T) {
-	var rep loadtest.Report
-	if err := json.Unmarshal(readTestdata(t, "step6.json"), &rep); err != nil {
-		t.Fatal(err)
-	}
+	report := readTestdata(t, "step6.json")
+	pool := "The pool, not the lock, is the limit: lock spent 91% of its time waiting for one of the 256 Redis connections.\n"
 	path := filepath.Join(t.TempDir(), "report.html")
-	if err := SaveLoad(path, &rep); err != nil {
+	if err := SaveLoad(path, report, pool); err != nil {
 		t.Fatalf("SaveLoad: %v", err)
 	}
 	html, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsePage(t, html).mustName(t, "strategy", oneRun...)
+	p := parsePage(t, html)
+	p.mustName(t, "strategy", oneRun...)
+	if !strings.Contains(p.text, "The pool, not the lock, is the limit: lock spent 91%") {
+		t.Errorf("the page does not give the pool's line %q", pool)
+	}
 
 	bad := filepath.Join(t.TempDir(), "no-such-dir", "report.html")
-	if err := SaveLoad(bad, &rep); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, os.ErrNotExist) {
+	if err := SaveLoad(bad, report, ""); err == nil || !strings.Contains(err.Error(), bad) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("SaveLoad into a missing directory = %v, want an error naming %s", err, bad)
+	}
+}
+
+func TestFormatMS_threeDigits(t *testing.T) {
+	tests := []struct {
+		ms   float64
+		want string
+	}{
+		{0.113, "0.113ms"},
+		{1, "1.00ms"},
+		{4.567, "4.57ms"},
+		{78.94, "78.9ms"},
+		{1234, "1.23s"},
+	}
+	for _, tt := range tests {
+		if got := FormatMS(tt.ms); got != tt.want {
+			t.Errorf("FormatMS(%v) = %q, want %q", tt.ms, got, tt.want)
+		}
+	}
+}
+
+// The report's first line says where the spends go; with -hot it says
+// that every other wallet is idle, not merely that one is spent from.
+func TestSpread(t *testing.T) {
+	tests := []struct {
+		wallets int
+		hot     bool
+		want    string
+	}{
+		{16, false, "from 16 wallets"},
+		{1, false, "from 1 wallet"},
+		{16, true, "from one wallet (-hot: the other 15 of the 16 stay idle)"},
+		{1, true, "from one wallet (-hot)"},
+	}
+	for _, tt := range tests {
+		if got := Spread(tt.wallets, tt.hot); got != tt.want {
+			t.Errorf("Spread(%d, %v) = %q, want %q", tt.wallets, tt.hot, got, tt.want)
+		}
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/loadtest"
 )
 
 // load is the part of a load report the pages read: the lab's load test's
@@ -184,13 +183,10 @@ func (l load) row(strategy string, workers int) (loadRow, bool) {
 	return loadRow{}, false
 }
 
-// SaveLoad writes step 6's report to path as one HTML page (see WriteLoad).
-func SaveLoad(path string, rep *loadtest.Report) error {
-	data, err := json.Marshal(rep)
-	if err != nil {
-		return fmt.Errorf("charts: write %s: %w", path, err)
-	}
-	if err := harness.SavePage(path, func(w io.Writer) error { return WriteLoad(w, data) }); err != nil {
+// SaveLoad writes step 6's report, in its JSON form, to path as one HTML
+// page (see WriteLoad).
+func SaveLoad(path string, reportJSON []byte, poolLine string) error {
+	if err := harness.SavePage(path, func(w io.Writer) error { return WriteLoad(w, reportJSON, poolLine) }); err != nil {
 		return fmt.Errorf("charts: write %s: %w", path, err)
 	}
 	return nil
@@ -200,15 +196,18 @@ func SaveLoad(path string, rep *loadtest.Report) error {
 // (loadtest.Report), as one HTML page: the table, accepted
 // spends per second and p99 lock wait per strategy, and for a sweep over
 // several -workers, efficiency and p99 wait against contention with the
-// fair-queue bound. The page fetches nothing: the charts are inline SVG.
-func WriteLoad(w io.Writer, reportJSON []byte) error {
+// fair-queue bound. poolLine is the line the text report prints under its
+// table when the pool, not the lock, limited a row (loadtest's
+// Report.PoolLine); "" when none was. The page fetches nothing: the charts
+// are inline SVG.
+func WriteLoad(w io.Writer, reportJSON []byte, poolLine string) error {
 	l, err := decodeLoad(reportJSON)
 	if err != nil {
 		return err
 	}
 	page := loadPage{Title: "walletlock load test: every strategy under load", load: l}
 	page.Setup = setupLine(l)
-	page.PoolLine = poolLine(reportJSON)
+	page.PoolLine = strings.TrimSpace(poolLine)
 	if page.Charts, err = loadCharts(l); err != nil {
 		return err
 	}
@@ -219,13 +218,13 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 		}
 		tr := tableRow{Strategy: r.Strategy, Workers: r.Workers, Verdict: v, Match: match, Control: r.Strategy == "none",
 			PerSecond: fmt.Sprintf("%.0f", r.PerSecond), Attempts: r.Attempts, Errors: r.Errors, Unknown: r.Unknown,
-			WaitP50: "n/a", WaitP99: "n/a", SpendP50: ms(r.Latency.P50), SpendP99: ms(r.Latency.P99),
+			WaitP50: "n/a", WaitP99: "n/a", SpendP50: FormatMS(r.Latency.P50), SpendP99: FormatMS(r.Latency.P99),
 			RedisPerSpend: "n/a", Efficiency: percent(r.Efficiency, r.Ceiling > 0), VsNone: "n/a"}
 		if r.LockWait != nil {
-			tr.WaitP50, tr.WaitP99 = ms(r.LockWait.P50), ms(r.LockWait.P99)
+			tr.WaitP50, tr.WaitP99 = FormatMS(r.LockWait.P50), FormatMS(r.LockWait.P99)
 		}
 		if r.PoolWait != nil {
-			tr.PoolP99, tr.PoolShare = ms(r.PoolWait.P99), percent(r.PoolWaitShare, true)
+			tr.PoolP99, tr.PoolShare = FormatMS(r.PoolWait.P99), percent(r.PoolWaitShare, true)
 		}
 		if r.CeilingNA != "" {
 			tr.Efficiency = "n/a (" + r.CeilingNA + ")"
@@ -235,7 +234,7 @@ func WriteLoad(w io.Writer, reportJSON []byte) error {
 		}
 		switch {
 		case r.FIFOBound != nil && *r.FIFOBound > 0:
-			tr.Bound = ms(*r.FIFOBound)
+			tr.Bound = FormatMS(*r.FIFOBound)
 		case r.FIFOBound != nil:
 			tr.Bound = "n/a" // atomic: nothing queues, so there is no bound
 		}
@@ -287,16 +286,6 @@ type tableRow struct {
 	Control                                     bool // none: drawn as the broken control
 }
 
-// poolLine is the line the text report prints under its table when the
-// pool, not the lock, limited a row; "" when none was.
-func poolLine(reportJSON []byte) string {
-	var rep loadtest.Report
-	if json.Unmarshal(reportJSON, &rep) != nil {
-		return ""
-	}
-	return strings.TrimSpace(rep.PoolLine())
-}
-
 // setupLine says what the run did, as the text table's first line does;
 // for the root's step 6, from the flags the workshop gave it.
 func setupLine(l load) string {
@@ -312,7 +301,7 @@ func setupLine(l load) string {
 		}
 		workers = strings.Join(each, ", ")
 	}
-	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, loadtest.Spread(p.Wallets, p.Hot), p.Work, p.Duration)
+	return fmt.Sprintf("%s workers spending %s, %s of work, %s per strategy.", workers, Spread(p.Wallets, p.Hot), p.Work, p.Duration)
 }
 
 // rootSetup is setupLine for the root's step 6, run with args: a flag it
@@ -537,8 +526,32 @@ func value(ok bool, v float64) float64 {
 	return v
 }
 
-// ms writes milliseconds as step 6's table does.
-func ms(v float64) string { return loadtest.FormatMS(v) }
+// FormatMS writes a duration (the load test's table and the pages) in milliseconds with three significant digits or
+// so: 0.123ms, 4.56ms, 78.9ms, 1.23s.
+func FormatMS(v float64) string {
+	switch {
+	case v < 1:
+		return fmt.Sprintf("%.3fms", v)
+	case v < 10:
+		return fmt.Sprintf("%.2fms", v)
+	case v < 1000:
+		return fmt.Sprintf("%.1fms", v)
+	default:
+		return fmt.Sprintf("%.2fs", v/1000)
+	}
+}
+
+// Spread says where the spends go: "from 16 wallets", or with -hot "from
+// one wallet (-hot: the other 15 of the 16 stay idle)".
+func Spread(wallets int, hot bool) string {
+	switch {
+	case hot && wallets > 1:
+		return fmt.Sprintf("from one wallet (-hot: the other %d of the %d stay idle)", wallets-1, wallets)
+	case hot:
+		return "from one wallet (-hot)"
+	}
+	return fmt.Sprintf("from %d %s", wallets, plural(wallets, "wallet"))
+}
 
 func percent(v float64, known bool) string {
 	if !known {

@@ -154,7 +154,7 @@ func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
 				c.Checks = ""
 				c.Text = fmt.Sprintf("%.0f/s, %s", r.PerSecond, v)
 				if w := waitP99(r); !math.IsNaN(w) {
-					c.Text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, ms(w), v)
+					c.Text = fmt.Sprintf("%.0f/s, wait p99 %s, %s", r.PerSecond, FormatMS(w), v)
 					if !slices.Contains(waiting, s) {
 						waiting = append(waiting, s)
 					}

@@ -20,7 +20,7 @@
 // when PostgreSQL refuses a fence, Fenced raises the counter to the fence
 // PostgreSQL holds, and the next holder gets a fence above it.
 //
-// Used by internal/loadtest's fenced strategy (cmd/loadtest, the drill and
+// Used by the load test's fenced strategy (cmd/loadtest, the drill and
 // their tests through it), which writes Fenced out to time the wait apart
 // and shares Heal; this package's tests show the heal on Fenced.
 package fencing

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/fencing"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/postgres"
@@ -30,13 +30,13 @@ func setup(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rdb := testenv.Redis(t)
-	pool := testenv.Postgres(t)
+	rdb := labtest.Redis(t)
+	pool := labtest.Postgres(t)
 	store, err := postgres.OpenStore(ctx, pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
-	f := fixture{rdb: rdb, store: store, key: wallet.LockKey(testenv.Prefix(t, rdb), 1), id: testenv.WalletID(t)}
+	f := fixture{rdb: rdb, store: store, key: wallet.LockKey(labtest.Prefix(t, rdb), 1), id: labtest.WalletID(t)}
 	if err := store.Reset(ctx, f.id, 100); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
@@ -226,9 +226,9 @@ func TestFenced_releasesTheLease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rdb := testenv.Redis(t)
+			rdb := labtest.Redis(t)
 			ctx := testCtx(t)
-			key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
+			key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
 			fencing.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
 			if n := rdb.Exists(ctx, key).Val(); n != 0 {
 				t.Error("the lock key is still there after Do returned")
@@ -239,9 +239,9 @@ func TestFenced_releasesTheLease(t *testing.T) {
 
 // Only a stale fence heals: any other error leaves the counter alone.
 func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
-	rdb := testenv.Redis(t)
+	rdb := labtest.Redis(t)
 	ctx := testCtx(t)
-	key := wallet.LockKey(testenv.Prefix(t, rdb), 1)
+	key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
 	boom := errors.New("boom")
 	_, err := fencing.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
 	if !errors.Is(err, boom) {

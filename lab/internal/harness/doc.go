@@ -13,7 +13,7 @@
 // taken with TryAcquire, kept alive by KeepAliveRetrying (which rides out
 // a Redis stall shorter than its TTL), given back with Release, and a
 // context cancelled when it is lost. The drill keeps a second one,
-// in PostgreSQL (internal/drill, TakePrefix), on purpose: the drill needs
+// in PostgreSQL (package drill, TakePrefix), on purpose: the drill needs
 // no Redis but the servers it starts, kills and restarts empty (a lease
 // there would not survive its own faults), and its rows live in
 // PostgreSQL. Its lease is an advisory lock on one session, which the
@@ -24,7 +24,7 @@
 // would have one caller per side.
 //
 // Used by cmd/loadtest, cmd/drill and cmd/workshop, and through them
-// internal/loadtest and internal/charts. The article's steps, at the
+// package loadtest and internal/charts. The article's steps, at the
 // root, have their own small package (internal/step there).
 //
 //	func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

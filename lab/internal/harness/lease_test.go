@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/harness"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 func TestTake_aSecondRunOnThePrefixIsRefusedAtOnce(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	ctx := t.Context()
 
 	first, err := harness.TakeLease(ctx, rdb, prefix)
@@ -46,8 +46,8 @@ func TestTake_aSecondRunOnThePrefixIsRefusedAtOnce(t *testing.T) {
 }
 
 func TestLease_contextEndsWhenTheLeaseIsLost(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	l, err := harness.TakeLease(t.Context(), rdb, prefix)
 	if err != nil {
 		t.Fatalf("Take: %v", err)
@@ -69,7 +69,7 @@ func TestLease_CloseOnNil(t *testing.T) {
 }
 
 func TestLease_ridesOutARedisStallShorterThanTheTTL(t *testing.T) {
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Use(t)
 	const prefix = "test:runlease:stall:"
 	l, err := harness.TakeLease(t.Context(), rdb, prefix)
@@ -90,7 +90,7 @@ func TestLease_ridesOutARedisStallShorterThanTheTTL(t *testing.T) {
 }
 
 func TestLease_CloseSendsAReleaseThatGotNoAnswerAgain(t *testing.T) {
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Use(t)
 	const prefix = "test:runlease:close:"
 	l, err := harness.TakeLease(t.Context(), rdb, prefix)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/services"
+	"example.com/walletlock/lab/internal/env"
 )
 
 // RedisDelPrefix returns the command that deletes every key under prefix,
@@ -20,8 +20,8 @@ import (
 // On a cluster SCAN sees one node only: the command asks the first node for
 // the masters (CLUSTER NODES), scans each, and deletes key by key.
 func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
-	pattern := ShellQuote(services.GlobEscape(prefix) + "*")
-	if !services.IsCluster(opt) {
+	pattern := ShellQuote(env.GlobEscape(prefix) + "*")
+	if !env.IsCluster(opt) {
 		cli := redisCLI(opt, "")
 		return cli + " --scan --pattern " + pattern + " | xargs " + cli + " del"
 	}
@@ -61,8 +61,8 @@ func PostgresDeletePrefix(prefix string) string {
 // as PostgresDeleteRange says.
 func psql(sql string) string {
 	target := `"$DATABASE_URL"`
-	if services.DatabaseURL() == services.DefaultDatabaseURL {
-		if u, err := url.Parse(services.DefaultDatabaseURL); err == nil {
+	if env.DatabaseURL() == env.DefaultDatabaseURL {
+		if u, err := url.Parse(env.DefaultDatabaseURL); err == nil {
 			u.User = url.User(u.User.Username())
 			target = ShellQuote(u.String())
 		}

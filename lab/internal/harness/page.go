@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"example.com/walletlock/lab/wallet/history"
+	"example.com/walletlock/lab/internal/history"
 )
 
 // A page a program writes at the end of its run (-history, -html) is

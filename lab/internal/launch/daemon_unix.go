@@ -33,7 +33,7 @@ import (
 // a process unless all four are the Daemon's.
 
 // Daemon is what identifies a server of ours that outlives us. Keep it
-// (cmd/services writes it in .services/) and give it to Check and Stop.
+// (cmd/servers writes it in .services/) and give it to Check and Stop.
 type Daemon struct {
 	Kind string `json:"kind"` // "redis-server" or "postgres": what the process is named
 	Port int    `json:"port"` // the TCP port it listens on

@@ -18,10 +18,10 @@
 // that started them, each in a session of its own, and stops them again
 // only when the process is the one recorded (Daemon: its pid, start time,
 // folder and port; daemon_linux.go reads them from /proc, daemon_bsd.go
-// from ps and lsof): cmd/services, behind `make up`.
+// from ps and lsof): cmd/servers, behind `make up`.
 //
-// Who uses it: cmd/drill (through internal/drill) for its servers and
+// Who uses it: cmd/drill (through package drill) for its servers and
 // spender processes, internal/harness for the -procs copies of steps 1 and
-// 2, and the tests through internal/testenv (StartRedis, StartCluster,
+// 2, and the tests through internal/labtest (StartRedis, StartCluster,
 // StartPostgres), which tie a launched server to t.Cleanup.
 package launch

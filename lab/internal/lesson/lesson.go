@@ -57,7 +57,7 @@ var Phases = []Phase{
 const LoadTestStep = "loadtest"
 
 // LoadTest lists the lab's load test's phases, one per strategy, in the
-// order it runs them (internal/loadtest's strategies). Its none is a
+// order it runs them (the load test's strategies). Its none is a
 // control, as step 6's: with little contention it may lose no update.
 var LoadTest = []Phase{
 	{LoadTestStep, "none", Broken, "the control: no lock under load"},
@@ -266,7 +266,7 @@ func DrillWant(nemesis, strategy string) (DrillCell, bool) {
 	return DrillCell{}, false
 }
 
-// What a history checker (wallet/history) must say of a phase's record.
+// What a history checker (internal/history) must say of a phase's record.
 const (
 	Linearizable    = "yes"
 	NotLinearizable = "no"
@@ -291,7 +291,7 @@ type HistoryCell struct {
 // linearizable: a refused stale write (a fenced drill cell) read a balance
 // the wallet held while it waited. The two differ in no cell of this table
 // (every Why is ""): the case where they do, a refusal computed from a
-// stale replica read (balance OK, linearizable=no), is wallet/history's
+// stale replica read (balance OK, linearizable=no), is internal/history's
 // stale-read test. The load test's none is a control, as in LoadTest: with
 // little contention it may lose no update and give OK and yes.
 var Histories = []HistoryCell{

@@ -84,7 +84,7 @@ func TestDrillWant_redlockCells(t *testing.T) {
 // TestHistories_agreeWithTheBalanceVerdicts: every history cell is a
 // phase of LoadTest, and a cell differs from its balance verdict (BROKEN:
 // not linearizable, OK: linearizable) only where it says why; today none
-// does. The stale replica read, which does, is wallet/history's test.
+// does. The stale replica read, which does, is internal/history's test.
 // Every phase of LoadTest and every drill cell has a history verdict;
 // the root's steps record none.
 func TestHistories_agreeWithTheBalanceVerdicts(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/internal/testenv"
 )
 
 // short are the flags that keep a step brief here; the others run as the
@@ -25,8 +25,8 @@ var short = map[string][]string{"step6-loadtest": {"-duration", "300ms"}}
 // root has phases in the table, and every step of the table is a program
 // at the root.
 func TestPhases_matchTheRootsSteps(t *testing.T) {
-	rdb := testenv.Redis(t)
-	testenv.Postgres(t)
+	rdb := labtest.Redis(t)
+	labtest.Postgres(t)
 	root, _, err := harness.Repo(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestPhases_matchTheRootsSteps(t *testing.T) {
 
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
-			args := append([]string{"-json", "-prefix", testenv.Prefix(t, rdb)}, short[step]...)
+			args := append([]string{"-json", "-prefix", labtest.Prefix(t, rdb)}, short[step]...)
 			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, step), args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -13,8 +13,8 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/redislockx"
-	"example.com/walletlock/lab/internal/testenv"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -101,8 +101,8 @@ func TestObtain_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 // Without one, redislock derives a deadline of now+ttl, already past for
 // these TTLs, and the call fails with context.DeadlineExceeded instead.
 func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, ttl := range []time.Duration{0, -time.Second, 500 * time.Microsecond} {
@@ -118,8 +118,8 @@ func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
 }
 
 func TestObtain_errorsAreToldApart(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Prefix(t, rdb) + "lock"
+	rdb := labtest.Redis(t)
+	key := labtest.Prefix(t, rdb) + "lock"
 	held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +211,8 @@ func (h *cutFirstCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 func TestObtain_cleansUpACallCutShort(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Prefix(t, rdb) + "lock"
+	rdb := labtest.Redis(t)
+	key := labtest.Prefix(t, rdb) + "lock"
 	hook := &cutFirstCall{}
 	rdb.AddHook(hook)
 	// Load redislock's script first, so that the cut call is the one that
@@ -241,8 +241,8 @@ func TestObtain_cleansUpACallCutShort(t *testing.T) {
 }
 
 func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Prefix(t, rdb) + "lock"
+	rdb := labtest.Redis(t)
+	key := labtest.Prefix(t, rdb) + "lock"
 	// Refreshes come every ttl/3; a stall of two thirds of the TTL would
 	// lose the lease, so keep the TTL well above a noisy machine's stalls.
 	const ttl = time.Second
@@ -274,8 +274,8 @@ func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
 }
 
 func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
-	rdb := testenv.Redis(t)
-	key := testenv.Prefix(t, rdb) + "lock"
+	rdb := labtest.Redis(t)
+	key := labtest.Prefix(t, rdb) + "lock"
 	l, err := redislockx.Obtain(context.Background(), rdb, key, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -306,8 +306,8 @@ func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
 }
 
 func TestCountingRetry_countsAttempts(t *testing.T) {
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	obtain := func(t *testing.T, key string) *redislockx.CountingRetry {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -430,8 +430,8 @@ func TestObtainAndRefresh_roundAFractionOfAMillisecondUp(t *testing.T) {
 			return redislockx.Refresh(l, ttl)(ctx)
 		},
 	}
-	rdb := testenv.Redis(t)
-	prefix := testenv.Prefix(t, rdb)
+	rdb := labtest.Redis(t)
+	prefix := labtest.Prefix(t, rdb)
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/services"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/lock/fair"
 )
@@ -67,9 +67,9 @@ type acquireFunc func(ctx context.Context, key string, ttl time.Duration) (*lock
 
 // hotKey runs b.N acquisitions of one key, shared among n contenders.
 func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireFunc) {
-	rdb := testenv.Redis(b)
-	key := testenv.Prefix(b, rdb) + "lock:{hot}"
-	var sent services.CallCounter
+	rdb := labtest.Redis(b)
+	key := labtest.Prefix(b, rdb) + "lock:{hot}"
+	var sent env.CallCounter
 	rdb.AddHook(&sent)
 	acquire := newAcquire(rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

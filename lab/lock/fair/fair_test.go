@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/lock/fair"
 )
@@ -71,7 +71,7 @@ func queueKey(key string) string { return tagOf(key) + ":queue" }
 // queued returns how many waiters the queue of key holds.
 func queued(t *testing.T, rdb redis.Cmdable, key string) int64 {
 	t.Helper()
-	n, err := rdb.LLen(testenv.Context(t, 5*time.Second), queueKey(key)).Result()
+	n, err := rdb.LLen(labtest.Context(t, 5*time.Second), queueKey(key)).Result()
 	if err != nil {
 		t.Fatalf("LLEN %s: %v", queueKey(key), err)
 	}
@@ -123,7 +123,7 @@ func await(t *testing.T, c <-chan result, d time.Duration, what string) result {
 
 func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) *lock.Lock {
 	t.Helper()
-	l, err := f.Acquire(testenv.Context(t, 10*time.Second), key, ttl)
+	l, err := f.Acquire(labtest.Context(t, 10*time.Second), key, ttl)
 	if err != nil {
 		t.Fatalf("Fair.Acquire(%s, %v): %v", key, ttl, err)
 	}
@@ -136,7 +136,7 @@ func mustFairAcquire(t *testing.T, f *fair.Lock, key string, ttl time.Duration) 
 // grow, a failed Release, or a worker that is not done within limit.
 func contend(t *testing.T, fairs []*fair.Lock, key string, workers, rounds int, hold, limit time.Duration) {
 	t.Helper()
-	ctx := testenv.Context(t, limit)
+	ctx := labtest.Context(t, limit)
 	var (
 		inside, overlaps, done atomic.Int64
 		lastFence              int64 // read and written only under the lock
@@ -207,7 +207,7 @@ func TestFair_mutualExclusionOf50Goroutines(t *testing.T) {
 	if n := queued(t, rdb, key); n != 0 {
 		t.Errorf("the queue holds %d waiters after everyone is done, want 0", n)
 	}
-	if n := rdb.Exists(testenv.Context(t, 5*time.Second), key).Val(); n != 0 {
+	if n := rdb.Exists(labtest.Context(t, 5*time.Second), key).Val(); n != 0 {
 		t.Error("the lock is still held after everyone released it")
 	}
 }
@@ -219,7 +219,7 @@ func TestFair_servesWaitersInArrivalOrder(t *testing.T) {
 	first := mustFairAcquire(t, fairs[0], key, 10*time.Second)
 
 	const waiters = 8
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -263,7 +263,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	defer cancel()
 	gone := acquireAsync(quitter, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	next := acquireAsync(testenv.Context(t, 20*time.Second), f, key, 10*time.Second)
+	next := acquireAsync(labtest.Context(t, 20*time.Second), f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
 	cancel()
@@ -276,7 +276,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 		t.Errorf("the queue holds %d waiters once the first gave up, want 1", n)
 	}
 
-	if err := owner.Release(testenv.Context(t, 5*time.Second)); err != nil {
+	if err := owner.Release(labtest.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	r = await(t, next, slack, "the next waiter")
@@ -286,7 +286,7 @@ func TestFair_aWaiterWhoseContextEndsLeavesAndTheNextGetsTheLock(t *testing.T) {
 	if got := holderID(t, rdb, key); got != r.l.ID() {
 		t.Error("the lock does not hold the next waiter's token")
 	}
-	r.l.Release(testenv.Context(t, 5*time.Second))
+	r.l.Release(labtest.Context(t, 5*time.Second))
 }
 
 func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
@@ -294,7 +294,7 @@ func TestFair_aCrashedWaiterFallsOutAfterItsLease(t *testing.T) {
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 
 	// What a process that crashed while it waited leaves behind: the
 	// first place in the queue, asking for a 60 s lease, and the presence
@@ -334,7 +334,7 @@ func TestFair_aHolderThatDiesIsSucceededWithinItsTTL(t *testing.T) {
 	dead := mustFairAcquire(t, f, key, ttl) // and never released
 	start := time.Now()
 
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	first := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	second := acquireAsync(ctx, f, key, 10*time.Second)
@@ -367,7 +367,7 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	l, err := f.AcquireFenced(ctx, key, 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +411,7 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	const ttl = 1500*time.Millisecond + 400*time.Microsecond
 	next := acquireAsync(ctx, f, key, ttl)
@@ -434,7 +434,7 @@ func TestFair_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 func TestFair_badInputNeverReachesRedis(t *testing.T) {
 	var nilFair *fair.Lock
 	var nilClient *redis.Client
-	ctx := testenv.Context(t, 5*time.Second)
+	ctx := labtest.Context(t, 5*time.Second)
 	f := newFair(t, &faultyFairClient{})
 	tests := []struct {
 		name string
@@ -472,7 +472,7 @@ func TestFair_unreachableRedisFailsAtOnce(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { rdb.Close() })
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, time.Minute)
+	ctx := labtest.Context(t, time.Minute)
 	if _, err := f.Acquire(ctx, "test:unreachable:lock", time.Second); err == nil {
 		t.Fatal("Acquire against a closed port succeeded")
 	} else if ctx.Err() != nil {
@@ -489,7 +489,7 @@ func TestFair_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, 10*time.Second)
+	ctx := labtest.Context(t, 10*time.Second)
 	if err := rdb.HSet(ctx, key, "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestFair_aFencedWaiterSkippedForABrokenCounterSaysWhy(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	fenced := make(chan result, 1)
 	go func() {
@@ -551,7 +551,7 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	owner := mustFairAcquire(t, f, key, 10*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
@@ -581,7 +581,7 @@ func TestFair_aKeyThatTurnsIntoAnotherTypeFailsEveryWaiter(t *testing.T) {
 // Not parallel: it counts the process's goroutines.
 func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestFair_closeLeavesNoGoroutineBehind(t *testing.T) {
 
 func TestFair_killedConnectionsDoNotStrandWaiters(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
@@ -638,7 +638,7 @@ func TestFair_killedConnectionsDoNotStrandWaiters(t *testing.T) {
 	// One hand-off made while the waiter's reader is cut off: its
 	// connection is killed just before the release.
 	holder := mustFairAcquire(t, fairs[0], key, 10*time.Second)
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 	next := acquireAsync(ctx, fairs[1], key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
 	time.Sleep(50 * time.Millisecond) // its reader reads
@@ -656,7 +656,7 @@ func TestFair_killedConnectionsDoNotStrandWaiters(t *testing.T) {
 
 	// Then kill every reader's connection every 30 ms while 10 workers
 	// contend. (Killing the others is TestFair_lostRepliesAreNeverReportedAsNotHeld.)
-	stop := testenv.Disrupt(30*time.Millisecond, func() {
+	stop := labtest.Disrupt(30*time.Millisecond, func() {
 		killReaders(context.Background(), rdb)
 	})
 	contend(t, fairs, key, 10, 10, time.Millisecond, 30*time.Second)
@@ -681,21 +681,21 @@ func killReaders(ctx context.Context, rdb *redis.Client) int {
 
 func TestFair_scriptFlushMidRun(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Client(t)
 	fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
-	stop := testenv.Disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
+	stop := labtest.Disrupt(10*time.Millisecond, func() { rdb.ScriptFlush(context.Background()) })
 	contend(t, fairs, "lock:{wallet:1}", 10, 10, time.Millisecond, 30*time.Second)
 	t.Logf("SCRIPT FLUSH %d times", stop())
 }
 
 func TestFair_redisRestartMidWait(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 
 	lost := mustFairAcquire(t, f, key, 20*time.Second)
 	waiter := acquireAsync(ctx, f, key, 20*time.Second)
@@ -734,28 +734,28 @@ func TestFair_everyWaiterIsServedAfterRedisLosesTheQueue(t *testing.T) {
 	key := "lock:{wallet:1}"
 	for _, c := range []struct {
 		fault string
-		hit   func(t *testing.T, srv *testenv.RedisServer, admin *redis.Client)
+		hit   func(t *testing.T, srv *labtest.RedisServer, admin *redis.Client)
 	}{
-		{"FLUSHDB", func(t *testing.T, _ *testenv.RedisServer, admin *redis.Client) {
+		{"FLUSHDB", func(t *testing.T, _ *labtest.RedisServer, admin *redis.Client) {
 			if err := admin.FlushDB(t.Context()).Err(); err != nil {
 				t.Fatalf("FLUSHDB: %v", err)
 			}
 		}},
-		{"DEL of the queue", func(t *testing.T, _ *testenv.RedisServer, admin *redis.Client) {
+		{"DEL of the queue", func(t *testing.T, _ *labtest.RedisServer, admin *redis.Client) {
 			if err := admin.Del(t.Context(), queueKey(key)).Err(); err != nil {
 				t.Fatalf("DEL: %v", err)
 			}
 		}},
-		{"kill -9 and an empty restart", func(t *testing.T, srv *testenv.RedisServer, _ *redis.Client) {
+		{"kill -9 and an empty restart", func(t *testing.T, srv *labtest.RedisServer, _ *redis.Client) {
 			srv.Restart(t)
 		}},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
-			srv := testenv.StartRedis(t)
+			srv := labtest.StartRedis(t)
 			admin := srv.Client(t)
 			fairs := []*fair.Lock{newFair(t, srv.Client(t)), newFair(t, srv.Client(t))}
-			ctx := testenv.Context(t, 30*time.Second)
+			ctx := labtest.Context(t, 30*time.Second)
 			var inside, overlaps atomic.Int64
 			hold := func(l *lock.Lock) error {
 				if inside.Add(1) > 1 {
@@ -838,7 +838,7 @@ func TestFair_everyWaiterIsServedAfterRedisLosesTheQueue(t *testing.T) {
 // until the contention stops. How long they took is logged, not asserted.
 func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	key := "lock:{wallet:1}"
 	var fairs []*fair.Lock
 	for range 3 {
@@ -861,7 +861,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 		servedAt                            = map[int]time.Time{}
 	)
 	allAnswered := make(chan struct{})
-	ctx, stop := context.WithCancel(testenv.Context(t, 60*time.Second))
+	ctx, stop := context.WithCancel(labtest.Context(t, 60*time.Second))
 	defer stop()
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -954,7 +954,7 @@ func TestFair_everyWaiterIsServedSoonAfterAnOutage(t *testing.T) {
 // far longer than any hold).
 func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	killer := srv.Client(t)
 	key := "lock:{wallet:1}"
 	var fairs []*fair.Lock
@@ -967,8 +967,8 @@ func TestFair_lostRepliesAreNeverReportedAsNotHeld(t *testing.T) {
 		notHeld, unknown, otherRelease      atomic.Int64
 		failedAcquires                      atomic.Int64
 	)
-	ctx := testenv.Context(t, 90*time.Second)
-	stop := testenv.Disrupt(20*time.Millisecond, func() {
+	ctx := labtest.Context(t, 90*time.Second)
+	stop := labtest.Disrupt(20*time.Millisecond, func() {
 		killer.ClientKillByFilter(context.Background(), "TYPE", "normal")
 	})
 	var wg sync.WaitGroup
@@ -1051,7 +1051,7 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	prefix := strings.TrimSuffix(key, "lock:{wallet:1}")
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 	holder := mustFairAcquire(t, newFair(t, rdb), key, 10*time.Second)
 
 	var fail atomic.Bool
@@ -1119,11 +1119,11 @@ func TestFair_everyKeyItWritesExpires(t *testing.T) {
 // key stops a second after the last waiter there left.
 func TestFair_anIdleReaderStops(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t)
+	srv := labtest.StartRedis(t)
 	rdb := srv.Client(t)
 	key := "lock:{wallet:1}"
 	f := newFair(t, srv.Client(t))
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 
 	readers := func() int {
 		list, err := rdb.ClientList(ctx).Result()
@@ -1174,10 +1174,10 @@ func (d deafClient) XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStrea
 func TestFair_everyMessageLostStillServesWaitersInOrder(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
-	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
+	deaf := newFair(t, deafClient{rdb, labtest.StartRedis(t).Client(t)})
 	first := mustFairAcquire(t, deaf, key, 10*time.Second)
 
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 	var waiters []<-chan result
 	for i := range 4 {
 		waiters = append(waiters, acquireAsync(ctx, deaf, key, 10*time.Second))
@@ -1203,14 +1203,14 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 	t.Parallel()
 	rdb, key := setup(t)
 	f := newFair(t, rdb)
-	deaf := newFair(t, deafClient{rdb, testenv.StartRedis(t).Client(t)})
+	deaf := newFair(t, deafClient{rdb, labtest.StartRedis(t).Client(t)})
 	holder := mustFairAcquire(t, f, key, 10*time.Second)
 
 	quitter, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gone := acquireAsync(quitter, deaf, key, 10*time.Second)
 	waitQueued(t, rdb, key, 1)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	next := acquireAsync(ctx, f, key, 10*time.Second)
 	waitQueued(t, rdb, key, 2)
 
@@ -1239,9 +1239,9 @@ func TestFair_aWaiterThatGivesUpWhenHandedTheLockPassesItOn(t *testing.T) {
 // Redis refuses a script whose keys span slots even there.
 func TestFair_worksOnRedisCluster(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	srv := labtest.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	node := srv.Client(t)
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
@@ -1304,14 +1304,14 @@ func tagOf(key string) string { return strings.TrimSuffix(lock.FenceKey(key), ":
 // tag: the hand-off stream is on the lock's shard.
 func TestFair_worksOnARing(t *testing.T) {
 	t.Parallel()
-	servers := []*testenv.RedisServer{testenv.StartRedis(t), testenv.StartRedis(t)}
+	servers := []*labtest.RedisServer{labtest.StartRedis(t), labtest.StartRedis(t)}
 	ring := redis.NewRing(&redis.RingOptions{
 		Addrs:                 map[string]string{"a": servers[0].Addr, "b": servers[1].Addr},
 		ContextTimeoutEnabled: true,
 	})
 	t.Cleanup(func() { ring.Close() })
 	f := newFair(t, ring)
-	ctx := testenv.Context(t, 30*time.Second)
+	ctx := labtest.Context(t, 30*time.Second)
 
 	// Keys until both shards have one.
 	var keys []string
@@ -1351,7 +1351,7 @@ func TestFair_worksOnARing(t *testing.T) {
 // round trip, the write first: the waiter handed the lock reads it.
 func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
 	rdb, key := setup(t)
-	ctx := testenv.Context(t, 20*time.Second)
+	ctx := labtest.Context(t, 20*time.Second)
 	balance := strings.TrimSuffix(key, "lock:{wallet:1}") + "balance:{wallet:1}"
 	t.Cleanup(func() { rdb.Del(context.Background(), balance) })
 	f := newFair(t, rdb)
@@ -1380,9 +1380,9 @@ func TestFair_releaseAfterHandsOffAfterTheWrite(t *testing.T) {
 // checks package lock's fenced keys too, on the same node.)
 func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 	t.Parallel()
-	srv := testenv.StartRedis(t, "--cluster-enabled", "yes")
+	srv := labtest.StartRedis(t, "--cluster-enabled", "yes")
 	node := srv.Client(t)
-	ctx := testenv.Context(t, time.Minute)
+	ctx := labtest.Context(t, time.Minute)
 	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}

@@ -8,15 +8,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 // setup returns a Redis client and a lock key under a prefix of the test's
 // own.
 func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	rdb := testenv.Redis(t)
-	return rdb, testenv.Prefix(t, rdb) + "lock:{wallet:1}"
+	rdb := labtest.Redis(t)
+	return rdb, labtest.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 
 // holderID returns the ID (see lock.Lock.ID) of the token stored at key:
@@ -25,6 +25,6 @@ func setup(t *testing.T) (redis.UniversalClient, string) {
 // lock has.
 func holderID(t *testing.T, rdb redis.UniversalClient, key string) string {
 	t.Helper()
-	sum := sha1.Sum([]byte(rdb.Get(testenv.Context(t, 5*time.Second), key).Val()))
+	sum := sha1.Sum([]byte(rdb.Get(labtest.Context(t, 5*time.Second), key).Val()))
 	return hex.EncodeToString(sum[:])
 }

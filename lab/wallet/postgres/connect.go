@@ -1,8 +1,8 @@
 package postgres
 
 // Where the programs find PostgreSQL: DATABASE_URL (read by
-// internal/services, the one reader of the environment), parsed once
-// (poolConfig), a first connection within services.ConnectTimeout, and a
+// internal/env, the one reader of the environment), parsed once
+// (poolConfig), a first connection within env.ConnectTimeout, and a
 // refusal turned into one line that says what is wrong and the fix,
 // never showing the user or the password.
 
@@ -19,11 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/internal/services"
+	"example.com/walletlock/lab/internal/env"
 )
 
-// Connect returns a pool for DATABASE_URL (services.DatabaseURL) after
-// checking that the server answers. Like services.Connect for Redis, its error is one line that names the server
+// Connect returns a pool for DATABASE_URL (env.DatabaseURL) after
+// checking that the server answers. Like env.Connect for Redis, its error is one line that names the server
 // as postgres://host:port/db (never the user or password), what went wrong
 // and the fix.
 func Connect(ctx context.Context) (*pgxpool.Pool, error) {
@@ -31,12 +31,12 @@ func Connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.ConnConfig.ConnectTimeout = services.ConnectTimeout
+	cfg.ConnConfig.ConnectTimeout = env.ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), safe.Line(err.Error()))
 	}
-	pctx, cancel := context.WithTimeout(ctx, services.ConnectTimeout)
+	pctx, cancel := context.WithTimeout(ctx, env.ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
@@ -46,7 +46,7 @@ func Connect(ctx context.Context) (*pgxpool.Pool, error) {
 }
 
 // Config reads DATABASE_URL (or the default) with the parser Connect
-// uses (cmd/services asks it what to start). Its errors quote no part of the URL.
+// uses (cmd/servers asks it what to start). Its errors quote no part of the URL.
 func Config() (*pgx.ConnConfig, error) {
 	cfg, err := poolConfig()
 	if err != nil {
@@ -58,7 +58,7 @@ func Config() (*pgx.ConnConfig, error) {
 // poolConfig is DATABASE_URL (or the default) parsed, the one parser of
 // it: pool settings such as pool_max_conns apart from the connection's.
 func poolConfig() (*pgxpool.Config, error) {
-	raw, err := services.PostgresURL()
+	raw, err := env.PostgresURL()
 	if err != nil {
 		return nil, err
 	}

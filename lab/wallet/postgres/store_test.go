@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"example.com/walletlock/lab/internal/services"
-	"example.com/walletlock/lab/internal/testenv"
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/wallet"
 	"example.com/walletlock/lab/wallet/postgres"
 )
@@ -35,7 +35,7 @@ func testCtx(t *testing.T) context.Context {
 // openStore returns a Store on the test database and its pool.
 func openStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	t.Helper()
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	s, err := postgres.OpenStore(testCtx(t), pool)
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
@@ -46,7 +46,7 @@ func openStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 // newWallet creates a wallet only this test uses, deleted when it ends.
 func newWallet(t *testing.T, s *postgres.Store, balance int64) int64 {
 	t.Helper()
-	id := testenv.WalletID(t)
+	id := labtest.WalletID(t)
 	if err := s.Reset(testCtx(t), id, balance); err != nil {
 		t.Fatalf("Reset(%d, %d): %v", id, balance, err)
 	}
@@ -72,7 +72,7 @@ func wantBalance(t *testing.T, s *postgres.Store, id, want int64) {
 }
 
 func TestOpenStore_twice(t *testing.T) {
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	for i := range 2 {
 		if _, err := postgres.OpenStore(testCtx(t), pool); err != nil {
 			t.Fatalf("OpenStore #%d: %v", i+1, err)
@@ -91,7 +91,7 @@ func TestOpenStore_nilPool(t *testing.T) {
 // several goroutines in a schema of its own, where the table is new, and
 // drops that schema afterwards.
 func TestOpenStore_concurrentlyOnAFreshSchema(t *testing.T) {
-	admin := testenv.Postgres(t)
+	admin := labtest.Postgres(t)
 	ctx := testCtx(t)
 	b := make([]byte, 6)
 	rand.Read(b)
@@ -108,7 +108,7 @@ func TestOpenStore_concurrentlyOnAFreshSchema(t *testing.T) {
 		}
 	})
 
-	cfg, err := pgxpool.ParseConfig(services.DatabaseURL())
+	cfg, err := pgxpool.ParseConfig(env.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestStore_resetReadWriteDelete(t *testing.T) {
 func TestStore_missingWallet(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := testCtx(t)
-	id := testenv.WalletID(t) // never created
+	id := labtest.WalletID(t) // never created
 	calls := map[string]func() error{
 		"Balance":         func() error { _, err := s.Balance(ctx, id); return err },
 		"Write":           func() error { return s.Write(ctx, id, 1) },
@@ -489,8 +489,8 @@ func (h *hook) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryE
 // h's fields before the call the test is about, not during it.
 func hookedStore(t *testing.T, h *hook) (*postgres.Store, string) {
 	t.Helper()
-	testenv.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
-	cfg, err := pgxpool.ParseConfig(services.DatabaseURL())
+	labtest.Postgres(t) // skips, or fails under CI, when PostgreSQL is down
+	cfg, err := pgxpool.ParseConfig(env.DatabaseURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestSpendFenced_ctxEndsDuringWork(t *testing.T) {
 // ALTER for it in turn. Release as soon as the moment has passed.
 func stall(t *testing.T, id int64) (release func()) {
 	t.Helper()
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	tx, err := pool.Begin(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
@@ -573,7 +573,7 @@ func stall(t *testing.T, id int64) (release func()) {
 func waiting(t *testing.T, app string) uint32 {
 	t.Helper()
 	var pid uint32
-	err := testenv.Postgres(t).QueryRow(testCtx(t),
+	err := labtest.Postgres(t).QueryRow(testCtx(t),
 		"SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' LIMIT 1", app).Scan(&pid)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		t.Errorf("look for a waiting statement: %v", err)
@@ -734,7 +734,7 @@ func TestSpend_ctxEndsAnywhere(t *testing.T) {
 // the call are certain failures.
 func TestWrite_unknownOutcome(t *testing.T) {
 	s, app := hookedStore(t, &hook{})
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	tests := []struct {
 		name    string
 		balance int64
@@ -881,7 +881,7 @@ func TestSpendForUpdate_ctxEndsDuringWork(t *testing.T) {
 var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
 
 func TestPostgresVersion(t *testing.T) {
-	pool := testenv.Postgres(t)
+	pool := labtest.Postgres(t)
 	v, err := postgres.Version(testCtx(t), pool)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
@@ -890,8 +890,8 @@ func TestPostgresVersion(t *testing.T) {
 }
 
 func TestRedisVersion(t *testing.T) {
-	rdb := testenv.Redis(t)
-	v, err := services.RedisVersion(testCtx(t), rdb)
+	rdb := labtest.Redis(t)
+	v, err := env.RedisVersion(testCtx(t), rdb)
 	if err != nil || !versionRE.MatchString(v) {
 		t.Fatalf("RedisVersion = %q, %v; want a version number", v, err)
 	}
@@ -901,7 +901,7 @@ func TestRedisVersion(t *testing.T) {
 func TestStore_ranges(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := testCtx(t)
-	first := testenv.WalletID(t)
+	first := labtest.WalletID(t)
 	const n = 3
 	t.Cleanup(func() { s.DeleteRange(context.Background(), first, n) })
 
@@ -937,7 +937,7 @@ func TestStore_ranges(t *testing.T) {
 func TestStore_Owned_runsNeverShareOrDeleteEachOthersRows(t *testing.T) {
 	s, _ := openStore(t)
 	ctx := testCtx(t)
-	first := testenv.WalletID(t)
+	first := labtest.WalletID(t)
 	const n = 3
 	a, b := s.Owned("test:run-a:"), s.Owned("test:run-b:")
 	t.Cleanup(func() { a.DeleteRange(context.Background(), first, n) })

@@ -1,0 +1,515 @@
+//go:build unix
+
+package drill
+
+// The partition nemesis: a Redis primary and two replicas, a Sentinel
+// beside each, and the spenders spread over three hosts, each a network
+// namespace of the drill's own (see Net). The partition takes the LAN link
+// of host 0 down: the primary, one Sentinel and spender 0 are cut off from
+// the majority while every process keeps running. The majority's two
+// Sentinels promote a replica and the spenders there follow it; spender 0
+// is still granted locks by the old primary, which nobody told. When the
+// link comes back the Sentinels turn the old primary into a replica of the
+// new one, and what it accepted in the partition is gone.
+//
+// Redlock runs on three independent nodes, one per host: split 1 | 2, the
+// isolated spender reaches one node, never a majority.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/launch"
+)
+
+// The partition nemeses.
+const (
+	// Partition cuts the primary, a Sentinel and a spender off.
+	Partition = "partition"
+	// PartitionMinReplicas is Partition with min-replicas-to-write 1 on
+	// every node: a primary that has heard from no replica for
+	// MinReplicasMaxLag refuses writes (NOREPLICAS).
+	PartitionMinReplicas = "partition-min-replicas"
+)
+
+// MinReplicasMaxLag is min-replicas-max-lag in PartitionMinReplicas, in
+// whole seconds as Redis counts it.
+const MinReplicasMaxLag = 1
+
+// The partition's bounds (see Config.Partition): how long it lasts once
+// the majority's Sentinels have promoted a replica, which takes them about
+// 3 s (promoteBound at most). Redlock's partition lasts as long as a
+// typical one with Sentinel: redlockCut more. Where the lesson has two
+// holders meet, it lasts until they have, at most strikeBound more (see
+// mustStrike).
+const (
+	DefaultPartition = 3 * time.Second
+	MinPartition     = time.Second
+	MaxPartition     = 20 * time.Second
+	promoteBound     = 15 * time.Second
+	redlockCut       = 3 * time.Second
+	strikeBound      = 15 * time.Second
+)
+
+// sentinelDownAfter is how long the majority's Sentinels wait for the
+// silent primary before they agree it is down.
+const sentinelDownAfter = time.Second
+
+// rejoinBound is how long the drill waits, after the heal, for the
+// Sentinels to turn the old primary into a replica: they wait 8 s from
+// their last sight of it as a down master before they do.
+const rejoinBound = 30 * time.Second
+
+// IsPartition reports whether a nemesis is one of the partition nemeses,
+// which need network namespaces (see CanPartition).
+func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
+
+// hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
+// Ctl on the uplink for the drill's own calls.
+type hostServer struct {
+	host      int
+	Addr, Ctl string
+	proc      *launch.Proc
+	log       *launch.Log
+}
+
+// partition is what the nemesis saw, for the report once the spenders
+// have stopped.
+type partition struct {
+	cut, promoted, healed int64  // Unix ns
+	old, new              string // the primaries' LAN addresses ("" for Redlock)
+	probe                 string // what became of the drill's write to the old primary
+	rejoined              time.Duration
+}
+
+// startPartition makes the network and starts the servers in it.
+func (r *runner) startPartition(ctx context.Context) error {
+	pg, err := PostgresAddr(env.DatabaseURL())
+	if err != nil {
+		return err
+	}
+	var left string
+	if r.net, left, err = MakeNet(r.c.Prefix, pg); err != nil {
+		return err
+	}
+	if left != "" && r.c.Say != nil {
+		r.c.Say(left)
+	}
+	extra := []string{}
+	if r.c.Nemesis == PartitionMinReplicas {
+		extra = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", strconv.Itoa(MinReplicasMaxLag)}
+	}
+	for i := range Hosts {
+		args := extra
+		if i > 0 && !isRedlock(r.c.Strategy) {
+			args = append([]string{"--replicaof", r.net.LAN(0), "6379"}, extra...)
+		}
+		s, err := r.startInHost(ctx, i, 6379, args...)
+		if err != nil {
+			return err
+		}
+		r.hostRedis = append(r.hostRedis, s)
+	}
+	if isRedlock(r.c.Strategy) {
+		return nil
+	}
+	for _, s := range r.hostRedis[1:] {
+		c := NewClient(s.Ctl)
+		err := poll(ctx, 10*time.Second, func() bool {
+			return strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up")
+		})
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("drill: the replica in host %d did not sync with the primary: %w", s.host, err)
+		}
+	}
+	for i := range Hosts {
+		conf := fmt.Sprintf("%s/sentinel-h%d-%d.conf", r.c.Dir, i, time.Now().UnixNano())
+		text := fmt.Sprintf("port 26379\nbind %s %s\nprotected-mode no\nsentinel monitor %s %s 6379 2\n"+
+			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
+			r.net.LAN(i), r.net.Uplink(i), MasterName, r.net.LAN(0), MasterName, sentinelDownAfter.Milliseconds(), MasterName)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			return fmt.Errorf("drill: write %s: %w", conf, err)
+		}
+		s, err := r.startInHost(ctx, i, 26379, conf, "--sentinel")
+		if err != nil {
+			return err
+		}
+		r.hostSentinels = append(r.hostSentinels, s)
+	}
+	ctl := make([]string, len(r.hostSentinels))
+	for i, s := range r.hostSentinels {
+		ctl[i] = s.Ctl
+	}
+	return awaitSentinels(ctx, ctl, Hosts-1)
+}
+
+// startInHost starts redis-server with args in host i, listening on port
+// of both its addresses, and waits until it answers on the uplink.
+func (r *runner) startInHost(ctx context.Context, i, port int, args ...string) (*hostServer, error) {
+	bin, err := launch.RedisBinary()
+	if err != nil {
+		return nil, err
+	}
+	s := &hostServer{host: i, Addr: net.JoinHostPort(r.net.LAN(i), strconv.Itoa(port)),
+		Ctl: net.JoinHostPort(r.net.Uplink(i), strconv.Itoa(port)), log: &launch.Log{}}
+	if port == 6379 { // a sentinel has its own in its configuration file
+		args = append([]string{"--port", "6379", "--bind", r.net.LAN(i), r.net.Uplink(i), "--protected-mode", "no",
+			"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}, args...)
+	}
+	cmd := r.net.Command(i, bin, args...)
+	cmd.Dir = r.c.Dir
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	kind := "redis-server"
+	if port != 6379 {
+		kind = "redis-sentinel"
+	}
+	if s.proc, err = r.procs.Start(fmt.Sprintf("%s %s (host %d)", kind, s.Addr, i), cmd); err != nil {
+		return nil, err
+	}
+	if err := poll(ctx, 10*time.Second, func() bool { return !s.proc.Running() || launch.Answers(s.Ctl) }); err != nil || !s.proc.Running() {
+		return nil, fmt.Errorf("drill: %s in host %d did not start: %s", kind, i, s.log.LastLine())
+	}
+	return s, nil
+}
+
+// stopPartition kills the servers in the hosts and removes the network.
+func (r *runner) stopPartition() {
+	for _, s := range append(append([]*hostServer{}, r.hostRedis...), r.hostSentinels...) {
+		s.proc.Kill(3 * time.Second)
+	}
+	if r.net != nil {
+		if err := r.net.Remove(); err != nil && r.c.Say != nil {
+			r.c.Say(err.Error())
+		}
+	}
+}
+
+// partition is the nemesis: cut host 0 off, let the majority promote,
+// strike a holder of the old primary's lock while the new primary grants
+// the same wallet, heal, and wait for the old primary to rejoin.
+func (r *runner) partition(ctx context.Context) (int, string, error) {
+	p := &partition{}
+	r.part = p
+	sentinel := !isRedlock(r.c.Strategy)
+	if sentinel {
+		p.old = r.hostRedis[0].Addr
+	}
+	if err := r.net.Cut(0); err != nil {
+		return 0, "", err
+	}
+	p.cut = time.Now().UnixNano()
+	end := time.Unix(0, p.cut).Add(redlockCut + r.c.Partition)
+	promoted := -1
+	if sentinel {
+		poll(ctx, promoteBound, func() bool { promoted = r.promotedHost(ctx); return promoted > 0 })
+		if promoted < 0 {
+			r.net.Heal(0)
+			if ctx.Err() != nil {
+				return 1, "", ctx.Err()
+			}
+			return 1, "", fmt.Errorf("drill: the majority's sentinels promoted no replica within %v of the cut", promoteBound)
+		}
+		p.promoted, p.new = time.Now().UnixNano(), r.hostRedis[promoted].Addr
+		end = time.Unix(0, p.promoted).Add(r.c.Partition)
+	}
+	// The lesson's two holders must meet, however slow the machine: where
+	// the lesson says they do, the partition lasts until the strike has
+	// landed, for at most strikeBound more. Its length is reported.
+	giveUp := end
+	if r.mustStrike() {
+		giveUp = end.Add(strikeBound)
+	}
+	struck := r.strike(ctx, p, giveUp)
+	sleep(ctx, time.Until(end))
+	if sentinel {
+		p.probe = r.probe(ctx, p)
+	}
+	if err := r.net.Heal(0); err != nil {
+		return 1, "", err
+	}
+	p.healed = time.Now().UnixNano()
+	if ctx.Err() != nil {
+		return 1, "", ctx.Err()
+	}
+	held := time.Duration(p.healed - p.cut).Round(time.Millisecond)
+	if !sentinel {
+		return 1, fmt.Sprintf("cut host 0 (Redlock node 1, spender 0) off from hosts 1 and 2 for %v; %s", held, struck), nil
+	}
+	start := time.Now()
+	if err := poll(ctx, rejoinBound, func() bool { return r.rejoined(ctx, promoted) }); err != nil {
+		return 1, "", fmt.Errorf("drill: the old primary did not rejoin as a replica of the new one within %v of the heal: %w", rejoinBound, err)
+	}
+	p.rejoined = time.Since(start)
+	p.probe += r.probeAfter(ctx, promoted)
+	return 1, fmt.Sprintf("cut host 0 (primary, sentinel, spender 0) off for %v; the majority's sentinels promoted host %d's replica after %v; %s; healed, the old primary rejoined as a replica %v later",
+		held, promoted, time.Duration(p.promoted-p.cut).Round(time.Millisecond), struck, p.rejoined.Round(100*time.Millisecond)), nil
+}
+
+// promotedHost returns the host whose replica a majority Sentinel names
+// as the primary, -1 while none does.
+func (r *runner) promotedHost(ctx context.Context) int {
+	for _, s := range r.hostSentinels[1:] {
+		c := NewClient(s.Ctl)
+		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
+		c.Close()
+		if err != nil || len(addr) != 2 {
+			continue
+		}
+		for i, h := range r.hostRedis {
+			if i > 0 && h.Addr == net.JoinHostPort(addr[0], addr[1]) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// mustStrike reports whether the lesson has the old primary's holder and
+// a new one's meet in this run (partition, with a lock that a primary
+// grants alone: lock, fenced, fair), so that the partition lasts until
+// they have. Elsewhere nothing is granted on the isolated side (redlock,
+// wait), or nothing is granted at all (version), or the old primary stops
+// granting a lag after the cut (partition-min-replicas): waiting would
+// prove nothing more.
+func (r *runner) mustStrike() bool {
+	switch r.c.Strategy {
+	case Lock, Fenced, Fair:
+		return r.c.Nemesis == Partition
+	}
+	return false
+}
+
+// strike waits for a grant by the new side, then holds a spend of an
+// isolated spender that the old primary granted, until a spender of the
+// majority has spent from the same wallet (at most half the TTL, so that
+// the held lock is still valid where it was granted): two holders at once,
+// each told by a primary that it holds the lock. It tries until end, and
+// says what it did.
+func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string {
+	var first int64
+	poll(ctx, time.Until(end), func() bool {
+		first = r.firstGrant(func(s section) bool {
+			if p.old == "" { // Redlock: a grant to the majority
+				return s.proc%Hosts != 0 && s.start > p.cut
+			}
+			return s.server == p.new && s.start > p.cut
+		})
+		return first != 0
+	})
+	if r.c.Strategy == Version {
+		return "version takes no lock"
+	}
+	if first == 0 {
+		return "the majority was granted no lock in the partition"
+	}
+	tries := 0
+	for time.Now().Before(end) && ctx.Err() == nil {
+		// After the cut only the isolated spender reaches the old
+		// primary; for Redlock, only it holds no node of the majority.
+		g, ok := r.grabRead(ctx, time.Until(end), func(e Event) bool {
+			return e.Start > first && (e.Server == p.old && p.old != "" || p.old == "" && e.proc%Hosts == 0)
+		})
+		if !ok {
+			break
+		}
+		tries++
+		grabbed := time.Now().UnixNano()
+		// A spend whose lock the new primary granted (for Redlock, p.new
+		// is "": any majority spender's).
+		poll(ctx, r.c.TTL/2, func() bool { return r.spentOn(g.e.Wallet, grabbed, g.s, p.new) })
+		landed := r.spentOn(g.e.Wallet, grabbed, g.s, p.new)
+		r.ack(g.s, g.e)
+		if landed {
+			return fmt.Sprintf("spender %d, granted wallet %d by the old primary, wrote after a majority spender spent from it (try %d)", g.s.n, g.e.Wallet, tries)
+		}
+	}
+	if tries == 0 {
+		if p.old == "" {
+			return "the isolated spender was granted no lock: one node of three is no majority"
+		}
+		return "the old primary granted no lock once the new one did"
+	}
+	return fmt.Sprintf("%d isolated holders struck, none overlapped a majority spend", tries)
+}
+
+// firstGrant returns when the first critical section that ok accepts
+// began, 0 when there is none.
+func (r *runner) firstGrant(ok func(section) bool) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first int64
+	for _, s := range r.sections {
+		if ok(s) && (first == 0 || s.start < first) {
+			first = s.start
+		}
+	}
+	return first
+}
+
+// probeKey is the key the drill writes to the old primary just before
+// the heal.
+func (r *runner) probeKey() string { return r.c.Prefix + "partition-probe" }
+
+// probe writes probeKey to the old primary over the uplink, as a client
+// on the isolated side would, and says how it answered.
+func (r *runner) probe(ctx context.Context, p *partition) string {
+	c := NewClient(r.hostRedis[0].Ctl)
+	defer c.Close()
+	err := c.Set(ctx, r.probeKey(), "written to the old primary in the partition", time.Minute).Err()
+	switch {
+	case err == nil:
+		return "the old primary accepted the drill's write of " + r.probeKey() + " just before the heal"
+	case strings.HasPrefix(err.Error(), "NOREPLICAS"):
+		return "the old primary refused the drill's write just before the heal (NOREPLICAS)"
+	}
+	return "the drill's write to the old primary failed: " + err.Error()
+}
+
+// probeAfter says whether the probe survived the heal.
+func (r *runner) probeAfter(ctx context.Context, promoted int) string {
+	var where []string
+	for _, i := range []int{0, promoted} {
+		c := NewClient(r.hostRedis[i].Ctl)
+		n, err := c.Exists(ctx, r.probeKey()).Result()
+		c.Del(ctx, r.probeKey())
+		c.Close()
+		if err == nil && n > 0 {
+			where = append(where, fmt.Sprintf("host %d", i))
+		}
+	}
+	if len(where) == 0 {
+		return ", and after the heal it is on no node"
+	}
+	return ", and after the heal it is still on " + strings.Join(where, " and ")
+}
+
+// rejoined reports whether the old primary replicates from the new one.
+func (r *runner) rejoined(ctx context.Context, promoted int) bool {
+	c := NewClient(r.hostRedis[0].Ctl)
+	defer c.Close()
+	info := c.Info(ctx, "replication").Val()
+	host, _, _ := net.SplitHostPort(r.hostRedis[promoted].Addr)
+	return strings.Contains(info, "role:slave") && strings.Contains(info, "master_host:"+host+"\r") &&
+		strings.Contains(info, "master_link_status:up")
+}
+
+// Window is what the partition's report adds: how long two primaries
+// granted locks at once, measured from the spenders' own reports (each
+// says which server granted its lock, see SpenderConfig.Identify), the
+// double grants of an old primary's holder and a new primary's, and
+// what the old primary accepted in the partition and lost at the heal.
+type Window struct {
+	Both         time.Duration // from the new primary's first grant to the old one's last
+	OldFor       time.Duration // from the cut to the old primary's last grant
+	DoubleGrants int           // pairs of an old and a new primary's holders on one wallet that overlapped
+	OldGrants    int           // locks the old primary granted from the cut on
+	NewGrants    int           // locks the new primary granted in the partition
+	Lost         string        // what the healed primary lost
+}
+
+// window measures the partition from the sections. For Redlock the two
+// sides stand for the two primaries: the isolated spender's grants
+// between cut and heal, and the majority's.
+func (r *runner) window() Window {
+	p := r.part
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var olds, news []section
+	for _, s := range r.sections {
+		if s.start < p.cut {
+			continue
+		}
+		switch {
+		case p.old == "" && s.start < p.healed && s.proc%Hosts == 0:
+			olds = append(olds, s)
+		case p.old == "" && s.start < p.healed:
+			news = append(news, s)
+		case p.old != "" && s.server == p.old:
+			olds = append(olds, s)
+		case p.old != "" && s.server == p.new:
+			news = append(news, s)
+		}
+	}
+	w := Window{OldGrants: len(olds), NewGrants: len(news)}
+	var lastOld int64
+	for _, s := range olds {
+		lastOld = max(lastOld, s.start)
+	}
+	if lastOld != 0 {
+		w.OldFor = time.Duration(lastOld - p.cut)
+	}
+	if len(olds) > 0 && len(news) > 0 {
+		firstNew := news[0].start
+		for _, s := range news {
+			firstNew = min(firstNew, s.start)
+		}
+		w.Both = max(0, time.Duration(lastOld-firstNew))
+		for _, a := range olds {
+			for _, b := range news {
+				if a.wallet == b.wallet && a.start < b.end && b.start < a.end {
+					w.DoubleGrants++
+				}
+			}
+		}
+	}
+	w.Lost = r.lost(olds, p)
+	return w
+}
+
+// lost says what the old primary granted in the partition and what
+// became of it.
+func (r *runner) lost(olds []section, p *partition) string {
+	if p.old == "" {
+		return fmt.Sprintf("nothing to lose: Redlock's nodes replicate nothing; the isolated spender was granted %d locks", len(olds))
+	}
+	if len(olds) == 0 {
+		return "the old primary granted no lock from the cut on; " + p.probe
+	}
+	wallets := map[int64]int{}
+	var fences []int64
+	for _, s := range olds {
+		wallets[s.wallet]++
+		if s.fence != 0 {
+			fences = append(fences, s.fence)
+		}
+	}
+	ids := make([]int64, 0, len(wallets))
+	for id := range wallets {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var per []string
+	for _, id := range ids {
+		per = append(per, fmt.Sprintf("wallet %d: %d", id, wallets[id]))
+	}
+	what := fmt.Sprintf("%d lock grants of the old primary from the cut on (%s)", len(olds), strings.Join(per, ", "))
+	if len(fences) > 0 {
+		sort.Slice(fences, func(i, j int) bool { return fences[i] < fences[j] })
+		what += fmt.Sprintf(", fences %d to %d", fences[0], fences[len(fences)-1])
+	}
+	return what + ", none replicated to the new primary, which the old one resynced from; " + p.probe
+}
+
+// serverOf names the server a spender's lock came from: the address the
+// server was reached at, as CLIENT INFO's laddr says.
+func serverOf(ctx context.Context, rdb redis.UniversalClient) string {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		return ""
+	}
+	info, err := c.ClientInfo(ctx).Result()
+	if err != nil {
+		return ""
+	}
+	return info.LAddr
+}

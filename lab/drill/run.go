@@ -1,0 +1,562 @@
+//go:build unix
+
+package drill
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/history"
+	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/postgres"
+)
+
+// Nemeses, as -nemesis names them, in the order of the report.
+const (
+	None     = "none"     // the control
+	Pause    = "pause"    // SIGSTOP a holder between its read and its write
+	Crash    = "crash"    // SIGKILL a holder, start another spender
+	Restart  = "restart"  // SIGKILL the Redis primary, start it again empty (Redlock: see restartRedlock)
+	Failover = "failover" // cut the replica off, kill the primary, let Sentinel promote the replica
+	// ClusterFailover is Failover on a Redis Cluster: cut the replicas off,
+	// kill the master of the wallet's slot, let the cluster promote its
+	// replica.
+	ClusterFailover = "cluster-failover"
+)
+
+// Nemeses lists them in the order of the report (Partition and
+// PartitionMinReplicas: see partition.go).
+var Nemeses = []string{None, Pause, Crash, Restart, Failover, ClusterFailover, Partition, PartitionMinReplicas}
+
+// Config is one run: one nemesis against one strategy with one seed.
+type Config struct {
+	Nemesis, Strategy string
+	Seed              int64
+
+	Exe     string          // the binary to start as a spender (see SpenderRole)
+	Procs   int             // spender processes
+	Conc    int             // concurrent spends in each
+	First   int64           // wallet ids First .. First+Wallets-1, owned by Store
+	Wallets int             //
+	Initial int64           // starting balance of each wallet
+	Amount  int64           // each spend
+	TTL     time.Duration   // of every lease
+	Work    time.Duration   // between the read and the write
+	Prefix  string          // of the lock keys in the drill's own Redis
+	Store   *postgres.Store // an Owned store: Run resets the wallets
+	Dir     string          // for the sentinels' files
+
+	Partition time.Duration // how long a partition lasts once a replica is promoted (see DefaultPartition)
+	Say       func(string)  // prints a line on stderr; may be nil
+}
+
+// Result is what one run measured.
+type Result struct {
+	Nemesis      string         `json:"nemesis"`
+	Strategy     string         `json:"strategy"`
+	Seed         int64          `json:"seed"`
+	OK           bool           `json:"ok"`
+	MoneyOff     int64          `json:"money_off"`     // summed over the wallets: how far each balance is from any the reports allow
+	DoubleGrants int            `json:"double_grants"` // pairs of critical sections on one wallet that overlapped
+	Unknown      int            `json:"unknown"`       // spends whose outcome no report settled
+	Faults       int            `json:"faults"`        // faults injected
+	Check        string         `json:"check"`         // the check line over all wallets
+	Note         string         `json:"note"`          // what the nemesis did
+	Verdict      wallet.Verdict `json:"-"`
+
+	// The partition nemeses add (see Window).
+	WindowMS           *int64 `json:"window_ms,omitempty"`            // how long two primaries granted locks at once
+	WindowDoubleGrants int    `json:"window_double_grants,omitempty"` // of DoubleGrants, an old primary's holder with a new one's
+	OldPrimaryGrants   int    `json:"old_primary_grants,omitempty"`   // locks the old primary granted from the cut on
+	OldPrimaryMS       *int64 `json:"old_primary_ms,omitempty"`       // from the cut to the old primary's last grant
+	Lost               string `json:"lost,omitempty"`                 // what the healed primary lost
+
+	HistoryVerdict // its history's verdict (history.go)
+}
+
+// runner is the state of one run.
+type runner struct {
+	c     Config
+	procs *launch.Group
+	rng   *rand.Rand
+
+	primary, replica *launch.Redis
+	proxy            *Proxy
+	sentinels        []*launch.Redis
+	nodes            []*launch.Redis // Redlock's, instead of the primary
+
+	// The cluster of ClusterFailover: masters[i] has replicas[i] and
+	// announces proxies[i], which direct maps back to the master.
+	masters, replicas []*launch.Redis
+	proxies           []*Proxy
+	direct            map[string]string
+
+	// The partition's network, hosts and what its nemesis saw.
+	net                      *Net
+	hostRedis, hostSentinels []*hostServer
+	part                     *partition
+
+	mu       sync.Mutex
+	spenders []*spenderProc
+	accepted map[int64]int
+	unknown  map[int64]int
+	open     map[[2]int64]Event // read, not yet done: by spender and request
+	sections []section
+	grab     func(Event) bool // set while the nemesis waits for a read
+	grabbed  chan grabbed
+	rec      *history.Recorder // the run's history (history.go)
+}
+
+type section struct {
+	wallet, start, end int64
+	holder             string
+	proc               int // the spender process
+	accepted           bool
+	server             string // that granted the lock, when the spender says (Identify)
+	fence              int64
+}
+
+type grabbed struct {
+	e Event
+	s *spenderProc
+}
+
+type spenderProc struct {
+	n     int
+	proc  *launch.Program
+	wmu   sync.Mutex
+	err   launch.Log    // its stderr
+	ended chan struct{} // stdout read to the end
+	endAt int64
+}
+
+// Run runs one drill and judges it. procs holds every process it starts;
+// Run stops them before it returns, and the caller kills what is left on
+// Ctrl-C.
+func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
+	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
+		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
+	res := Result{Nemesis: c.Nemesis, Strategy: c.Strategy, Seed: c.Seed}
+	if ok, why := Applies(c.Nemesis, c.Strategy); !ok {
+		return res, fmt.Errorf("drill: %s does not apply to %s: %s", c.Nemesis, c.Strategy, why)
+	}
+	defer r.stopServers()
+	if err := r.startServers(ctx); err != nil {
+		return res, err
+	}
+	if err := c.Store.ResetRange(ctx, c.First, c.Wallets, c.Initial); err != nil {
+		return res, err
+	}
+	r.startHistory()
+	for i := range c.Procs {
+		if err := r.startSpender(i); err != nil {
+			r.stopSpenders(ctx)
+			return res, err
+		}
+	}
+	// Let the spenders get going, then strike at a moment the seed picks.
+	r.waitSpends(ctx, c.Procs, 10*time.Second)
+	sleep(ctx, time.Duration(r.rng.Int64N(int64(2*c.TTL))))
+	var err error
+	res.Faults, res.Note, err = r.nemesis(ctx)
+	if err == nil {
+		sleep(ctx, 2*c.TTL) // the aftermath, then stop
+	}
+	r.stopSpenders(ctx)
+	if err != nil {
+		return res, err
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	bal, err := c.Store.Balances(ctx, c.First, c.Wallets)
+	if err != nil {
+		return res, err
+	}
+	r.judge(ctx, &res, bal)
+	if r.part != nil && r.c.Strategy != Version { // version takes no lock
+		w := r.window()
+		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
+		res.WindowMS, res.OldPrimaryMS = &both, &old
+		res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = w.DoubleGrants, w.OldGrants, w.Lost
+	}
+	return res, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (r *runner) startServers(ctx context.Context) error {
+	if IsPartition(r.c.Nemesis) {
+		return r.startPartition(ctx)
+	}
+	if isRedlock(r.c.Strategy) {
+		return r.startRedlock(ctx)
+	}
+	if r.c.Nemesis == ClusterFailover {
+		return r.startCluster(ctx)
+	}
+	var err error
+	if r.primary, err = r.procs.StartRedis(ctx, r.c.Dir); err != nil {
+		return err
+	}
+	if r.c.Strategy != Wait && r.c.Nemesis != Failover {
+		return nil
+	}
+	if r.proxy, err = StartProxy(r.primary.Addr); err != nil {
+		return err
+	}
+	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr); err != nil {
+		return err
+	}
+	rdb := NewClient(r.replica.Addr)
+	defer rdb.Close()
+	if err := poll(ctx, 10*time.Second, func() bool {
+		return strings.Contains(rdb.Info(ctx, "replication").Val(), "master_link_status:up")
+	}); err != nil {
+		return fmt.Errorf("drill: the replica did not sync with the primary: %w", err)
+	}
+	if r.c.Nemesis != Failover {
+		return nil
+	}
+	for range 3 {
+		s, err := r.procs.StartSentinel(ctx, r.c.Dir, MasterName, r.primary.Addr, 500*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		r.sentinels = append(r.sentinels, s)
+	}
+	// Each sentinel must know the replica and the other two before the
+	// primary dies, or there is no quorum to promote anyone.
+	addrs := make([]string, len(r.sentinels))
+	for i, s := range r.sentinels {
+		addrs[i] = s.Addr
+	}
+	return awaitSentinels(ctx, addrs, 1)
+}
+
+// awaitSentinels waits until each sentinel at addrs knows the others and
+// the given number of replicas.
+func awaitSentinels(ctx context.Context, addrs []string, replicas int) error {
+	for _, a := range addrs {
+		sc := NewClient(a)
+		err := poll(ctx, 20*time.Second, func() bool {
+			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
+			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
+			return len(peers) == len(addrs)-1 && len(reps) == replicas
+		})
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *runner) stopServers() {
+	r.stopPartition()
+	servers := append([]*launch.Redis{r.primary, r.replica}, r.sentinels...)
+	servers = append(servers, r.nodes...)
+	for _, s := range append(append(servers, r.masters...), r.replicas...) {
+		if s != nil {
+			s.Proc().Kill(3 * time.Second)
+		}
+	}
+	if r.proxy != nil {
+		r.proxy.Close()
+	}
+	for _, p := range r.proxies {
+		p.Close()
+	}
+}
+
+// poll calls ok every 50 ms until it says true, for at most d.
+func poll(ctx context.Context, d time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("gave up after %v", d)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+	return nil
+}
+
+func (r *runner) startSpender(n int) error {
+	c := r.c
+	sc := SpenderConfig{Strategy: c.Strategy, Prefix: c.Prefix, First: c.First, Wallets: c.Wallets,
+		Amount: c.Amount, TTL: c.TTL, Work: c.Work, Conc: c.Conc, Hold: c.Nemesis != None,
+		Seed: uint64(c.Seed)<<16 | uint64(n)}
+	switch {
+	case r.net != nil && isRedlock(c.Strategy):
+		for _, s := range r.hostRedis {
+			sc.Nodes = append(sc.Nodes, s.Addr)
+		}
+	case r.net != nil: // the Sentinel beside the spender first
+		for i := range Hosts {
+			sc.Sentinels = append(sc.Sentinels, r.hostSentinels[(n+i)%Hosts].Addr)
+		}
+		sc.Identify = true
+	case len(r.nodes) > 0:
+		for _, s := range r.nodes {
+			sc.Nodes = append(sc.Nodes, s.Addr)
+		}
+	case len(r.masters) > 0:
+		for _, m := range r.masters {
+			sc.Cluster = append(sc.Cluster, m.Addr)
+		}
+		sc.Direct = r.direct
+	case len(r.sentinels) > 0:
+		for _, s := range r.sentinels {
+			sc.Sentinels = append(sc.Sentinels, s.Addr)
+		}
+	default:
+		sc.Redis = r.primary.Addr
+	}
+	js, _ := json.Marshal(sc)
+	cmd := exec.Command(c.Exe)
+	cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js))
+	if r.net != nil { // in host n % Hosts, reaching PostgreSQL over the uplink
+		db, err := r.net.DatabaseURL(env.DatabaseURL())
+		if err != nil {
+			return err
+		}
+		cmd = r.net.Command(n%Hosts, c.Exe)
+		cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js), "DATABASE_URL="+db)
+	}
+	sp := &spenderProc{n: n, ended: make(chan struct{})}
+	cmd.Stderr = &sp.err
+	var err error
+	if sp.proc, err = r.procs.StartProgram(fmt.Sprintf("spender %d", n), cmd); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.spenders = append(r.spenders, sp)
+	r.mu.Unlock()
+	go r.read(sp, sp.proc.Stdout)
+	return nil
+}
+
+// read takes in one spender's reports.
+func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
+	defer close(sp.ended)
+	defer stdout.Close()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		var e Event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		k := [2]int64{int64(sp.n), e.Req}
+		e.proc = sp.n
+		r.mu.Lock()
+		switch e.Ev {
+		case "read":
+			r.open[k] = e
+			if r.grab != nil && r.grab(e) {
+				r.grab = nil
+				r.grabbed <- grabbed{e, sp}
+				r.mu.Unlock()
+				continue
+			}
+		case "spend":
+			delete(r.open, k)
+			r.spent(sp.n, e)
+			switch e.Outcome {
+			case Accepted:
+				r.accepted[e.Wallet]++
+			case Unknown:
+				r.unknown[e.Wallet]++
+			}
+			if e.Start != 0 {
+				r.sections = append(r.sections, section{e.Wallet, e.Start, e.End, e.Holder, sp.n, e.Outcome == Accepted, e.Server, e.Fence})
+			}
+		}
+		r.mu.Unlock()
+		if e.Ev == "read" {
+			r.ack(sp, e)
+		}
+	}
+	r.mu.Lock()
+	sp.endAt = time.Now().UnixNano()
+	// A spend that was reading when the process ended may have written:
+	// its outcome is unknown, and its critical section lasted until then.
+	for k, e := range r.open {
+		if k[0] == int64(sp.n) {
+			r.unknown[e.Wallet]++
+			r.lostSpend(sp.n, e, sp.endAt)
+			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
+			delete(r.open, k)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// ack lets a held spend go on to its write.
+func (r *runner) ack(sp *spenderProc, e Event) {
+	sp.wmu.Lock()
+	defer sp.wmu.Unlock()
+	fmt.Fprintf(sp.proc.Stdin, "go %d\n", e.Req)
+}
+
+// grabRead hands the nemesis the next read that pass accepts, instead of
+// letting it go on, or gives up after d.
+func (r *runner) grabRead(ctx context.Context, d time.Duration, pass func(Event) bool) (grabbed, bool) {
+	ch := make(chan grabbed, 1)
+	r.mu.Lock()
+	r.grab, r.grabbed = func(e Event) bool { return e.Start != 0 && (pass == nil || pass(e)) }, ch
+	r.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case g := <-ch:
+		return g, true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	r.mu.Lock()
+	r.grab = nil
+	r.mu.Unlock()
+	select { // grabbed just before the give-up
+	case g := <-ch:
+		return g, true
+	default:
+		return grabbed{}, false
+	}
+}
+
+// waitSpends waits until n spends have been reported, for at most d.
+func (r *runner) waitSpends(ctx context.Context, n int, d time.Duration) {
+	poll(ctx, d, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.sections) >= n
+	})
+}
+
+// spentSince reports whether a spend on wallet that began after t (Unix
+// ns), by another spender process than sp, has been accepted.
+func (r *runner) spentSince(wallet, t int64, sp *spenderProc) bool {
+	return r.spentOn(wallet, t, sp, "")
+}
+
+// spentOn is spentSince for a spend whose lock the server granted ("":
+// any).
+func (r *runner) spentOn(wallet, t int64, sp *spenderProc, server string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.sections {
+		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (server == "" || s.server == server) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopSpenders closes their stdin, which stops them after the spend in
+// hand, and kills those that have not exited within a few seconds (at
+// once when ctx has ended).
+func (r *runner) stopSpenders(ctx context.Context) {
+	r.mu.Lock()
+	list := append([]*spenderProc(nil), r.spenders...)
+	r.mu.Unlock()
+	for _, sp := range list {
+		sp.proc.Resume() // a paused spender could not stop
+		sp.wmu.Lock()
+		sp.proc.Stdin.Close()
+		sp.wmu.Unlock()
+	}
+	deadline := time.After(5 * time.Second)
+	for _, sp := range list {
+		select {
+		case <-sp.proc.Exited():
+		case <-deadline:
+		case <-ctx.Done():
+		}
+		sp.proc.Kill(3 * time.Second)
+		<-sp.ended
+	}
+}
+
+// judge checks every wallet and counts the double grants.
+func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res.OK = true
+	var acc, unk int
+	var total int64
+	for i, bal := range balances {
+		id := r.c.First + int64(i)
+		v := wallet.CheckUnknown(r.c.Initial, r.c.Amount, r.accepted[id], r.unknown[id], bal)
+		if !v.OK {
+			res.OK = false
+			res.MoneyOff += off(v, r.c.Amount)
+		}
+		acc, unk, total = acc+r.accepted[id], unk+r.unknown[id], total+bal
+	}
+	res.Unknown = unk
+	v := wallet.CheckUnknown(r.c.Initial*int64(len(balances)), r.c.Amount, acc, unk, total)
+	v.OK = res.OK // the line sums the wallets; the verdict is theirs
+	res.Verdict, res.Check = v, v.String()
+	r.checkHistory(ctx, res, balances)
+	if r.c.Strategy != Version { // no lock, nothing granted
+		res.DoubleGrants = overlaps(r.sections)
+	}
+}
+
+// off is how far a balance is from the nearest one the reports allow.
+func off(v wallet.Verdict, amount int64) int64 {
+	switch {
+	case v.Balance > v.Expected:
+		return v.Balance - v.Expected
+	case v.Balance < v.Lowest:
+		return v.Lowest - v.Balance
+	case amount > 0:
+		r := (v.Expected - v.Balance) % amount
+		return min(r, amount-r)
+	}
+	return 0
+}
+
+// overlaps counts the pairs of critical sections on one wallet, of two
+// holders, that overlapped in time: each one is the lock granted to a
+// holder while another still believed it held it.
+func overlaps(sections []section) int {
+	s := append([]section(nil), sections...)
+	sort.Slice(s, func(i, j int) bool {
+		if s[i].wallet != s[j].wallet {
+			return s[i].wallet < s[j].wallet
+		}
+		return s[i].start < s[j].start
+	})
+	n := 0
+	for i := range s {
+		for j := i + 1; j < len(s) && s[j].wallet == s[i].wallet && s[j].start < s[i].end; j++ {
+			if s[j].holder != s[i].holder {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,231 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// On a Redis Cluster each key lives in one of 16384 slots, and each slot
+// on one master. A command whose keys lie in several slots is refused with
+// CROSSSLOT, and a keyless command (SCAN, INFO) reaches one node only. What
+// follows does for a cluster what one command does on a single server.
+
+// clusterNotOK is a node that answered but does not say cluster_state:ok.
+type clusterNotOK struct{ addr, state string }
+
+func (e *clusterNotOK) Error() string {
+	return "cluster_state:" + e.state + " on " + e.addr
+}
+
+// clusterOK checks that every node of the cluster, masters and replicas,
+// answers and says cluster_state:ok. Loading the slot map first asks the
+// seed nodes: none answering is the error of the first. A cluster whose
+// map is empty (no slot assigned yet) is asked through a seed.
+func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.UniversalOptions) error {
+	var mu sync.Mutex
+	var errs []error
+	visited := 0
+	check := func(ctx context.Context, node redis.Cmdable, addr string) {
+		info, err := node.ClusterInfo(ctx).Result()
+		if err == nil {
+			if state := infoField(info, "cluster_state"); state != "ok" {
+				err = &clusterNotOK{addr, state}
+			}
+		} else {
+			err = fmt.Errorf("node %s: %w", addr, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		visited++
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := rdb.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+		check(ctx, node, node.Options().Addr)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, addr := range opt.Addrs {
+		if visited > 0 {
+			break
+		}
+		one := *opt
+		one.Addrs = []string{addr}
+		seed := redis.NewClient(one.Simple())
+		check(ctx, seed, addr)
+		seed.Close()
+	}
+	// The same error every run, whichever node answered first.
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// followFailover is a cluster client's hook that makes it read the slot
+// map again after a command fails for a reason the map may explain: no
+// reply at all (a dead or frozen master), or CLUSTERDOWN, TRYAGAIN or
+// MASTERDOWN (a failover under way). go-redis re-reads it by itself only on
+// MOVED and READONLY, and otherwise every ClusterReloadInterval. Re-reading
+// is cheap: go-redis runs one reload at a time and at most one more per
+// 200 ms, however many commands ask.
+type followFailover struct{ c *redis.ClusterClient }
+
+func (followFailover) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f followFailover) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		f.after(err)
+		return err
+	}
+}
+
+func (f followFailover) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		f.after(err)
+		return err
+	}
+}
+
+func (f followFailover) after(err error) {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return
+	}
+	var reply redis.Error // redis.Nil too: an answer
+	if errors.As(err, &reply) && !SlotMoving(err) {
+		return
+	}
+	f.c.ReloadState(context.Background())
+}
+
+// SlotMoving reports whether err is a cluster's reply while a slot changes
+// hands: CLUSTERDOWN (a master failed and its replica is not promoted
+// yet), TRYAGAIN, MASTERDOWN, or MOVED (the client's slot map is old). The
+// command did not run; sent again a moment later it may, once the
+// promotion is over and the client has read the new map.
+func SlotMoving(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	for _, p := range []string{"CLUSTERDOWN ", "TRYAGAIN ", "MASTERDOWN ", "MOVED "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// infoField returns the value of name in INFO or CLUSTER INFO text.
+func infoField(info, name string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// ForEachMaster calls fn with each master of a cluster, one after the
+// other, or once with rdb itself for a single server. Use it for what a
+// keyless command must see on every node: SCAN, INFO.
+func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, node redis.Cmdable) error) error {
+	c, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return fn(ctx, rdb)
+	}
+	var masters []*redis.Client
+	var mu sync.Mutex
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		mu.Lock()
+		masters = append(masters, node)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(masters, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	for _, m := range masters {
+		if err := fn(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteKeys deletes keys. On a single server that is one DEL. On a
+// cluster the keys of one DEL must share a slot (else CROSSSLOT), so each
+// key gets a DEL of its own, in one pipeline that go-redis splits by node.
+func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		return rdb.Del(ctx, keys...).Err()
+	}
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return err
+}
+
+// DeletePrefix deletes every key that starts with prefix, scanning every
+// master of a cluster (SCAN sees one node only) and deleting what each
+// batch found key by key.
+func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
+	pattern := GlobEscape(prefix) + "*"
+	return ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("services: scan %s: %w", pattern, err)
+			}
+			if err := DeleteKeys(ctx, rdb, keys...); err != nil {
+				return fmt.Errorf("services: delete keys under %s: %w", prefix, err)
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	})
+}
+
+// GlobEscape escapes the characters that SCAN MATCH (and KEYS) would read
+// as a pattern.
+func GlobEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+// OptionsOf returns the settings of a client that Connect (or
+// redis.NewUniversalClient) made, as far as they describe where it talks:
+// the addresses (a cluster's seeds), the database, TLS and the password.
+// For the commands a program prints, never for making a client.
+func OptionsOf(rdb redis.UniversalClient) *redis.UniversalOptions {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		return &redis.UniversalOptions{Addrs: []string{o.Addr}, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig}
+	case *redis.ClusterClient:
+		o := c.Options()
+		return &redis.UniversalOptions{Addrs: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig, IsClusterMode: true}
+	}
+	return &redis.UniversalOptions{Addrs: []string{DefaultRedisAddr}}
+}

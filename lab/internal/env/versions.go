@@ -1,0 +1,26 @@
+package env
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/safe"
+)
+
+// RedisVersion returns redis_version from INFO server, such as "7.0.15".
+func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", fmt.Errorf("services: read the Redis version: %w", err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return safe.Line(v), nil // the server's words, shown in reports
+		}
+	}
+	return "", errors.New("services: INFO server has no redis_version")
+}

@@ -1,0 +1,142 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/redlock"
+	"example.com/walletlock/lab/lock"
+	"example.com/walletlock/lab/wallet"
+)
+
+// The redlock strategy: go-redsync's mutex over three independent Redis
+// nodes (`make redlock-up`, or REDLOCK_ADDRS), not the wallets' Redis. The
+// balances stay where lock, redislock and redsync keep them; only the lock
+// moves, so the row shows what a majority of three costs against one
+// node. The lock keys on the nodes are the run's own (under its prefix)
+// and expire within -ttl whatever happens; the run deletes them at the
+// start and at the end.
+
+// Redlock names the strategy, for a program that must leave it out when
+// its nodes are not running (see redlock.ErrNodesDown).
+const Redlock = "redlock"
+
+// openRedlock connects to the Redlock nodes (redlock.Dial) with pools sized
+// like the wallets' Redis, counting their commands with calls. It fails in
+// one line, wrapping redlock.ErrNodesDown, when fewer than a majority answer,
+// and wrapping ErrBadConfig when REDLOCK_ADDRS names one node twice; with
+// a minority down it goes on (the nodes' Degraded says so).
+func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redlock.Nodes, error) {
+	addrs, err := env.RedlockAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadConfig, err)
+	}
+	nodes, err := redlock.Dial(ctx, addrs, func(o *redis.Options) {
+		o.PoolSize = cfg.RedisPool()
+		o.PoolTimeout = cfg.Timeout
+		o.ReadTimeout, o.WriteTimeout = commandTimeout, commandTimeout
+		o.ReadBufferSize, o.WriteBufferSize = connBuffer, connBuffer
+	})
+	if errors.Is(err, env.ErrSameRedlockNode) {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if err != nil {
+		return nil, err // one line: how many answer, and the fix
+	}
+	for _, c := range nodes.Clients() {
+		c.AddHook(calls)
+	}
+	return nodes, nil
+}
+
+// spendRedlock is spendRedsync with a majority of three nodes in place of
+// one: the same read-modify-write on the wallets' Redis, under a watchdog
+// that extends the lock on every node.
+func spendRedlock(r *runner, c call) outcome {
+	start := time.Now()
+	l, err := r.redlock.Acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	ok, err := spendUnder(r, c,
+		func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)
+		},
+		l.Release)
+	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+}
+
+// addRedlockStats adds to stats, in a redlock phase, the commands each
+// Redlock node ran, so that the row's Redis commands count the lock's
+// too. A node that cannot be read makes the count unknown (see
+// CommandStats.Since), never short.
+func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats env.CommandStats) {
+	if s.name != Redlock || r.redlock == nil {
+		return
+	}
+	for i, c := range r.redlock.Clients() {
+		node, err := env.ReadCommandStats(ctx, c)
+		if err != nil && r.downAtDial(i) {
+			continue // down from the start: it ran nothing of this run's
+		}
+		if err != nil {
+			stats["redlock node unread"] = -1
+			return
+		}
+		// Summed per command, so that Since leaves out the overhead
+		// (INFO, PING) of the nodes as of the wallets' Redis.
+		for name, n := range node {
+			stats[name] += n
+		}
+	}
+}
+
+// downAtDial reports whether Redlock node i did not answer when the run
+// dialled the nodes (a minority may be down: see redlock.Dial).
+func (r *runner) downAtDial(i int) bool {
+	return slices.Contains(r.redlock.DownAtDial(), r.redlock.Addrs()[i])
+}
+
+// clearRedlock deletes every key under the run's prefix on every Redlock
+// node: locks an interrupted earlier run left, or this run's, at its end.
+// The nodes hold nothing but locks, so a SCAN of the prefix is short.
+func (r *runner) clearRedlock(ctx context.Context) error {
+	if r.redlock == nil {
+		return nil
+	}
+	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(r.cfg.Prefix) + "*"
+	for i, c := range r.redlock.Clients() {
+		if r.downAtDial(i) {
+			continue // what it holds expires within the TTL; waiting for it would not end
+		}
+		err := retry(ctx, func() error {
+			iter := c.Scan(ctx, 0, pattern, batch).Iterator()
+			var keys []string
+			for iter.Next(ctx) {
+				keys = append(keys, iter.Val())
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+			for chunk := range slices.Chunk(keys, batch) {
+				if err := c.Del(ctx, chunk...).Err(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("loadtest: delete the keys under %s on the Redlock node %s (they expire within the TTL): %w",
+				r.cfg.Prefix, r.redlock.Addrs()[i], err)
+		}
+	}
+	return nil
+}

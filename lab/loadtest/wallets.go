@@ -1,0 +1,343 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/lock"
+	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/wallet/postgres"
+)
+
+// wallets are the n wallets of a run, in bulk: setting up and reading back
+// 10,000 of them must take a few round trips, not 10,000. In Redis they are
+// the keys wallet.BalanceKey(prefix, id) (and the lock keys next to them,
+// see lockKeys); in PostgreSQL the rows first .. first+n-1 of
+// postgres.Store's table.
+type wallets struct {
+	prefix  string
+	first   int64
+	n       int
+	rdb     redis.UniversalClient
+	store   *postgres.Store // nil when no strategy of the run uses PostgreSQL
+	touched int             // the wallets 0 .. touched-1 may have a balance key in Redis
+	// locked marks the wallets that a strategy taking a lock in Redis
+	// spent from: only they may have lock keys (see cleanup). Made by
+	// lockKeysFrom before the first such phase.
+	locked []atomic.Bool
+}
+
+// lockKeysFrom readies the marks of the wallets that may have lock keys.
+func (w *wallets) lockKeysFrom() {
+	if w.locked == nil {
+		w.locked = make([]atomic.Bool, w.n)
+	}
+}
+
+// batch is how many commands go into one Redis pipeline, and lanes how
+// many pipelines are in flight at once: at 100,000 wallets one pipeline
+// after another spends most of its time between two of them, and
+// clean-up after Ctrl-C has a second or two (see stopBudget).
+const (
+	batch = 1000
+	lanes = 4
+)
+
+func (w *wallets) id(i int) int64 { return w.first + int64(i) }
+
+// inLanes calls f on the wallets lo .. hi-1 of the first n, size at a
+// time, lanes calls at once. It stops when ctx ends or a call fails, and
+// returns the first error.
+func inLanes(ctx context.Context, n, size int, f func(lo, hi int) error) error {
+	var (
+		next    atomic.Int64 // the first wallet of the next call
+		mu      sync.Mutex
+		failed  error
+		running sync.WaitGroup
+	)
+	fail := func(err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed == nil {
+			failed = err
+		}
+		return failed != nil
+	}
+	for range min(lanes, (n+size-1)/size) {
+		running.Go(func() {
+			for {
+				lo := int(next.Add(int64(size))) - size
+				if lo >= n || fail(ctx.Err()) {
+					return
+				}
+				if fail(f(lo, min(lo+size, n))) {
+					return
+				}
+			}
+		})
+	}
+	running.Wait()
+	return failed
+}
+
+// pipelined sends one command per wallet, for the first n wallets, in
+// pipelines of batch commands (see inLanes), and calls check on each
+// command's result, never two checks at once.
+func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
+	var mu sync.Mutex
+	return inLanes(ctx, n, batch, func(lo, hi int) error {
+		cmds := make([]redis.Cmder, 0, hi-lo)
+		_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := lo; i < hi; i++ {
+				cmds = append(cmds, add(p, w.id(i)))
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for k, c := range cmds {
+			if err := check(lo+k, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// spentOn notes that a spend that may leave lock keys went to wallet i
+// (see cleanup).
+func (w *wallets) spentOn(i int) {
+	if w.locked == nil {
+		return
+	}
+	w.locked[i].Store(true)
+}
+
+// resetRedis gives every wallet balance in Redis and deletes the locks an
+// interrupted earlier run may have left. It calls done after each pipeline
+// with how many wallets are set up so far.
+func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of int)) error {
+	// Counted before anything is sent: a pipeline cut short may have
+	// written some of its keys.
+	w.touched = w.n
+	set := 0
+	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
+		lockKey := wallet.LockKey(w.prefix, id)
+		keys := lockKeys(lockKey)
+		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
+		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
+	}, func(int, redis.Cmder) error {
+		// Pipelines end out of order: count them, never two at once.
+		if set++; set%batch == 0 || set == w.n {
+			done(set, w.n)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("loadtest: set up %d wallets in Redis: %w", w.n, err)
+	}
+	return nil
+}
+
+// lockKeys are the keys a wallet's locks may leave: the lock itself, the
+// fair lock's queue, presence and hand-off stream (named as package fair
+// names them, next to a lock key that has a hash tag; all expire within
+// a second anyway), and the fence counter, last.
+func lockKeys(lockKey string) []string {
+	return []string{lockKey, lockKey + ":queue", lockKey + ":present", lockKey + ":handoff", lock.FenceKey(lockKey)}
+}
+
+// balancesRedis reads every wallet's balance from Redis.
+func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
+	bal := make([]int64, w.n)
+	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
+		return p.Get(ctx, wallet.BalanceKey(w.prefix, id))
+	}, func(i int, c redis.Cmder) error {
+		v, err := c.(*redis.StringCmd).Int64()
+		if errors.Is(err, redis.Nil) {
+			return fmt.Errorf("%w at %s", wallet.ErrNoWallet, wallet.BalanceKey(w.prefix, w.id(i)))
+		}
+		bal[i] = v
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: read %d balances from Redis: %w", w.n, err)
+	}
+	return bal, nil
+}
+
+// cleanup deletes every key and row the run wrote, and nothing else, the
+// keys and the rows at once, lanes batches at a time of each (inLanes).
+// The keys go in one DEL per batch wallets (one per wallet on a cluster):
+// a balance key per wallet set up, and the lock keys of the wallets a
+// lock was taken on, so that 100,000 wallets take a few round trips and
+// little of Redis's time, within what is left of stopBudget after Ctrl-C.
+// It reports what it may have left in Redis and in PostgreSQL.
+func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, err error) {
+	var redisErr, pgErr error
+	var both sync.WaitGroup
+	if w.touched > 0 {
+		both.Go(func() {
+			redisErr = retry(ctx, func() error {
+				return inLanes(ctx, w.touched, batch, func(lo, hi int) error {
+					if _, cluster := w.rdb.(*redis.ClusterClient); cluster {
+						// A DEL's keys must share a slot there: a wallet's do.
+						_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+							for i := lo; i < hi; i++ {
+								p.Del(ctx, w.keys(i, nil)...)
+							}
+							return nil
+						})
+						return err
+					}
+					var keys []string
+					for i := lo; i < hi; i++ {
+						keys = w.keys(i, keys)
+					}
+					return w.rdb.Del(ctx, keys...).Err()
+				})
+			})
+		})
+	}
+	if w.store != nil {
+		both.Go(func() {
+			pgErr = retry(ctx, func() error {
+				return inLanes(ctx, w.n, postgres.ResetBatch, func(lo, hi int) error {
+					return w.store.DeleteRange(ctx, w.id(lo), hi-lo)
+				})
+			})
+		})
+	}
+	both.Wait()
+	var errs []error
+	if redisLeft = redisErr != nil; redisLeft {
+		errs = append(errs, fmt.Errorf("loadtest: delete the Redis keys under %s: %w", w.prefix, redisErr))
+	}
+	if postgresLeft = pgErr != nil; postgresLeft {
+		errs = append(errs, pgErr)
+	}
+	return redisLeft, postgresLeft, errors.Join(errs...)
+}
+
+// keys appends to keys those wallet i may have in Redis: its balance, and
+// its lock keys if a lock was taken on it.
+func (w *wallets) keys(i int, keys []string) []string {
+	id := w.id(i)
+	keys = append(keys, wallet.BalanceKey(w.prefix, id))
+	if w.locked != nil && w.locked[i].Load() {
+		keys = append(keys, lockKeys(wallet.LockKey(w.prefix, id))...)
+	}
+	return keys
+}
+
+// transient reports whether err may go away if the call is made again: a
+// timeout or a lost connection, not an answer from the server, unless the
+// answer is a cluster's between two masters of a slot (a failover).
+func transient(err error) bool {
+	var reply redis.Error // redis.Nil too
+	var pgErr *pgconn.PgError
+	if env.SlotMoving(err) {
+		return true
+	}
+	return !errors.As(err, &reply) && !errors.As(err, &pgErr) &&
+		!errors.Is(err, wallet.ErrNoWallet) && !errors.Is(err, wallet.ErrOwned)
+}
+
+// judge is the verdict of every step, wallet by wallet: each balance must
+// equal initial minus amount times that wallet's accepted spends, plus
+// some of its spends whose outcome is unknown (wallet.CheckUnknown), and
+// never be negative. It returns the check line's figures summed over the
+// wallets (OK only if every wallet is, Landed the unknown spends that
+// landed in all), how many wallets are off, and by how much money in all.
+// unknown may be nil: no unknown outcome.
+func judge(initial, amount int64, accepted, unknown, balances []int64) (v wallet.Verdict, off int, money int64) {
+	var total, sumAccepted, sumUnknown, sumBalance int64
+	landed := 0
+	for i, b := range balances {
+		var u int64
+		if unknown != nil {
+			u = unknown[i]
+		}
+		w := wallet.CheckUnknown(initial, amount, int(accepted[i]), int(u), b)
+		if w.OK {
+			landed += w.Landed
+		} else {
+			off++
+			money = addCapped(money, offBy(w, amount))
+		}
+		total += initial // Config.Validate keeps initial*wallets in an int64
+		sumAccepted += accepted[i]
+		sumUnknown += u
+		sumBalance += b
+	}
+	v = wallet.CheckUnknown(total, amount, int(sumAccepted), int(sumUnknown), sumBalance)
+	v.OK, v.Landed = off == 0, landed
+	if !v.OK {
+		v.Landed = -1
+	}
+	return v, off, money
+}
+
+// offBy is how far a wallet that is off is from the nearest balance its
+// spends allow: above the highest, below the lowest, between two steps,
+// or below zero.
+func offBy(w wallet.Verdict, amount int64) int64 {
+	b := w.Balance
+	switch {
+	case b > w.Expected:
+		return subCapped(b, w.Expected)
+	case b < w.Lowest:
+		return subCapped(w.Lowest, b)
+	case b < 0:
+		return subCapped(0, b)
+	default: // in the range, but not a whole number of spends away
+		rem := subCapped(w.Expected, b) % amount
+		return min(rem, amount-rem)
+	}
+}
+
+// subCapped is a-b, a >= b, capped at MaxInt64 where it would overflow.
+func subCapped(a, b int64) int64 {
+	if d := a - b; d >= 0 {
+		return d
+	}
+	return math.MaxInt64
+}
+
+func addCapped(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// formatMoney writes 1234567 as "1,234,567", for the table.
+func formatMoney(n int64) string {
+	s := strconv.FormatInt(abs(n), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if n < 0 {
+		return "-" + s
+	}
+	return s
+}

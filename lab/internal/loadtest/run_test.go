@@ -58,6 +58,18 @@ func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) 
 	return c, env
 }
 
+// dial is Dial for a configuration a test changed after setup (a pool of
+// its own), closed when the test ends.
+func dial(t *testing.T, c loadtest.Config) *loadtest.Env {
+	t.Helper()
+	env, err := loadtest.Dial(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	return env
+}
+
 // redlockNodes starts three redis-servers of the test's own and points
 // REDLOCK_ADDRS at them for the rest of the test.
 func redlockNodes(t *testing.T) []string {
@@ -611,11 +623,7 @@ func TestSpread(t *testing.T) {
 func TestRun_aSmallPoolIsTheLimitNotTheLock(t *testing.T) {
 	c, _ := setup(t, "lock", "atomic")
 	c.Workers, c.Wallets, c.Pool = 64, 1000, 1
-	env, err := loadtest.Dial(t.Context(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
+	env := dial(t, c)
 	rep := run(t, t.Context(), env, c)
 	for _, r := range rep.Rows {
 		t.Logf("%s: pool wait p50 %v share %.2f, lock wait share %.3f, limit %q, ceiling %q",
@@ -665,11 +673,7 @@ func TestRun_noMoreLeasesAtOnceThanConnections(t *testing.T) {
 	srv.Use(t)
 	c, _ := setup(t, "lock", "fair")
 	c.Workers, c.Wallets, c.Pool = 64, 1000, 2
-	env, err := loadtest.Dial(t.Context(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
+	env := dial(t, c)
 
 	counter := srv.Client(t)
 	pattern := c.Prefix + "lock:{wallet:*}" // the locks, not fair's queues beside them
@@ -724,11 +728,7 @@ func TestRun_noMoreLeasesAtOnceThanConnections(t *testing.T) {
 func TestRun_fairReadersDoNotTakeTheSpendersPool(t *testing.T) {
 	c, _ := setup(t, "fair")
 	c.Workers, c.Wallets, c.Pool = 32, 8, 2
-	env, err := loadtest.Dial(t.Context(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Close)
+	env := dial(t, c)
 	spenders := &countXRead{}
 	env.Redis.AddHook(spenders)
 	rep := run(t, t.Context(), env, c)

@@ -114,8 +114,10 @@ type Row struct {
 	Latency  Latency  `json:"spend_latency"` // one whole spend, waiting included
 
 	// PoolWait is what each spend's calls waited for a connection from
-	// the pool (its watchdog's included, at most the whole spend), every
-	// strategy; PoolWaitShare is the share of the spends' time it took,
+	// the pool (its watchdog's included, at most the whole spend), and a
+	// spend that takes a lease for its turn at the pool before it (as many
+	// leases at once as the pool has connections), every strategy;
+	// PoolWaitShare is the share of the spends' time it took,
 	// and LockWaitShare the share of LockWait (0 without a lock).
 	PoolWait      Latency `json:"pool_wait"`
 	PoolWaitShare float64 `json:"pool_wait_share"`

@@ -318,6 +318,7 @@ type runner struct {
 	w       *wallets
 	lease   *harness.Lease
 	bar     *progress
+	turns   *turns // the phase's critical sections at once (see turnsFor); nil: not limited
 
 	// spends ends a moment after ctx (see stopBudget), never before.
 	spends  context.Context
@@ -528,6 +529,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	}
 	sentBefore := r.calls.Sent()
 
+	r.turns = r.turnsFor(s)
 	t := newTally(cfg.Wallets)
 	r.startHistory(t) // every wallet holds cfg.Initial from here on
 	// The phase ends by a cancel, not a deadline: a lock wait derives from
@@ -780,9 +782,10 @@ func (r *runner) again(ctx context.Context, f func(ctx context.Context) error) e
 }
 
 // spendOnce makes one spend of wallet id and times it, waiting included.
-// The wait for a lock ends with run; the spend itself with -timeout, or a
-// moment after Ctrl-C (see stopBudget). Both contexts carry a poolClock,
-// which times what the spend's calls wait for a connection.
+// The wait for a lock, and for a turn at the pool before it (see turns),
+// ends with run; the spend itself with -timeout, or a moment after Ctrl-C
+// (see stopBudget). Both contexts carry a poolClock, which times what the
+// spend's calls wait for a connection; its pool wait is that and its turn.
 func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Time, time.Duration) {
 	clock := &poolClock{}
 	start := time.Now()
@@ -798,16 +801,51 @@ func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, 
 		defer cancelWait()
 		c.wait = wait
 	}
-	o := s.spend(r, c)
+	o, turn := r.inTurn(s, c)
 	took := time.Since(start)
 	o.read = history.NoRead
 	if read != nil {
 		o.read = read.Load()
 	}
 	// A watchdog's refresh may wait beside the spend's own call.
-	o.pooled = min(clock.total(), took)
-	o.pooledPG = min(time.Duration(clock.postgres.Load()), o.pooled)
+	o.pooled = min(clock.total()+turn, took)
+	pg := time.Duration(clock.postgres.Load())
+	if r.turns != nil && r.turns.postgres {
+		pg += turn
+	}
+	o.pooledPG = min(pg, o.pooled)
 	return o, start, took
+}
+
+// turnsFor returns the turns of a phase of s (see turns): one per
+// connection of the pool its critical section uses, the smaller one when
+// it uses both; nil for a strategy that takes no lease. On a cluster the
+// Redis pool is per node: the turns are one node's connections, fewer
+// than the cluster's.
+func (r *runner) turnsFor(s strategy) *turns {
+	if !s.locks {
+		return nil
+	}
+	if pg := r.cfg.PostgresPool(); s.inPostgres && pg < r.cfg.RedisPool() {
+		return newTurns(pg, true)
+	}
+	return newTurns(r.cfg.RedisPool(), false)
+}
+
+// inTurn makes the spend once r.turns admits it, and returns how long it
+// waited for its turn. The wait ends as a lock wait does (c.wait): at the
+// end of the phase the spend is abandoned, at -timeout it failed.
+func (r *runner) inTurn(s strategy, c call) (outcome, time.Duration) {
+	if r.turns == nil {
+		return s.spend(r, c), 0
+	}
+	start := time.Now()
+	if err := r.turns.take(c.wait); err != nil {
+		return waitFailed(c, fmt.Errorf("loadtest: wait for a turn at the pool: %w", err)), time.Since(start)
+	}
+	defer r.turns.give()
+	turn := time.Since(start)
+	return s.spend(r, c), turn
 }
 
 // errSpendTimeout ends a lock wait that reached -timeout: a failure, not

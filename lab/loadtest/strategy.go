@@ -150,7 +150,7 @@ type outcome struct {
 	err       error         // may come with ok: a release that failed after the write
 	attempts  int           // lock attempts, or tries of the versioned write
 	waited    time.Duration // time to get the lock, for strategies that take one, less its connection waits
-	pooled    time.Duration // time the spend's calls waited for a connection (see poolClock), at most the spend's
+	pooled    time.Duration // time the spend waited for its turn at the pool and its calls for a connection (see turns, poolClock), at most the spend's
 	pooledPG  time.Duration // the part of it spent waiting for a PostgreSQL connection
 	abandoned bool          // the phase ended while it waited: nothing done
 	read      int64         // the balance it read, for its record; history.NoRead: not known

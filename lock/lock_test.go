@@ -45,21 +45,32 @@ func TestAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
 // so a call of any of its methods panics, one a learner adds to Client too.
 type noCalls struct{ lock.Client }
 
-// A TTL under a millisecond would be sent as no expiry at all; it is
-// refused before any call.
-func TestAcquire_refusesATTLUnderAMillisecondBeforeAnyCall(t *testing.T) {
+// A TTL under a millisecond would be sent as no expiry at all, or tick a
+// watchdog at no interval: every call that takes a TTL refuses it before
+// any call to Redis, and Watch cancels its work with ErrBadTTL at once.
+func TestTTLUnderAMillisecond_isRefusedBeforeAnyCall(t *testing.T) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.Fatalf("the lock called Redis: %v", r)
 		}
 	}()
-	for _, ttl := range []time.Duration{0, -time.Second, time.Millisecond - 1, redis.KeepTTL} {
-		if _, err := lock.Acquire(t.Context(), noCalls{}, "lock:wallet:42", ttl); !errors.Is(err, lock.ErrBadTTL) {
+	ctx := t.Context()
+	held := &lock.Lock{Key: "lock:wallet:42", Token: "ours"} // with no client: a call panics
+	for _, ttl := range []time.Duration{0, -time.Second, 2 * time.Nanosecond, time.Millisecond - 1, redis.KeepTTL} {
+		if _, err := lock.Acquire(ctx, noCalls{}, "lock:wallet:42", ttl); !errors.Is(err, lock.ErrBadTTL) {
 			t.Errorf("Acquire with ttl %v: %v, want ErrBadTTL", ttl, err)
 		}
-		if _, err := lock.AcquireFenced(t.Context(), noCalls{}, "lock:{wallet:42}", "fence:{wallet:42}", ttl); !errors.Is(err, lock.ErrBadTTL) {
+		if _, err := lock.AcquireFenced(ctx, noCalls{}, "lock:{wallet:42}", "fence:{wallet:42}", ttl); !errors.Is(err, lock.ErrBadTTL) {
 			t.Errorf("AcquireFenced with ttl %v: %v, want ErrBadTTL", ttl, err)
 		}
+		if err := held.Refresh(ctx, ttl); !errors.Is(err, lock.ErrBadTTL) {
+			t.Errorf("Refresh with ttl %v: %v, want ErrBadTTL", ttl, err)
+		}
+		work, stop := held.Watch(ctx, ttl)
+		if err := work.Err(); err == nil || !errors.Is(context.Cause(work), lock.ErrBadTTL) {
+			t.Errorf("Watch with ttl %v: the work's context ended with %v (cause %v), want it cancelled with ErrBadTTL", ttl, err, context.Cause(work))
+		}
+		stop()
 	}
 }
 

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -227,5 +228,38 @@ func TestAcquireFenced_fencesIncreaseAcrossHolders(t *testing.T) {
 		if fences[i] <= fences[i-1] {
 			t.Fatalf("fences in the order of holders: %v, want each above the last", fences)
 		}
+	}
+}
+
+// A fenced acquire that fails holds nothing: when the fence counter cannot
+// count, or is the lock's own key, the error says so and the lock is free.
+func TestAcquireFenced_aFailedCallHoldsNothing(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	lockKey, fenceKey := prefix+"lock:{wallet:42}", prefix+"fence:{wallet:42}"
+	ctx := t.Context()
+	for _, tt := range []struct {
+		name     string
+		fenceKey string
+		counter  func() error // what the counter holds
+		says     string
+	}{
+		{"a counter that holds no number", fenceKey, func() error { return rdb.Set(ctx, fenceKey, "not-a-number", 0).Err() }, fenceKey + " refused INCR"},
+		{"a counter that is a hash", fenceKey, func() error { return rdb.HSet(ctx, fenceKey, "n", 1).Err() }, fenceKey + " refused INCR"},
+		{"the lock's own key as the counter", lockKey, func() error { return nil }, "fenceKey is the lock's own key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb.Del(ctx, lockKey, fenceKey)
+			if err := tt.counter(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.AcquireFenced(ctx, rdb, lockKey, tt.fenceKey, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("AcquireFenced = %v, %v; want an error that says %q", l, err, tt.says)
+			}
+			if n := rdb.Exists(ctx, lockKey).Val(); n != 0 {
+				t.Errorf("after the failed call the lock key exists, for %v more", rdb.PTTL(ctx, lockKey).Val())
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet"
 )
 
@@ -21,6 +22,7 @@ func TestConnect_saysWhatIsWrongAndNeverThePassword(t *testing.T) {
 	closed.Close() // nothing answers there now
 	pem := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(pem, []byte("not a certificate"), 0o600)
+	locked := testenv.RedisServer(t, "--requirepass", "s3cretPass") // it runs, and wants a password
 
 	tests := []struct {
 		name      string
@@ -34,6 +36,10 @@ func TestConnect_saysWhatIsWrongAndNeverThePassword(t *testing.T) {
 		{"a CA without TLS", map[string]string{"REDIS_CA_FILE": pem}, []string{"REDIS_CA_FILE", "rediss://"}},
 		{"a CA with redis://", map[string]string{"REDIS_URL": "redis://walletlock:s3cret@localhost:6379", "REDIS_CA_FILE": pem}, []string{"REDIS_CA_FILE", "rediss://"}},
 		{"a CA file of no certificate", map[string]string{"REDIS_URL": "rediss://walletlock:s3cret@localhost:6379", "REDIS_CA_FILE": pem}, []string{"REDIS_CA_FILE", "no PEM certificate"}},
+		{"an @ in the password", map[string]string{"REDIS_URL": "redis://walletlock:s3cr@tPass@" + nobody + "/0"}, []string{"more than one @", "%40"}},
+		{"a # in the password", map[string]string{"REDIS_URL": "redis://walletlock:s3cr#tPass@" + nobody + "/0"}, []string{"REDIS_URL", "%23"}},
+		{"no password for a server that wants one", map[string]string{"REDIS_ADDR": locked}, []string{locked, "NOAUTH", "check the user and password"}},
+		{"a wrong password", map[string]string{"REDIS_URL": "redis://:s3cret@" + locked + "/0"}, []string{locked, "WRONGPASS", "check the user and password"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,8 +57,11 @@ func TestConnect_saysWhatIsWrongAndNeverThePassword(t *testing.T) {
 					t.Errorf("error %q does not say %q", msg, part)
 				}
 			}
-			if strings.Contains(msg, "s3cret") || strings.Contains(msg, "\n") {
-				t.Errorf("error %q shows the password, or takes more than one line", msg)
+			if strings.Contains(msg, "s3cr") || strings.Contains(msg, "tPass") || strings.Contains(msg, "\n") {
+				t.Errorf("error %q shows a piece of the password, or takes more than one line", msg)
+			}
+			if strings.Contains(tt.name, "password") && strings.Contains(msg, "is it running?") {
+				t.Errorf("error %q asks whether the server runs: it answered", msg)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package safe_test
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 
 	"example.com/walletlock/internal/safe"
@@ -28,6 +29,33 @@ func TestQuote_pastesAsItReads(t *testing.T) {
 		out, err := exec.Command("sh", "-c", "printf %s "+safe.Quote(s)).Output()
 		if err != nil || string(out) != s {
 			t.Errorf("sh printf %s = %q, %v; want %q", safe.Quote(s), out, err, s)
+		}
+	}
+}
+
+// A URL whose user or password a parser would misread is refused, and the
+// refusal quotes none of it; a URL written right passes.
+func TestCheckURL(t *testing.T) {
+	for _, tt := range []struct {
+		url, says string
+	}{
+		{"redis://localhost:6379/0", ""},
+		{"redis://:s3cr%40tPass@localhost:6379/0", ""},
+		{"postgres://walletlock:s3cr!$tPass@localhost:5432/walletlock?sslmode=disable", ""},
+		{"postgres://walletlock:s3cr@tPass@localhost:5432/walletlock", "more than one @"},
+		{"redis://:s3cr/tPass@localhost:6379/0", "%2F"},
+		{"redis://:s3cr tPass@localhost:6379/0", "%20"},
+		{"redis://:s3cr%tPass@localhost:6379/0", "%25"},
+		{"redis://:s3crétPass@localhost:6379/0", "percent-encode"},
+	} {
+		err := safe.CheckURL("REDIS_URL", tt.url)
+		switch {
+		case tt.says == "" && err != nil:
+			t.Errorf("CheckURL(%q) = %v, want nil", tt.url, err)
+		case tt.says != "" && (err == nil || !strings.Contains(err.Error(), tt.says)):
+			t.Errorf("CheckURL(%q) = %v, want an error that says %q", tt.url, err, tt.says)
+		case err != nil && (strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "tPass")):
+			t.Errorf("CheckURL(%q) = %v: it shows a piece of the password", tt.url, err)
 		}
 	}
 }

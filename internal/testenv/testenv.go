@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,40 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// RedisServer starts a redis-server of t's own on a free port, with args
+// added to its command line and nothing saved to disk, and returns its
+// address once it answers; it is stopped when t ends. For a server a test
+// sets up as the shared one is not (with a password, say).
+func RedisServer(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	args = append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, args...)
+	server := exec.Command(bin, args...)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the redis-server of the test does not answer at %s", addr)
+		}
+	}
 }
 
 // Prefix is "test:<name>:<random>:", a key prefix of t's own: every key

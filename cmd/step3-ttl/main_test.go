@@ -78,7 +78,7 @@ func TestStep3_aClosedOutputCleansUp(t *testing.T) {
 	out.Close() // nobody reads: the first line fails
 	cmd.Wait()
 	if cmd.ProcessState.ExitCode() == 0 {
-		t.Error("exit 0 after its output was closed")
+		t.Error("exit 0 after its output could not be written")
 	}
 	if keys := rdb.Keys(t.Context(), prefix+"*").Val(); len(keys) != 0 {
 		t.Errorf("keys left behind: %v", keys)

@@ -2,7 +2,6 @@ package step
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -44,10 +43,11 @@ func stopOnSignals() context.Context {
 	return ctx
 }
 
-// say prints a line on stdout; a failed write (a closed pipe) ends the run.
+// say prints a line on stdout; a failed write (a closed pipe, a full
+// disk) ends the run.
 func say(line string) {
 	if _, err := fmt.Println(line); err != nil && end != nil {
-		end(errors.New("stopped: its output was closed"))
+		end(fmt.Errorf("stopped: its output could not be written (%w)", err))
 	}
 }
 

@@ -114,16 +114,17 @@ func (r *Run) Check(phase, want string, v wallet.Verdict, err error) {
 	}
 }
 
-// End cleans up, prints the JSON document with -json, and exits: 0 when
-// every phase gave the verdict the lesson promises, 1 when one did not.
+// End prints the JSON document with -json, cleans up, and exits: 0 when
+// every phase gave the verdict the lesson promises, 1 when one did not or
+// its output could not be written.
 func (r *Run) End() {
-	r.Must(context.Cause(r.Ctx))
-	r.clean()
 	if r.json {
 		r.doc["prefix"], r.doc["phases"] = r.Prefix, r.phases
 		b, _ := json.MarshalIndent(r.doc, "", "  ")
 		say(string(b))
 	}
+	r.Must(context.Cause(r.Ctx))
+	r.clean()
 	for _, p := range r.phases {
 		if p.Verdict != p.Want {
 			os.Exit(1)

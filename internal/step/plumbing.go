@@ -54,9 +54,8 @@ func say(line string) {
 // clean deletes the run's keys and rows and gives its lease back, within
 // 3 s, naming what it could not delete with the command that does.
 func (r *Run) clean() {
-	r.stop()
-	if r.Redis == nil {
-		return
+	if r.giveBack == nil {
+		return // no lease, so no keys or rows of its own yet
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -75,9 +74,7 @@ func (r *Run) clean() {
 				safe.Quote("DELETE FROM walletlock_wallets WHERE owner = '"+r.Owner+"'"))
 		}
 	}
-	if r.lease != nil {
-		r.lease.Release(ctx) // when that fails, the lease expires within 10 s
-	}
+	r.giveBack(ctx)
 }
 
 // checkFlags exits 2 on arguments after the flags, a -prefix of other

@@ -6,7 +6,6 @@ package step
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"hash/fnv"
@@ -15,28 +14,25 @@ import (
 	"reflect"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lock"
 	"example.com/walletlock/wallet"
 )
 
 // Run is one run of a step program.
 type Run struct {
-	Ctx    context.Context // ends at Ctrl-C, SIGTERM, SIGHUP, a closed output, or a lost lease
-	Redis  redis.UniversalClient
-	Prefix string // -prefix, put in front of every key; "" by default
-	Owner  string // the run's lease key, and its name for the rows it owns
-	name   string
-	json   bool
-	keys   []string
-	atEnd  []func(context.Context) error
-	phases []Result
-	doc    map[string]any
-	lease  *lock.Lock
-	stop   context.CancelFunc
+	Ctx      context.Context // ends at Ctrl-C, SIGTERM, SIGHUP, a closed output, or a lost lease
+	Redis    redis.UniversalClient
+	Prefix   string // -prefix, put in front of every key; "" by default
+	Owner    string // the run's lease key, and its name for the rows it owns
+	name     string
+	json     bool
+	keys     []string
+	atEnd    []func(context.Context) error
+	phases   []Result
+	doc      map[string]any
+	giveBack func(context.Context) // the run's lease
 }
 
 // Result is one phase as -json reports it.
@@ -52,7 +48,7 @@ type Result struct {
 // and takes the run's lease, <prefix>walletlock:run, for the whole run. A
 // bad flag exits 2; no Redis, or another run on the prefix, exits 1.
 func Begin(name string) *Run {
-	r := &Run{name: name, doc: map[string]any{"step": name}, stop: func() {}}
+	r := &Run{name: name, doc: map[string]any{"step": name}}
 	os.Args[0] = name // -h says "Usage of step2-lock:", not the path go run built it at
 	flag.StringVar(&r.Prefix, "prefix", "", "put this in front of every key the run writes: letters, digits and :_.-")
 	flag.BoolVar(&r.json, "json", false, "print one JSON document instead of the text")
@@ -66,14 +62,8 @@ func Begin(name string) *Run {
 	r.Redis, err = wallet.Connect(r.Ctx)
 	r.Must(err)
 	r.Owner = r.Prefix + "walletlock:run"
-	wait, cancel := context.WithTimeout(r.Ctx, 500*time.Millisecond)
-	r.lease, err = lock.Acquire(wait, r.Redis, r.Owner, 10*time.Second)
-	cancel()
-	if errors.Is(err, context.DeadlineExceeded) && r.Redis.Exists(r.Ctx, r.Owner).Val() == 1 {
-		err = fmt.Errorf("another run holds %s, and with it the keys under -prefix %q: wait for it to end, or pass another -prefix", r.Owner, r.Prefix)
-	}
+	r.Ctx, r.giveBack, err = hold(r.Ctx, r.Redis, r.Owner, r.Prefix)
 	r.Must(err)
-	r.Ctx, r.stop = r.lease.Watch(r.Ctx, 10*time.Second)
 	return r
 }
 

@@ -6,6 +6,8 @@ package safe
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -27,6 +29,15 @@ func Line(s string) string {
 		}
 	}
 	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// Writer writes the text of each Write to W on one line, through Line: a
+// log's messages, which quote servers, go to a terminal through it.
+type Writer struct{ W io.Writer }
+
+func (w Writer) Write(p []byte) (int, error) {
+	_, err := fmt.Fprintln(w.W, Line(string(p)))
+	return len(p), err
 }
 
 // Quote quotes s for a POSIX shell: a printed command with it pastes as

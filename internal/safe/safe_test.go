@@ -59,3 +59,15 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// What a log writes through Writer reaches its reader one message a line,
+// escaped.
+func TestWriter_oneMessageALine(t *testing.T) {
+	var b strings.Builder
+	w := safe.Writer{W: &b}
+	w.Write([]byte("step2-lock: NOAUTH\nAuthentication\x1b[31m required\n"))
+	w.Write([]byte("second\n"))
+	if want := "step2-lock: NOAUTH Authentication\\x1b[31m required\nsecond\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+}

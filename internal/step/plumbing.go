@@ -106,11 +106,3 @@ func checkFlags() {
 		os.Exit(2)
 	}
 }
-
-// printable is log's output: each message on one line of stderr.
-type printable struct{}
-
-func (printable) Write(p []byte) (int, error) {
-	_, err := fmt.Fprintln(os.Stderr, safe.Line(string(p)))
-	return len(p), err
-}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/wallet"
 )
 
@@ -55,7 +56,7 @@ func Begin(name string) *Run {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix(name + ": ")
-	log.SetOutput(printable{}) // one line each, escaped: a server's words are not ours to trust
+	log.SetOutput(safe.Writer{W: os.Stderr}) // one line each, escaped: a server's words are not ours to trust
 	checkFlags()
 	r.Ctx = stopOnSignals()
 	var err error

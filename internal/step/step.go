@@ -7,13 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"hash/fnv"
 	"log"
 	"os"
-	"reflect"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/redis/go-redis/v9"
 
@@ -122,32 +118,6 @@ func (r *Run) End() {
 		}
 	}
 	os.Exit(0)
-}
-
-// Table prints rows, a slice of structs, as a table whose columns are the
-// fields' JSON names; with -json the rows go into the document under key.
-func (r *Run) Table(key string, rows any) {
-	r.doc[key] = rows
-	if r.json {
-		return
-	}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	v := reflect.ValueOf(rows)
-	for i := -1; i < v.Len(); i++ {
-		var cells []string
-		for j := range v.Type().Elem().NumField() {
-			if i < 0 {
-				name, _, _ := strings.Cut(v.Type().Elem().Field(j).Tag.Get("json"), ",")
-				cells = append(cells, strings.ReplaceAll(name, "_", " "))
-			} else {
-				cells = append(cells, fmt.Sprint(v.Index(i).Field(j)))
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	tw.Flush()
-	say("\n" + strings.TrimSuffix(b.String(), "\n"))
 }
 
 // Must ends the run as Fail does when err is not nil.

@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"log"
 	"os"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -66,7 +67,9 @@ func Begin(name string) *Run {
 
 // Key is prefix+key, a key the run deletes as it ends.
 func (r *Run) Key(key string) string {
-	r.keys = append(r.keys, r.Prefix+key)
+	if !slices.Contains(r.keys, r.Prefix+key) {
+		r.keys = append(r.keys, r.Prefix+key)
+	}
 	return r.Prefix + key
 }
 

@@ -149,19 +149,6 @@ func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) e
 	return s.write(ctx, "UPDATE walletlock_wallets SET balance = $3, fence = $2, version = version + 1 WHERE id = $1 AND fence < $2", id, fence, balance)
 }
 
-// SpendFenced is a spend by the holder of fence: Claim, then the work,
-// then WriteFenced.
-func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
-	bal, err := s.Claim(ctx, id, fence)
-	if err != nil || bal < amount {
-		return false, err
-	}
-	if err := wallet.Work(ctx, work); err != nil {
-		return false, err
-	}
-	return true, s.WriteFenced(ctx, id, fence, bal-amount)
-}
-
 // SpendVersioned spends with no lock at all: it reads the balance and its
 // version, works, and writes only if the version is still the one it read;
 // when another spend wrote first, it reads again and starts over.
@@ -180,27 +167,6 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 			return err == nil, err
 		}
 	}
-}
-
-// SpendForUpdate spends under PostgreSQL's own row lock: SELECT ... FOR
-// UPDATE holds the row from the read to the commit.
-func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (ok bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var bal int64
-		if err := tx.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1 FOR UPDATE", id).Scan(&bal); err != nil || bal < amount {
-			return err
-		}
-		if err := wallet.Work(ctx, work); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1", id, bal-amount)
-		ok = err == nil
-		return err
-	})
-	if ok && err != nil { // the COMMIT was sent: it may have landed
-		return false, writeError(err)
-	}
-	return ok, err
 }
 
 // write runs a statement that changes one row. No row changed is

@@ -60,8 +60,9 @@ func Begin(name string) *Run {
 	r.Redis, err = wallet.Connect(r.Ctx)
 	r.Must(err)
 	r.Owner = r.Prefix + "walletlock:run"
-	r.Ctx, r.giveBack, err = hold(r.Ctx, r.Redis, r.Owner, r.Prefix)
+	run, giveBack, err := hold(r.Ctx, r.Redis, r.Owner, r.Prefix)
 	r.Must(err)
+	r.Ctx, r.giveBack = run, giveBack
 	return r
 }
 

@@ -49,19 +49,10 @@ func TestConnect_saysWhatIsWrongAndNeverThePassword(t *testing.T) {
 			rdb, err := wallet.Connect(t.Context())
 			if err == nil {
 				rdb.Close()
-				t.Fatal("Connect succeeded")
 			}
-			msg := err.Error()
-			for _, part := range tt.wantParts {
-				if !strings.Contains(msg, part) {
-					t.Errorf("error %q does not say %q", msg, part)
-				}
-			}
-			if strings.Contains(msg, "s3cr") || strings.Contains(msg, "tPass") || strings.Contains(msg, "\n") {
-				t.Errorf("error %q shows a piece of the password, or takes more than one line", msg)
-			}
-			if strings.Contains(tt.name, "password") && strings.Contains(msg, "is it running?") {
-				t.Errorf("error %q asks whether the server runs: it answered", msg)
+			testenv.Refused(t, err, tt.wantParts...)
+			if strings.Contains(tt.name, "password") && strings.Contains(err.Error(), "is it running?") {
+				t.Errorf("error %q asks whether the server runs: it answered, or was never asked", err)
 			}
 		})
 	}

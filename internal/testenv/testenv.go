@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,25 @@ func RedisServer(t testing.TB, args ...string) string {
 		if time.Now().After(deadline) {
 			t.Fatalf("the redis-server of the test does not answer at %s", addr)
 		}
+	}
+}
+
+// Refused checks the error of a Connect that must fail: one line that
+// says each of says, and no piece of the tests' passwords, which are
+// written s3cr... or ...tPass.
+func Refused(t testing.TB, err error, says ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Connect succeeded")
+	}
+	msg := err.Error()
+	for _, part := range says {
+		if !strings.Contains(msg, part) {
+			t.Errorf("error %q does not say %q", msg, part)
+		}
+	}
+	if strings.Contains(msg, "s3cr") || strings.Contains(msg, "tPass") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q shows a piece of the password, or takes more than one line", msg)
 	}
 }
 

@@ -66,13 +66,17 @@ demo: up ## run every step program in order
 	@echo "== step 6: every strategy under load, side by side (about 10 s)"
 	@$(GO) run ./cmd/step6-loadtest -duration 1s
 
-# staticcheck is a tool dependency of lab/go.mod, built once into
-# .services/bin: the root's go.mod requires only the article's three modules.
+# staticcheck and actionlint are tool dependencies of lab/go.mod, built
+# once into .services/bin: the root's go.mod requires only the article's
+# three modules.
 STATICCHECK = .services/bin/staticcheck
 $(STATICCHECK): lab/go.mod lab/go.sum
 	@cd lab && $(GO) build -o ../$@ honnef.co/go/tools/cmd/staticcheck
+ACTIONLINT = .services/bin/actionlint
+$(ACTIONLINT): lab/go.mod lab/go.sum
+	@cd lab && $(GO) build -o ../$@ github.com/rhysd/actionlint/cmd/actionlint
 
-lint: $(STATICCHECK) ## go vet, gofmt, staticcheck and go mod tidy -diff, in the root and in lab/
+lint: $(STATICCHECK) $(ACTIONLINT) ## go vet, gofmt, staticcheck and go mod tidy -diff, in the root and in lab/; actionlint on .github/workflows
 	$(GO) vet ./...
 	cd lab && $(GO) vet ./...
 	@out=$$(gofmt -l .); [ -z "$$out" ] || { echo "gofmt -l: these files need gofmt -w:"; echo "$$out"; exit 1; }
@@ -80,6 +84,7 @@ lint: $(STATICCHECK) ## go vet, gofmt, staticcheck and go mod tidy -diff, in the
 	cd lab && ../$(STATICCHECK) ./...
 	$(GO) mod tidy -diff
 	cd lab && $(GO) mod tidy -diff
+	$(ACTIONLINT)
 	@direct=$$($(GO) list -m -f '{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}' all | sort | tr '\n' ' '); \
 	[ "$$direct" = "github.com/bsm/redislock github.com/jackc/pgx/v5 github.com/redis/go-redis/v9 " ] || \
 	{ echo "the root go.mod requires $$direct; the article's repo requires go-redis, bsm/redislock and pgx only"; exit 1; }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	_ "embed"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,11 +17,16 @@ import (
 // refuses a write that carries a lower one: a holder paused past its TTL
 // wakes with a stale fence, and its write is turned down (step 5).
 //
-// key and fenceKey must share a Redis Cluster hash slot: give them one
-// hash tag, as lock:{wallet:42} and fence:{wallet:42}.
+// key and fenceKey must differ, and share a Redis Cluster hash slot: give
+// them one hash tag, as lock:{wallet:42} and fence:{wallet:42}. When
+// fenceKey holds something INCR cannot count, the call fails and holds
+// nothing: the script gives the lock back.
 func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error) {
 	if ttl < time.Millisecond {
 		return nil, ErrBadTTL
+	}
+	if fenceKey == key {
+		return nil, fmt.Errorf("lock: acquire %s: fenceKey is the lock's own key; give the counter one of its own, as fence:{wallet:42}", key)
 	}
 	token := rand.Text()
 	for {

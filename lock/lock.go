@@ -76,8 +76,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// Client is what the lock asks of go-redis. A *redis.Client, a
-// *redis.ClusterClient and a Sentinel's client all have it.
+// Client is what the lock asks of go-redis, and nothing more: SET NX and
+// scripts. Every go-redis client has both, whether it talks to one server
+// or to several, and a test can stand in one that fails on purpose. A lock
+// that needs another command (GET, DEL) adds it here.
 type Client interface {
 	redis.Scripter
 	SetNX(ctx context.Context, key string, value any, ttl time.Duration) *redis.BoolCmd

@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -41,27 +42,36 @@ func TestAcquire_fiftyGoroutinesExactlyOneWins(t *testing.T) {
 	}
 }
 
-// noCalls is a Client that fails the test if the lock calls it.
-type noCalls struct {
-	redis.Scripter
-	t *testing.T
-}
+// noCalls is a Client that Redis never answers: it embeds a nil Client,
+// so a call of any of its methods panics, one a learner adds to Client too.
+type noCalls struct{ lock.Client }
 
-func (c noCalls) SetNX(context.Context, string, any, time.Duration) *redis.BoolCmd {
-	c.t.Fatal("the lock called Redis")
-	return nil
-}
-
-// A TTL under a millisecond would be sent as no expiry at all; it is
-// refused before any call.
-func TestAcquire_refusesATTLUnderAMillisecondBeforeAnyCall(t *testing.T) {
-	for _, ttl := range []time.Duration{0, -time.Second, time.Millisecond - 1, redis.KeepTTL} {
-		if _, err := lock.Acquire(t.Context(), noCalls{t: t}, "lock:wallet:42", ttl); !errors.Is(err, lock.ErrBadTTL) {
+// A TTL under a millisecond would be sent as no expiry at all, or tick a
+// watchdog at no interval: every call that takes a TTL refuses it before
+// any call to Redis, and Watch cancels its work with ErrBadTTL at once.
+func TestTTLUnderAMillisecond_isRefusedBeforeAnyCall(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("the lock called Redis: %v", r)
+		}
+	}()
+	ctx := t.Context()
+	held := &lock.Lock{Key: "lock:wallet:42", Token: "ours"} // with no client: a call panics
+	for _, ttl := range []time.Duration{0, -time.Second, 2 * time.Nanosecond, time.Millisecond - 1, redis.KeepTTL} {
+		if _, err := lock.Acquire(ctx, noCalls{}, "lock:wallet:42", ttl); !errors.Is(err, lock.ErrBadTTL) {
 			t.Errorf("Acquire with ttl %v: %v, want ErrBadTTL", ttl, err)
 		}
-		if _, err := lock.AcquireFenced(t.Context(), noCalls{t: t}, "lock:{wallet:42}", "fence:{wallet:42}", ttl); !errors.Is(err, lock.ErrBadTTL) {
+		if _, err := lock.AcquireFenced(ctx, noCalls{}, "lock:{wallet:42}", "fence:{wallet:42}", ttl); !errors.Is(err, lock.ErrBadTTL) {
 			t.Errorf("AcquireFenced with ttl %v: %v, want ErrBadTTL", ttl, err)
 		}
+		if err := held.Refresh(ctx, ttl); !errors.Is(err, lock.ErrBadTTL) {
+			t.Errorf("Refresh with ttl %v: %v, want ErrBadTTL", ttl, err)
+		}
+		work, stop := held.Watch(ctx, ttl)
+		if err := work.Err(); err == nil || !errors.Is(context.Cause(work), lock.ErrBadTTL) {
+			t.Errorf("Watch with ttl %v: the work's context ended with %v (cause %v), want it cancelled with ErrBadTTL", ttl, err, context.Cause(work))
+		}
+		stop()
 	}
 }
 
@@ -218,5 +228,38 @@ func TestAcquireFenced_fencesIncreaseAcrossHolders(t *testing.T) {
 		if fences[i] <= fences[i-1] {
 			t.Fatalf("fences in the order of holders: %v, want each above the last", fences)
 		}
+	}
+}
+
+// A fenced acquire that fails holds nothing: when the fence counter cannot
+// count, or is the lock's own key, the error says so and the lock is free.
+func TestAcquireFenced_aFailedCallHoldsNothing(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	lockKey, fenceKey := prefix+"lock:{wallet:42}", prefix+"fence:{wallet:42}"
+	ctx := t.Context()
+	for _, tt := range []struct {
+		name     string
+		fenceKey string
+		counter  func() error // what the counter holds
+		says     string
+	}{
+		{"a counter that holds no number", fenceKey, func() error { return rdb.Set(ctx, fenceKey, "not-a-number", 0).Err() }, fenceKey + " refused INCR"},
+		{"a counter that is a hash", fenceKey, func() error { return rdb.HSet(ctx, fenceKey, "n", 1).Err() }, fenceKey + " refused INCR"},
+		{"the lock's own key as the counter", lockKey, func() error { return nil }, "fenceKey is the lock's own key"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rdb.Del(ctx, lockKey, fenceKey)
+			if err := tt.counter(); err != nil {
+				t.Fatal(err)
+			}
+			l, err := lock.AcquireFenced(ctx, rdb, lockKey, tt.fenceKey, time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("AcquireFenced = %v, %v; want an error that says %q", l, err, tt.says)
+			}
+			if n := rdb.Exists(ctx, lockKey).Val(); n != 0 {
+				t.Errorf("after the failed call the lock key exists, for %v more", rdb.PTTL(ctx, lockKey).Val())
+			}
+		})
 	}
 }

@@ -31,11 +31,14 @@ func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 // runs, and cancels the context it returns as soon as a refresh fails, or
 // does not answer within ttl/3, with the reason as the context's cause.
 // Losing the lease stops the work; it is never only logged. Do the work
-// with the returned context, and call stop when the work is done.
+// with the returned context, and call stop when the work is done. A ttl
+// under 1 ms cancels it at once, with ErrBadTTL, and starts no watchdog.
 func (l *Lock) Watch(parent context.Context, ttl time.Duration) (work context.Context, stop context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
+	stop = func() { cancel(context.Canceled) }
 	if ttl < time.Millisecond {
 		cancel(ErrBadTTL)
+		return ctx, stop
 	}
 	go func() {
 		tick := time.NewTicker(ttl / 3)
@@ -55,7 +58,7 @@ func (l *Lock) Watch(parent context.Context, ttl time.Duration) (work context.Co
 			}
 		}
 	}()
-	return ctx, func() { cancel(context.Canceled) }
+	return ctx, stop
 }
 
 //go:embed refresh.lua

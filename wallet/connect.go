@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/internal/safe"
 )
 
 // Connect returns a client for the Redis the environment names, once that
@@ -33,11 +35,17 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("wallet: Redis at %s: %w (is it running? `make up` starts one; REDIS_ADDR or REDIS_URL say where it is)", where, err)
+	err = rdb.Ping(pctx).Err()
+	switch {
+	case err == nil:
+		return rdb, nil
+	case redis.IsAuthError(err): // NOAUTH, WRONGPASS: it runs, and refused us
+		err = fmt.Errorf("wallet: Redis at %s: %w (check the user and password in REDIS_URL, redis://user:password@host:6379/0)", where, err)
+	default:
+		err = fmt.Errorf("wallet: Redis at %s: %w (is it running? `make up` starts one; REDIS_ADDR or REDIS_URL say where it is)", where, err)
 	}
-	return rdb, nil
+	rdb.Close()
+	return nil, err
 }
 
 // go-redis logs every failed dial on its own; Connect's error says it once.
@@ -64,6 +72,9 @@ func newClient() (rdb redis.UniversalClient, where string, err error) {
 			MaxRetries: -1,
 		})
 		return rdb, strings.Join(addrs, ","), nil
+	}
+	if err := safe.CheckURL("REDIS_URL", raw); err != nil {
+		return nil, "", err
 	}
 	if _, err := url.Parse(raw); err != nil {
 		// url's error repeats the URL, password and all.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -62,5 +64,29 @@ func TestStep2_noRedis(t *testing.T) {
 	ran := testenv.Run(t)
 	if ran.Code != 1 || strings.Count(ran.Stderr, "\n") != 1 || !strings.Contains(ran.Stderr, addr) || !strings.Contains(ran.Stderr, "make up") {
 		t.Errorf("exit %d, stderr %q; want exit 1 and one line naming %s and `make up`", ran.Code, ran.Stderr, addr)
+	}
+}
+
+// An output that cannot be written (a full disk here) fails the run, with
+// -json as without, in one line that says so; the run's keys are gone.
+func TestStep2_anOutputThatCannotBeWrittenExits1(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full here:", err)
+	}
+	defer full.Close()
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	for _, mode := range []string{"-json=false", "-json"} {
+		var stderr strings.Builder
+		cmd := exec.CommandContext(t.Context(), testenv.Bin, "-prefix", prefix, mode)
+		cmd.Stdout, cmd.Stderr = full, &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "output could not be written") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 1 and one line that says its output could not be written", mode, code, stderr.String())
+		}
+		if keys := rdb.Keys(t.Context(), prefix+"*").Val(); len(keys) != 0 {
+			t.Errorf("%s: keys left behind: %v", mode, keys)
+		}
 	}
 }

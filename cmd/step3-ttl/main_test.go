@@ -78,9 +78,29 @@ func TestStep3_aClosedOutputCleansUp(t *testing.T) {
 	out.Close() // nobody reads: the first line fails
 	cmd.Wait()
 	if cmd.ProcessState.ExitCode() == 0 {
-		t.Error("exit 0 after its output was closed")
+		t.Error("exit 0 after its output could not be written")
 	}
 	if keys := rdb.Keys(t.Context(), prefix+"*").Val(); len(keys) != 0 {
 		t.Errorf("keys left behind: %v", keys)
+	}
+}
+
+// A run whose lease is taken from it stops, in one line that says so; the
+// lease's new holder keeps it.
+func TestStep3_aLostRunLeaseEndsTheRun(t *testing.T) {
+	t.Parallel()
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	run := testenv.Start(t, "-prefix", prefix)
+	for rdb.Exists(t.Context(), prefix+"wallet:42:balance").Val() == 0 {
+		time.Sleep(10 * time.Millisecond) // until the first phase has begun
+	}
+	rdb.Set(t.Context(), prefix+"walletlock:run", "another-run", time.Minute) // as if this run had stalled past its lease
+	ran := run.Wait(t)
+	if ran.Code != 1 || !strings.Contains(ran.Stderr, "lost the run's lease") {
+		t.Errorf("exit %d, stderr %q; want exit 1 and a line that says the run lost its lease", ran.Code, ran.Stderr)
+	}
+	if got := rdb.Get(t.Context(), prefix+"walletlock:run").Val(); got != "another-run" {
+		t.Errorf("the lease holds %q after the run, want the new holder's value", got)
 	}
 }

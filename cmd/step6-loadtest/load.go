@@ -12,72 +12,69 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/internal/step"
 	"example.com/walletlock/wallet"
 	"example.com/walletlock/wallet/postgres"
 )
 
-var (
-	s     *step.Run
-	rdb   redis.UniversalClient
-	store *postgres.Store
-	keys  []struct{ balance, lock, fence string } // wallet w's, in Redis
-)
-
-// get is v, unless err ends the run (Redis or PostgreSQL failed it).
-func get[T any](v T, err error) T { s.Must(err); return v }
-
-// walletKeys names the keys of the -wallets wallets, which the run deletes as it ends.
-func walletKeys() (keys []struct{ balance, lock, fence string }) {
-	for w := range *wallets {
-		k := func(f string) string { return s.Key(fmt.Sprintf(f, w)) }
-		keys = append(keys, struct{ balance, lock, fence string }{k("wallet:%d:balance"), k("lock:{wallet:%d}"), k("fence:{wallet:%d}")})
-	}
-	return keys
+// strategy is one way to spend (main.go's strategies).
+type strategy struct {
+	name, want string
+	inPostgres bool // where the balance is
+	spend      func(ctx context.Context, w account) (bool, error)
 }
 
-const ttl = 2 * time.Second // every lease's
+// account is one of the -wallets wallets: its keys in Redis, which the run
+// deletes as it ends, and its row in PostgreSQL.
+type account struct {
+	balance, lock, fence string
+	id                   int64
+}
+
+// accounts names the -wallets wallets: wallet:W:balance, lock:{wallet:W},
+// fence:{wallet:W} and row W.
+func accounts(s *step.Run) (all []account) {
+	for w := range *wallets {
+		k := func(f string) string { return s.Key(fmt.Sprintf(f, w)) }
+		all = append(all, account{k("wallet:%d:balance"), k("lock:{wallet:%d}"), k("fence:{wallet:%d}"), s.ID(int64(w) + 1)})
+	}
+	return all
+}
 
 const initial = 1_000_000 // every wallet's starting balance: enough that no spend is refused
 
-// fill gives every wallet its starting balance, in Redis and in PostgreSQL.
-func fill(ctx context.Context) error {
-	for w, k := range keys {
-		if err := rdb.Set(ctx, k.balance, initial, 0).Err(); err != nil {
-			return err
+// run gives every wallet its starting balance, in Redis and in PostgreSQL,
+// runs st's spends for -duration, and judges the balances where st keeps
+// them.
+func run(s *step.Run, store *postgres.Store, st strategy) (wallet.Verdict, time.Duration, []time.Duration, error) {
+	ctx, rdb, accts := s.Ctx, s.Redis, accounts(s)
+	for _, a := range accts {
+		if err := rdb.Set(ctx, a.balance, initial, 0).Err(); err != nil {
+			return wallet.Verdict{}, 0, nil, err
 		}
-		if err := store.Reset(ctx, id(w), initial); err != nil {
-			return err
+		if err := store.Reset(ctx, a.id, initial); err != nil {
+			return wallet.Verdict{}, 0, nil, err
 		}
 	}
-	return nil
-}
-
-// total adds up the wallets' balances where the strategy keeps them.
-func total(ctx context.Context, inPostgres bool) (int64, error) {
+	t, took, waits := load(ctx, st.spend, accts)
 	var sum int64
-	for w, k := range keys {
-		balance, err := rdb.Get(ctx, k.balance).Int64()
-		if inPostgres {
-			balance, err = store.Balance(ctx, id(w))
+	for _, a := range accts {
+		balance, err := rdb.Get(ctx, a.balance).Int64()
+		if st.inPostgres {
+			balance, err = store.Balance(ctx, a.id)
 		}
 		if err != nil {
-			return 0, err
+			return wallet.Verdict{}, 0, nil, err
 		}
 		sum += balance
 	}
-	return sum, nil
+	return wallet.Check(initial*int64(len(accts)), 10, t, sum), took, waits, nil
 }
-
-// id is wallet w's row in PostgreSQL.
-func id(w int) int64 { return s.ID(int64(w) + 1) }
 
 // load runs spend in a loop from -workers goroutines for -duration, each
 // spend on a wallet picked at random, and counts what the spends report.
 // A spend's wait is the time it took beyond its own -work.
-func load(ctx context.Context, spend func(context.Context, int) (bool, error)) (t wallet.Tally, took time.Duration, waits []time.Duration) {
+func load(ctx context.Context, spend func(context.Context, account) (bool, error), accts []account) (t wallet.Tally, took time.Duration, waits []time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -85,7 +82,7 @@ func load(ctx context.Context, spend func(context.Context, int) (bool, error)) (
 		wg.Go(func() {
 			for time.Since(start) < *duration && ctx.Err() == nil {
 				began := time.Now()
-				ok, err := spend(ctx, rand.IntN(*wallets))
+				ok, err := spend(ctx, accts[rand.IntN(len(accts))])
 				mu.Lock()
 				t.Add(ok, err)
 				waits = append(waits, max(time.Since(began)-*work, 0))

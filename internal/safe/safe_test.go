@@ -2,6 +2,7 @@ package safe_test
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 
 	"example.com/walletlock/internal/safe"
@@ -29,5 +30,44 @@ func TestQuote_pastesAsItReads(t *testing.T) {
 		if err != nil || string(out) != s {
 			t.Errorf("sh printf %s = %q, %v; want %q", safe.Quote(s), out, err, s)
 		}
+	}
+}
+
+// A URL whose user or password a parser would misread is refused, and the
+// refusal quotes none of it; a URL written right passes.
+func TestCheckURL(t *testing.T) {
+	for _, tt := range []struct {
+		url, says string
+	}{
+		{"redis://localhost:6379/0", ""},
+		{"redis://:s3cr%40tPass@localhost:6379/0", ""},
+		{"postgres://walletlock:s3cr!$tPass@localhost:5432/walletlock?sslmode=disable", ""},
+		{"postgres://walletlock:s3cr@tPass@localhost:5432/walletlock", "more than one @"},
+		{"redis://:s3cr/tPass@localhost:6379/0", "%2F"},
+		{"redis://:s3cr tPass@localhost:6379/0", "%20"},
+		{"redis://:s3cr%tPass@localhost:6379/0", "%25"},
+		{"redis://:s3crétPass@localhost:6379/0", "percent-encode"},
+	} {
+		err := safe.CheckURL("REDIS_URL", tt.url)
+		switch {
+		case tt.says == "" && err != nil:
+			t.Errorf("CheckURL(%q) = %v, want nil", tt.url, err)
+		case tt.says != "" && (err == nil || !strings.Contains(err.Error(), tt.says)):
+			t.Errorf("CheckURL(%q) = %v, want an error that says %q", tt.url, err, tt.says)
+		case err != nil && (strings.Contains(err.Error(), "s3cr") || strings.Contains(err.Error(), "tPass")):
+			t.Errorf("CheckURL(%q) = %v: it shows a piece of the password", tt.url, err)
+		}
+	}
+}
+
+// What a log writes through Writer reaches its reader one message a line,
+// escaped.
+func TestWriter_oneMessageALine(t *testing.T) {
+	var b strings.Builder
+	w := safe.Writer{W: &b}
+	w.Write([]byte("step2-lock: NOAUTH\nAuthentication\x1b[31m required\n"))
+	w.Write([]byte("second\n"))
+	if want := "step2-lock: NOAUTH Authentication\\x1b[31m required\nsecond\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
 	}
 }

@@ -2,7 +2,6 @@ package step
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -44,19 +43,19 @@ func stopOnSignals() context.Context {
 	return ctx
 }
 
-// say prints a line on stdout; a failed write (a closed pipe) ends the run.
+// say prints a line on stdout; a failed write (a closed pipe, a full
+// disk) ends the run.
 func say(line string) {
 	if _, err := fmt.Println(line); err != nil && end != nil {
-		end(errors.New("stopped: its output was closed"))
+		end(fmt.Errorf("stopped: its output could not be written (%w)", err))
 	}
 }
 
 // clean deletes the run's keys and rows and gives its lease back, within
 // 3 s, naming what it could not delete with the command that does.
 func (r *Run) clean() {
-	r.stop()
-	if r.Redis == nil {
-		return
+	if r.giveBack == nil {
+		return // no lease, so no keys or rows of its own yet
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -75,9 +74,7 @@ func (r *Run) clean() {
 				safe.Quote("DELETE FROM walletlock_wallets WHERE owner = '"+r.Owner+"'"))
 		}
 	}
-	if r.lease != nil {
-		r.lease.Release(ctx) // when that fails, the lease expires within 10 s
-	}
+	r.giveBack(ctx)
 }
 
 // checkFlags exits 2 on arguments after the flags, a -prefix of other
@@ -108,12 +105,4 @@ func checkFlags() {
 		flag.Usage()
 		os.Exit(2)
 	}
-}
-
-// printable is log's output: each message on one line of stderr.
-type printable struct{}
-
-func (printable) Write(p []byte) (int, error) {
-	_, err := fmt.Fprintln(os.Stderr, safe.Line(string(p)))
-	return len(p), err
 }

@@ -6,37 +6,31 @@ package step
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
 	"hash/fnv"
 	"log"
 	"os"
-	"reflect"
-	"strings"
-	"text/tabwriter"
-	"time"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lock"
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/wallet"
 )
 
 // Run is one run of a step program.
 type Run struct {
-	Ctx    context.Context // ends at Ctrl-C, SIGTERM, SIGHUP, a closed output, or a lost lease
-	Redis  redis.UniversalClient
-	Prefix string // -prefix, put in front of every key; "" by default
-	Owner  string // the run's lease key, and its name for the rows it owns
-	name   string
-	json   bool
-	keys   []string
-	atEnd  []func(context.Context) error
-	phases []Result
-	doc    map[string]any
-	lease  *lock.Lock
-	stop   context.CancelFunc
+	Ctx      context.Context // ends at Ctrl-C, SIGTERM, SIGHUP, a closed output, or a lost lease
+	Redis    redis.UniversalClient
+	Prefix   string // -prefix, put in front of every key; "" by default
+	Owner    string // the run's lease key, and its name for the rows it owns
+	name     string
+	json     bool
+	keys     []string
+	atEnd    []func(context.Context) error
+	phases   []Result
+	doc      map[string]any
+	giveBack func(context.Context) // the run's lease
 }
 
 // Result is one phase as -json reports it.
@@ -52,34 +46,31 @@ type Result struct {
 // and takes the run's lease, <prefix>walletlock:run, for the whole run. A
 // bad flag exits 2; no Redis, or another run on the prefix, exits 1.
 func Begin(name string) *Run {
-	r := &Run{name: name, doc: map[string]any{"step": name}, stop: func() {}}
+	r := &Run{name: name, doc: map[string]any{"step": name}}
 	os.Args[0] = name // -h says "Usage of step2-lock:", not the path go run built it at
 	flag.StringVar(&r.Prefix, "prefix", "", "put this in front of every key the run writes: letters, digits and :_.-")
 	flag.BoolVar(&r.json, "json", false, "print one JSON document instead of the text")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix(name + ": ")
-	log.SetOutput(printable{}) // one line each, escaped: a server's words are not ours to trust
+	log.SetOutput(safe.Writer{W: os.Stderr}) // one line each, escaped: a server's words are not ours to trust
 	checkFlags()
 	r.Ctx = stopOnSignals()
 	var err error
 	r.Redis, err = wallet.Connect(r.Ctx)
 	r.Must(err)
 	r.Owner = r.Prefix + "walletlock:run"
-	wait, cancel := context.WithTimeout(r.Ctx, 500*time.Millisecond)
-	r.lease, err = lock.Acquire(wait, r.Redis, r.Owner, 10*time.Second)
-	cancel()
-	if errors.Is(err, context.DeadlineExceeded) && r.Redis.Exists(r.Ctx, r.Owner).Val() == 1 {
-		err = fmt.Errorf("another run holds %s, and with it the keys under -prefix %q: wait for it to end, or pass another -prefix", r.Owner, r.Prefix)
-	}
+	run, giveBack, err := hold(r.Ctx, r.Redis, r.Owner, r.Prefix)
 	r.Must(err)
-	r.Ctx, r.stop = r.lease.Watch(r.Ctx, 10*time.Second)
+	r.Ctx, r.giveBack = run, giveBack
 	return r
 }
 
 // Key is prefix+key, a key the run deletes as it ends.
 func (r *Run) Key(key string) string {
-	r.keys = append(r.keys, r.Prefix+key)
+	if !slices.Contains(r.keys, r.Prefix+key) {
+		r.keys = append(r.keys, r.Prefix+key)
+	}
 	return r.Prefix + key
 }
 
@@ -114,48 +105,23 @@ func (r *Run) Check(phase, want string, v wallet.Verdict, err error) {
 	}
 }
 
-// End cleans up, prints the JSON document with -json, and exits: 0 when
-// every phase gave the verdict the lesson promises, 1 when one did not.
+// End prints the JSON document with -json, cleans up, and exits: 0 when
+// every phase gave the verdict the lesson promises, 1 when one did not or
+// its output could not be written.
 func (r *Run) End() {
-	r.Must(context.Cause(r.Ctx))
-	r.clean()
 	if r.json {
 		r.doc["prefix"], r.doc["phases"] = r.Prefix, r.phases
 		b, _ := json.MarshalIndent(r.doc, "", "  ")
 		say(string(b))
 	}
+	r.Must(context.Cause(r.Ctx))
+	r.clean()
 	for _, p := range r.phases {
 		if p.Verdict != p.Want {
 			os.Exit(1)
 		}
 	}
 	os.Exit(0)
-}
-
-// Table prints rows, a slice of structs, as a table whose columns are the
-// fields' JSON names; with -json the rows go into the document under key.
-func (r *Run) Table(key string, rows any) {
-	r.doc[key] = rows
-	if r.json {
-		return
-	}
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	v := reflect.ValueOf(rows)
-	for i := -1; i < v.Len(); i++ {
-		var cells []string
-		for j := range v.Type().Elem().NumField() {
-			if i < 0 {
-				name, _, _ := strings.Cut(v.Type().Elem().Field(j).Tag.Get("json"), ",")
-				cells = append(cells, strings.ReplaceAll(name, "_", " "))
-			} else {
-				cells = append(cells, fmt.Sprint(v.Index(i).Field(j)))
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	tw.Flush()
-	say("\n" + strings.TrimSuffix(b.String(), "\n"))
 }
 
 // Must ends the run as Fail does when err is not nil.

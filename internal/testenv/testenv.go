@@ -12,10 +12,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +57,59 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// RedisServer starts a redis-server of t's own on a free port, with args
+// added to its command line and nothing saved to disk, and returns its
+// address once it answers; it is stopped when t ends. For a server a test
+// sets up as the shared one is not (with a password, say).
+func RedisServer(t testing.TB, args ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	args = append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, args...)
+	server := exec.Command(bin, args...)
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Process.Kill(); server.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the redis-server of the test does not answer at %s", addr)
+		}
+	}
+}
+
+// Refused checks the error of a Connect that must fail: one line that
+// says each of says, and no piece of the tests' passwords, which are
+// written s3cr... or ...tPass.
+func Refused(t testing.TB, err error, says ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Connect succeeded")
+	}
+	msg := err.Error()
+	for _, part := range says {
+		if !strings.Contains(msg, part) {
+			t.Errorf("error %q does not say %q", msg, part)
+		}
+	}
+	if strings.Contains(msg, "s3cr") || strings.Contains(msg, "tPass") || strings.Contains(msg, "\n") {
+		t.Errorf("error %q shows a piece of the password, or takes more than one line", msg)
+	}
 }
 
 // Prefix is "test:<name>:<random>:", a key prefix of t's own: every key

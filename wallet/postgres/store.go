@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/wallet"
 )
 
@@ -28,8 +30,11 @@ var ErrStale = errors.New("postgres: refused, the row has moved on since it was 
 // (postgres://walletlock:walletlock@localhost:5432/walletlock by default),
 // once the server has answered. Its errors never show the password.
 func Connect(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(cmp.Or(os.Getenv("DATABASE_URL"),
-		"postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable"))
+	raw := cmp.Or(os.Getenv("DATABASE_URL"), "postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable")
+	if err := safe.CheckURL("DATABASE_URL", raw); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
 		return nil, errors.New("postgres: DATABASE_URL is not valid; the form is postgres://user:password@host:5432/db?sslmode=disable")
 	}
@@ -38,14 +43,22 @@ func Connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		if err = pool.Ping(pctx); err != nil {
-			pool.Close()
+		if err = pool.Ping(pctx); err == nil {
+			return pool, nil
 		}
+		pool.Close()
 	}
-	if err != nil {
-		return nil, fmt.Errorf("postgres: PostgreSQL at %s: %w (is it running? `make up` starts one; DATABASE_URL says where it is)", where, err)
+	if connect, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		err = connect.Unwrap() // without "failed to connect to `user=...`": a password can sit where the user goes
 	}
-	return pool, nil
+	pg, replied := errors.AsType[*pgconn.PgError](err) // then it runs, and refused us
+	switch {
+	case replied && strings.HasPrefix(pg.Code, "28"): // its words may name the user, which may be a password
+		return nil, fmt.Errorf("postgres: PostgreSQL at %s refused the user and password (SQLSTATE %s): check them in DATABASE_URL, postgres://user:password@host:5432/db", where, pg.Code)
+	case replied:
+		return nil, fmt.Errorf("postgres: PostgreSQL at %s refused us: %w (check DATABASE_URL)", where, err)
+	}
+	return nil, fmt.Errorf("postgres: PostgreSQL at %s: %w (is it running? `make up` starts one; DATABASE_URL says where it is)", where, err)
 }
 
 //go:embed schema.sql
@@ -136,19 +149,6 @@ func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) e
 	return s.write(ctx, "UPDATE walletlock_wallets SET balance = $3, fence = $2, version = version + 1 WHERE id = $1 AND fence < $2", id, fence, balance)
 }
 
-// SpendFenced is a spend by the holder of fence: Claim, then the work,
-// then WriteFenced.
-func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work time.Duration) (bool, error) {
-	bal, err := s.Claim(ctx, id, fence)
-	if err != nil || bal < amount {
-		return false, err
-	}
-	if err := wallet.Work(ctx, work); err != nil {
-		return false, err
-	}
-	return true, s.WriteFenced(ctx, id, fence, bal-amount)
-}
-
 // SpendVersioned spends with no lock at all: it reads the balance and its
 // version, works, and writes only if the version is still the one it read;
 // when another spend wrote first, it reads again and starts over.
@@ -167,27 +167,6 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 			return err == nil, err
 		}
 	}
-}
-
-// SpendForUpdate spends under PostgreSQL's own row lock: SELECT ... FOR
-// UPDATE holds the row from the read to the commit.
-func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (ok bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var bal int64
-		if err := tx.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1 FOR UPDATE", id).Scan(&bal); err != nil || bal < amount {
-			return err
-		}
-		if err := wallet.Work(ctx, work); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1", id, bal-amount)
-		ok = err == nil
-		return err
-	})
-	if ok && err != nil { // the COMMIT was sent: it may have landed
-		return false, writeError(err)
-	}
-	return ok, err
 }
 
 // write runs a statement that changes one row. No row changed is

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,16 +136,33 @@ func TestWrite_refusesAnOverdraft(t *testing.T) {
 	}
 }
 
-// A wrong DATABASE_URL is one line that says what to do, without the password.
+// A wrong DATABASE_URL is one line that says what to do, and never shows
+// a piece of the password; a server that answered is not asked whether it
+// runs.
 func TestConnect_saysWhatIsWrongAndNeverThePassword(t *testing.T) {
-	for _, url := range []string{
-		"postgres://walletlock:s3cret@127.0.0.1:1/walletlock?sslmode=disable",
-		"postgres://walletlock:s3cret@host:po rt/walletlock",
+	real := testenv.Postgres(t).Config().ConnConfig // it runs, and wants a password
+	there := fmt.Sprintf("%s:%d/%s?sslmode=disable", real.Host, real.Port, real.Database)
+	for _, tt := range []struct {
+		name, url string
+		wantParts []string
+	}{
+		{"nothing answers", "postgres://walletlock:s3cret@127.0.0.1:1/walletlock?sslmode=disable", []string{"is it running?", "DATABASE_URL"}},
+		{"not a URL", "postgres://walletlock:s3cret@host:po rt/walletlock", []string{"DATABASE_URL is not valid"}},
+		{"an @ in the password", "postgres://walletlock:s3cr@tPass@" + there, []string{"DATABASE_URL has more than one @", "%40"}},
+		{"a # in the password", "postgres://walletlock:s3cr#tPass@" + there, []string{"DATABASE_URL", "%23"}},
+		{"a wrong password", "postgres://walletlock:s3cretPass@" + there, []string{"refused the user and password", "28P01", "DATABASE_URL"}},
+		{"the password written as the user", "postgres://s3cretPass@" + there, []string{"refused the user and password", "DATABASE_URL"}},
 	} {
-		t.Setenv("DATABASE_URL", url)
-		_, err := postgres.Connect(t.Context())
-		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "DATABASE_URL") {
-			t.Errorf("Connect with %s: %v", url, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("DATABASE_URL", tt.url)
+			pool, err := postgres.Connect(t.Context())
+			if err == nil {
+				pool.Close()
+			}
+			testenv.Refused(t, err, tt.wantParts...)
+			if strings.Contains(tt.name, "password") && strings.Contains(err.Error(), "is it running?") {
+				t.Errorf("error %q asks whether the server runs: it answered, or was never asked", err)
+			}
+		})
 	}
 }

@@ -1,0 +1,36 @@
+package step
+
+// The table steps 4 and 6 print after their check lines.
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table prints rows, a slice of structs, as a table whose columns are the
+// fields' JSON names; with -json the rows go into the document under key.
+func (r *Run) Table(key string, rows any) {
+	r.doc[key] = rows
+	if r.json {
+		return
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	v := reflect.ValueOf(rows)
+	for i := -1; i < v.Len(); i++ {
+		var cells []string
+		for j := range v.Type().Elem().NumField() {
+			if i < 0 {
+				name, _, _ := strings.Cut(v.Type().Elem().Field(j).Tag.Get("json"), ",")
+				cells = append(cells, strings.ReplaceAll(name, "_", " "))
+			} else {
+				cells = append(cells, fmt.Sprint(v.Index(i).Field(j)))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	say("\n" + strings.TrimSuffix(b.String(), "\n"))
+}

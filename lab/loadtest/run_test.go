@@ -639,7 +639,7 @@ func TestRun_aPoolSizedToTheWorkersIsNotTheLimit(t *testing.T) {
 // counted again and again while the spends run, are never more than the
 // connections; the rows measure the locks.
 func TestRun_noMoreLeasesAtOnceThanConnections(t *testing.T) {
-	srv := testenv.StartRedis(t) // of its own: the count sees this run's keys only
+	srv := labtest.StartRedis(t) // of its own: the count sees this run's keys only
 	srv.Use(t)
 	c, _ := setup(t, "lock", "fair")
 	c.Workers, c.Wallets, c.Pool = 64, 1000, 2

@@ -53,23 +53,22 @@ var housekeeping = map[string]bool{
 // does CLIENT REPLY OFF|SKIP; see count).
 var passthrough = map[string]bool{"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true, "MONITOR": true}
 
-// authUser returns the user that AUTH or HELLO ... AUTH authenticates as,
-// and whether the command authenticates at all. The password is not
-// returned, nor kept.
-func authUser(name string, args []string) (string, bool) {
+// authUser returns the user that AUTH or HELLO ... AUTH authenticates
+// as, "" for any other command. The password is not returned, nor kept.
+func authUser(name string, args []string) string {
 	switch {
 	case name == "AUTH" && len(args) == 1:
-		return "default", true
+		return "default"
 	case name == "AUTH" && len(args) == 2:
-		return args[0], true
+		return args[0]
 	case name == "HELLO":
 		for i := 1; i+2 < len(args); i++ {
 			if strings.EqualFold(args[i], "AUTH") {
-				return args[i+1], true
+				return args[i+1]
 			}
 		}
 	}
-	return "", false
+	return ""
 }
 
 // redact replaces the passwords among a counted command's arguments with

@@ -411,8 +411,7 @@ func (p *Proxy) count(c *conn, args []string, now int64) *pending {
 	// CLIENT REPLY OFF or SKIP: Redis leaves commands unanswered, so
 	// replies could no longer be matched to them.
 	noReply := name == "CLIENT" && len(args) > 2 && strings.EqualFold(args[1], "REPLY") && !strings.EqualFold(args[2], "ON")
-	pe := &pending{pass: passthrough[name] || noReply, reset: name == "RESET"}
-	pe.user, _ = authUser(name, args[1:])
+	pe := &pending{pass: passthrough[name] || noReply, reset: name == "RESET", user: authUser(name, args[1:])}
 	if pe.pass || housekeeping[name] {
 		return pe
 	}

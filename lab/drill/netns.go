@@ -27,6 +27,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"example.com/walletlock/lab/internal/launch"
 	"fmt"
 	"net"
 	"net/url"
@@ -153,7 +154,7 @@ func ip(args ...string) ([]byte, error) {
 // id (see claimNet); what a dead drill left under it, it removes first,
 // and says so in left. The prefix only names the run in errors.
 func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
-	n = &Net{mark: self().String()}
+	n = &Net{mark: launch.Self().String()}
 	var removed []string
 	for id := 1; id <= maxNets && n.claim == nil; id++ {
 		f, err := claimNet(id)
@@ -382,7 +383,7 @@ func clearNet(id int, mine string) ([]string, error) {
 		if o.mark == "" || o.mark == mine {
 			continue
 		}
-		if w, err := parseOwner(o.mark); err != nil || !w.dead() {
+		if w, err := launch.ParseOwner(o.mark); err != nil || !w.Dead() {
 			return nil, fmt.Errorf("drill: network %d is not ours to remove: %s %s belongs to %q", id, o.kind, o.name, o.mark)
 		}
 	}
@@ -428,7 +429,7 @@ func removeDeadNets() ([]string, error) {
 	}
 	var removed []string
 	var errs []error
-	mine := self().String()
+	mine := launch.Self().String()
 	for id := range ids {
 		if id < 1 || id > maxNets {
 			continue

@@ -3,6 +3,7 @@
 package drill
 
 import (
+	"example.com/walletlock/lab/internal/launch"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +123,7 @@ func TestMakeNet_aFailedStepLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine := self().String()
+	mine := launch.Self().String()
 	for _, o := range objs {
 		if o.mark == mine {
 			t.Errorf("%s %s is left", o.kind, o.name)

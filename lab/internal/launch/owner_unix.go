@@ -1,12 +1,12 @@
 //go:build unix
 
-package drill
+package launch
 
-// Who owns what a drill leaves on the machine: its temporary folder and
-// its network. A drill killed before its clean-up (SIGKILL, a power cut)
-// leaves both; a later drill removes them only when it can prove that
-// their owner is dead, never another live run's. The proof is an owner
-// record, written where the thing lives: the drill's pid, when that
+// Who owns what a run leaves on the machine: a drill's or a judge's
+// temporary folder, a drill's network. A run killed before its clean-up
+// (SIGKILL, a power cut) leaves them; a later run removes them only when
+// it can prove that their owner is dead, never another live run's. The proof is an owner
+// record, written where the thing lives: the run's pid, when that
 // process started, the boot it started in and its pid namespace. The
 // owner is dead when, on the same boot and in the same pid namespace, no
 // process has that pid, or the one that has it started at another time
@@ -24,20 +24,21 @@ import (
 	"syscall"
 )
 
-// owner identifies a drill process.
-type owner struct {
+// Owner identifies a process that owns something on the machine.
+type Owner struct {
 	pid   int
 	start uint64 // clock ticks after boot, /proc/PID/stat's 22nd field; 0 without /proc
 	boot  string // /proc/sys/kernel/random/boot_id; "" without /proc
 	pidns string // the link /proc/self/ns/pid, "pid:[N]"; "" without /proc
 }
 
-// ownerTag starts every owner record.
-const ownerTag = "walletlock-drill"
+// ownerTag starts every owner record (drills before the judge wrote
+// "walletlock-drill", which still reads).
+const ownerTag = "walletlock"
 
-// self is this process as an owner.
-func self() owner {
-	o := owner{pid: os.Getpid()}
+// Self is this process as an owner.
+func Self() Owner {
+	o := Owner{pid: os.Getpid()}
 	o.start, _, _ = procStat(o.pid)
 	o.boot, o.pidns = bootID(), pidNS()
 	return o
@@ -45,17 +46,17 @@ func self() owner {
 
 // String is the owner record: one line of words, short enough for an
 // interface's alias (255 bytes).
-func (o owner) String() string {
+func (o Owner) String() string {
 	return fmt.Sprintf("%s pid=%d start=%d boot=%s pidns=%s", ownerTag, o.pid, o.start, o.boot, o.pidns)
 }
 
-// parseOwner reads an owner record, as String writes it.
-func parseOwner(s string) (owner, error) {
+// ParseOwner reads an owner record, as String writes it.
+func ParseOwner(s string) (Owner, error) {
 	f := strings.Fields(s)
-	if len(f) != 5 || f[0] != ownerTag {
-		return owner{}, fmt.Errorf("drill: not an owner record: %q", s)
+	if len(f) != 5 || (f[0] != ownerTag && f[0] != "walletlock-drill") {
+		return Owner{}, fmt.Errorf("launch: not an owner record: %q", s)
 	}
-	var o owner
+	var o Owner
 	var err1, err2 error
 	for _, kv := range f[1:] {
 		k, v, _ := strings.Cut(kv, "=")
@@ -71,14 +72,14 @@ func parseOwner(s string) (owner, error) {
 		}
 	}
 	if err1 != nil || err2 != nil || o.pid <= 0 {
-		return owner{}, fmt.Errorf("drill: not an owner record: %q", s)
+		return Owner{}, fmt.Errorf("launch: not an owner record: %q", s)
 	}
 	return o, nil
 }
 
-// dead reports whether the owner is provably gone (see the top of this
+// Dead reports whether the owner is provably gone (see the top of this
 // file). false means alive, or not known.
-func (o owner) dead() bool {
+func (o Owner) Dead() bool {
 	if o.boot != bootID() || o.pidns != pidNS() {
 		return false // another boot or pid namespace: its pids are not ours to read
 	}
@@ -98,7 +99,7 @@ func (o owner) dead() bool {
 // such process, and another error without /proc.
 func procStat(pid int) (start uint64, zombie bool, err error) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		return 0, false, fmt.Errorf("drill: no /proc: %w", errors.ErrUnsupported)
+		return 0, false, fmt.Errorf("launch: no /proc: %w", errors.ErrUnsupported)
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -111,7 +112,7 @@ func procStat(pid int) (start uint64, zombie bool, err error) {
 	i := strings.LastIndexByte(string(b), ')')
 	f := strings.Fields(string(b[i+1:]))
 	if i < 0 || len(f) < 20 {
-		return 0, false, fmt.Errorf("drill: /proc/%d/stat: %q", pid, b)
+		return 0, false, fmt.Errorf("launch: /proc/%d/stat: %q", pid, b)
 	}
 	start, err = strconv.ParseUint(f[19], 10, 64)
 	return start, f[0] == "Z" || f[0] == "X", err
@@ -127,41 +128,38 @@ func pidNS() string {
 	return l
 }
 
-// The temporary folder of a run.
-const (
-	tempPattern = "walletlock-drill-" // os.MkdirTemp's, in os.TempDir()
-	ownerFile   = "owner"             // in it: the owner record
-)
+// ownerFile is the owner record in a run's temporary folder.
+const ownerFile = "owner"
 
-// MkdirTemp makes the run's folder for its servers' files in the
-// system's temporary folder (TMPDIR), and writes in it the owner record
-// that lets a later drill remove it once this process is gone
-// (RemoveLeftovers). The caller removes it when the run ends.
-func MkdirTemp() (string, error) {
-	dir, err := os.MkdirTemp("", tempPattern+"*")
+// OwnedTemp makes a run's temporary folder in the system's (TMPDIR),
+// named prefix and random characters, and writes in it the owner record
+// that lets a later run remove it once this process is gone (DeadTemps).
+// The caller removes it when the run ends.
+func OwnedTemp(prefix string) (string, error) {
+	dir, err := os.MkdirTemp("", prefix+"*")
 	if err != nil {
-		return "", fmt.Errorf("drill: make a temporary folder: %w", err)
+		return "", fmt.Errorf("make a temporary folder: %w", err)
 	}
 	// Written whole, then renamed: a folder whose record is not there
 	// yet is left alone, never misread.
 	tmp := filepath.Join(dir, ownerFile+".new")
-	err = os.WriteFile(tmp, []byte(self().String()+"\n"), 0o600)
+	err = os.WriteFile(tmp, []byte(Self().String()+"\n"), 0o600)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, ownerFile))
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("drill: write the owner of %s: %w", dir, err)
+		return "", fmt.Errorf("write the owner of %s: %w", dir, err)
 	}
 	return dir, nil
 }
 
-// deadFolders returns the drills' temporary folders whose owner is dead:
-// a folder of this user, not a link, whose owner record names a dead
-// process. A folder without a record (a drill that has just made it, or
-// an older drill's) stays.
-func deadFolders() []string {
-	paths, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPattern+"*"))
+// DeadTemps returns the temporary folders named prefix and more whose
+// owner is dead: a folder of this user, not a link, whose owner record
+// names a dead process. A folder without a record (a run that has just
+// made it, or an older one's) stays.
+func DeadTemps(prefix string) []string {
+	paths, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
 	var dead []string
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
@@ -179,38 +177,9 @@ func deadFolders() []string {
 		if err != nil {
 			continue
 		}
-		if o, err := parseOwner(string(b)); err == nil && o.dead() {
+		if o, err := ParseOwner(string(b)); err == nil && o.Dead() {
 			dead = append(dead, p)
 		}
 	}
 	return dead
-}
-
-// RemoveLeftovers removes what drills killed before their clean-up left
-// and whose owner is provably dead: their temporary folders (in this
-// process's TMPDIR) and, where this process can make network namespaces
-// (CanPartition), their networks. It returns one line that says what it
-// removed, "" when nothing; what it could not remove it names in err.
-// Nothing of a live drill is touched.
-func RemoveLeftovers() (string, error) {
-	var removed []string
-	var errs []error
-	for _, p := range deadFolders() {
-		if err := os.RemoveAll(p); err != nil {
-			errs = append(errs, fmt.Errorf("drill: remove %s: %w", p, err))
-			continue
-		}
-		removed = append(removed, "folder "+p)
-	}
-	if CanPartition() == nil {
-		nets, err := removeDeadNets()
-		removed = append(removed, nets...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(removed) == 0 {
-		return "", errors.Join(errs...)
-	}
-	return "removed what drills killed before their clean-up left: " + strings.Join(removed, ", "), errors.Join(errs...)
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package drill
+package launch
 
 import (
 	"os"
@@ -12,27 +12,27 @@ import (
 
 // deadProcess returns the owner record of a process that has ended and
 // been reaped.
-func deadProcess(t *testing.T) owner {
+func deadProcess(t *testing.T) Owner {
 	t.Helper()
 	cmd := exec.Command("true")
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
 	}
-	o := self()
+	o := Self()
 	o.pid = cmd.Process.Pid
 	cmd.Wait()
 	return o
 }
 
 func TestOwner_recordReadsBack(t *testing.T) {
-	me := self()
-	got, err := parseOwner(me.String())
+	me := Self()
+	got, err := ParseOwner(me.String())
 	if err != nil || got != me {
-		t.Errorf("parseOwner(%q) = %+v, %v; want %+v", me.String(), got, err, me)
+		t.Errorf("ParseOwner(%q) = %+v, %v; want %+v", me.String(), got, err, me)
 	}
-	for _, bad := range []string{"", "walletlock-drill", "walletlock-drill pid=x start=1 boot=b pidns=p", "other pid=1 start=1 boot=b pidns=p"} {
-		if _, err := parseOwner(bad); err == nil {
-			t.Errorf("parseOwner(%q) took it for an owner record", bad)
+	for _, bad := range []string{"", "walletlock-drill", "walletlock pid=x start=1 boot=b pidns=p", "other pid=1 start=1 boot=b pidns=p"} {
+		if _, err := ParseOwner(bad); err == nil {
+			t.Errorf("ParseOwner(%q) took it for an owner record", bad)
 		}
 	}
 }
@@ -44,13 +44,13 @@ func TestOwner_deadOnlyWhenProvablyGone(t *testing.T) {
 	if _, _, err := procStat(os.Getpid()); err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	me := self()
+	me := Self()
 	reused, otherBoot, otherNS := me, me, me
 	reused.start++
 	otherBoot.boot, otherNS.pidns = "another-boot", "pid:[1]"
 	for _, tt := range []struct {
 		name string
-		o    owner
+		o    Owner
 		dead bool
 	}{
 		{"this process", me, false},
@@ -60,19 +60,20 @@ func TestOwner_deadOnlyWhenProvablyGone(t *testing.T) {
 		{"another pid namespace", otherNS, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.o.dead(); got != tt.dead {
+			if got := tt.o.Dead(); got != tt.dead {
 				t.Errorf("dead() = %v, want %v for %s", got, tt.dead, tt.o)
 			}
 		})
 	}
 }
 
-// A later drill removes a folder whose owner is dead, and none of a live
+// A later run removes a folder whose owner is dead, and none of a live
 // owner, one without a record, or a link.
-func TestDeadFolders_onlyThoseOfDeadOwners(t *testing.T) {
+func TestDeadTemps_onlyThoseOfDeadOwners(t *testing.T) {
+	const tempPattern = "walletlock-test-"
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	live, err := MkdirTemp()
+	live, err := OwnedTemp(tempPattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,36 +90,8 @@ func TestDeadFolders_onlyThoseOfDeadOwners(t *testing.T) {
 	if err := os.Symlink(dead, filepath.Join(tmp, tempPattern+"link")); err != nil {
 		t.Fatal(err)
 	}
-	if got := deadFolders(); !slices.Equal(got, []string{dead}) {
-		t.Errorf("deadFolders() = %q, want only %q (live %q)", got, dead, live)
+	if got := DeadTemps(tempPattern); !slices.Equal(got, []string{dead}) {
+		t.Errorf("DeadTemps = %q, want only %q (live %q)", got, dead, live)
 	}
 }
 
-// One id, one holder: a second claim of a held id gets nothing, and a
-// claim let go leaves no file.
-func TestClaimNet_oneHolderAtATime(t *testing.T) {
-	if err := CanPartition(); err != nil {
-		t.Skip(err)
-	}
-	const id = maxNets // drills take the lowest free id: this one is seldom in use
-	first, err := claimNet(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first == nil {
-		t.Skipf("network %d is a live drill's", id)
-	}
-	second, err := claimNet(id)
-	if err != nil || second != nil {
-		t.Errorf("a second claim of a held id = %v, %v; want nothing", second, err)
-	}
-	releaseClaim(first)
-	if _, err := os.Stat(claimPath(id)); !os.IsNotExist(err) {
-		t.Errorf("the claim let go is still there: %v", err)
-	}
-	again, err := claimNet(id)
-	if err != nil || again == nil {
-		t.Fatalf("the id let go cannot be claimed again: %v", err)
-	}
-	releaseClaim(again)
-}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/wallet/postgres"
 )
 
@@ -29,7 +30,7 @@ func (r *runner) openDB(ctx context.Context) (*db, error) {
 	if r.db != nil {
 		return r.db, nil
 	}
-	pool, err := postgres.Connect(ctx)
+	pool, err := r.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +50,28 @@ func (r *runner) openDB(ctx context.Context) (*db, error) {
 	d.sweep(ctx)
 	r.db = d
 	return d, nil
+}
+
+// connect opens Options.Database, or DATABASE_URL when it is empty, as
+// the article's programs do.
+func (r *runner) connect(ctx context.Context) (*pgxpool.Pool, error) {
+	url := r.c.o.Database
+	if url == "" {
+		return postgres.Connect(ctx)
+	}
+	if err := safe.CheckURL("Options.Database", url); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		if err = pool.Ping(ctx); err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("judge: PostgreSQL at Options.Database: %w", err)
+	}
+	return pool, nil
 }
 
 // sweep deletes the rows of judges that died before their clean-up: those
@@ -101,8 +124,8 @@ func (r *runner) balance(ctx context.Context, id int64) (int64, error) {
 	return d.store.Balance(ctx, id)
 }
 
-// clearRows deletes the run's rows and lets its advisory lock go.
-func (r *runner) clearRows() {
+// closeDB deletes the run's rows and lets its advisory lock go.
+func (r *runner) closeDB() {
 	if r.db == nil {
 		return
 	}

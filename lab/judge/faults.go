@@ -1,125 +1,246 @@
 package judge
 
+// The faults: Redis restarted with and without its data, a Sentinel
+// failover to a replica that never got the lease, a partition.
+
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/wire"
 )
 
 // restartKeeps: on a Redis that writes every command to its append-only
 // file, a lease outlives a restart (SIGKILL, then a start on the same
 // files): the next holder must still find it held.
-func restartKeeps(c *check) (Outcome, string) {
+func restartKeeps(c *check) (string, string, string) {
 	dir, err := os.MkdirTemp(c.r.dir, "restart-")
 	if err != nil {
-		return Unknown, err.Error()
+		return unknown, err.Error(), ""
 	}
-	args := append([]string{"--appendonly", "yes", "--appendfsync", "always"}, c.r.adapter.ServerArgs...)
+	args := append([]string{"--appendonly", "yes", "--appendfsync", "always"}, c.r.c.adapter.ServerArgs...)
 	srv, err := c.r.procs.StartRedis(c.ctx, dir, args...)
 	if err != nil {
-		return Unknown, "the judge could not start a Redis of its own: " + err.Error()
+		return unknown, "the judge could not start a Redis of its own: " + err.Error(), ""
 	}
 	defer srv.Proc().Kill(3 * time.Second)
-	c.useRedis(srv)
-	p, q := c.holder(), c.holder()
+	c.useRedis(srv.Addr)
+	a, b := c.holder(), c.holder()
 	ttl := 10 * time.Second
-	a := c.acquire(p, "A", ttl, 5*time.Second)
-	if !a.OK {
-		return Fail, "holder A could not take a free lock: " + a.Err
+	ga := c.acquire(a, ttl, 5*time.Second, false)
+	if !ga.OK {
+		return fail, "holder A could not take a free lock: " + ga.Error, ""
 	}
 	down := now()
 	if err := srv.Restart(c.ctx); err != nil {
-		return Unknown, "the judge could not restart its Redis: " + err.Error()
+		return unknown, "the judge could not restart its Redis: " + err.Error(), ""
 	}
 	up := now()
 	c.tl.fault(down, up, "Redis killed and started again")
-	b := c.acquire(q, "B", ttl, time.Second)
-	if b.OK {
-		c.tl.bad(who("B", q))
+	if gb := c.acquire(b, ttl, time.Second, false); gb.OK {
+		c.tl.bad(b.row())
 		why := fmt.Sprintf("Redis was killed at %s and started again by %s, and it had forgotten holder A's lease (granted at %s, TTL %s): holder B got the lock at %s while A still held it",
-			c.sec(down), c.sec(up), c.sec(a.Ret), dur(ttl), c.sec(b.Ret))
-		if len(c.r.adapter.ServerArgs) > 0 {
-			why += "; this Redis ran with " + strings.Join(c.r.adapter.ServerArgs, " ")
+			c.sec(down), c.sec(up), c.sec(ga.ret), dur(ttl), c.sec(gb.ret))
+		if len(c.r.c.adapter.ServerArgs) > 0 {
+			why += "; this Redis ran with " + strings.Join(c.r.c.adapter.ServerArgs, " ")
 		}
-		return Fail, why
+		return fail, why, fixRestart
 	}
-	c.release(p, "A", order{})
-	return Pass, fmt.Sprintf("Redis restarted at %s with holder A's lease in its append-only file; holder B found it held", c.sec(down))
+	c.release(a, ga, request{})
+	return pass, fmt.Sprintf("Redis restarted at %s with holder A's lease in its append-only file; holder B found it held", c.sec(down)), ""
 }
 
-// restartEmpty: holder A holds the lock and has read the wallet; Redis
-// is killed and started again with nothing (no persistence); holder B
-// takes the lock the restart forgot, spends and writes; A writes. With a
-// fence, PostgreSQL must keep the money right.
-func restartEmpty(c *check) (Outcome, string) {
-	fenced := c.r.claims["fence"]
-	set := now()
-	id, err := c.r.wallet(c.ctx, 100)
-	if err != nil {
-		return Unknown, "PostgreSQL: " + err.Error()
+// forgetting is a way for Redis to forget a lease under its holder:
+// setup starts the servers and returns the address holders talk to;
+// forget makes Redis forget, and says what it did.
+type forgetting struct {
+	what   string // for the sentences: "a restart"
+	setup  func(c *check) (addr string, err error)
+	forget func(c *check) (did string, err error)
+}
+
+// restart: a redis-server without persistence, killed and started again
+// empty.
+var restart = forgetting{what: "a restart",
+	setup: func(c *check) (string, error) {
+		srv, err := c.r.procs.StartRedis(c.ctx, c.r.dir)
+		if err != nil {
+			return "", err
+		}
+		c.servers = append(c.servers, srv)
+		return srv.Addr, nil
+	},
+	forget: func(c *check) (string, error) {
+		return "Redis restarted empty", c.servers[0].Restart(c.ctx)
+	}}
+
+// failover: a primary, a replica whose replication link runs through a
+// proxy of the judge's (cut before the lease is taken, so the replica
+// never gets it), and three Sentinels; the primary is killed, the
+// Sentinels promote the replica, and every holder's proxy turns to it,
+// as a client that follows Sentinel would.
+var failover = forgetting{what: "a failover",
+	setup: func(c *check) (string, error) {
+		primary, err := c.r.procs.StartRedis(c.ctx, c.r.dir)
+		if err != nil {
+			return "", err
+		}
+		link, err := wire.ListenRaw("127.0.0.1:0", primary.Addr)
+		if err != nil {
+			return "", err
+		}
+		c.atEnd = append(c.atEnd, func() { link.Close() })
+		replica, err := c.r.procs.StartReplica(c.ctx, c.r.dir, link.Addr())
+		if err != nil {
+			return "", err
+		}
+		c.servers = append(c.servers, primary, replica)
+		c.link = link
+		for range 3 {
+			s, err := c.r.procs.StartSentinel(c.ctx, c.r.dir, "judge", primary.Addr, 500*time.Millisecond)
+			if err != nil {
+				return "", err
+			}
+			c.servers = append(c.servers, s)
+		}
+		if err := c.poll(10*time.Second, func() bool { return replicaInSync(c.ctx, replica.Addr) }); err != nil {
+			return "", fmt.Errorf("the replica never caught up with the primary: %w", err)
+		}
+		c.link.Cut() // from here the replica gets nothing: not the lease, not the fence
+		return primary.Addr, nil
+	},
+	forget: func(c *check) (string, error) {
+		primary, replica := c.servers[0], c.servers[1]
+		primary.Proc().Kill(3 * time.Second)
+		killed := now()
+		err := c.poll(30*time.Second, func() bool { return promoted(c.ctx, c.servers[2:], replica.Addr) })
+		if err != nil {
+			return "", fmt.Errorf("the Sentinels did not promote the replica: %w", err)
+		}
+		for _, p := range c.procs {
+			p.wire.SetUpstream(replica.Addr)
+			p.wire.Drop()
+		}
+		c.useRedis(replica.Addr)
+		return fmt.Sprintf("the primary was killed and the Sentinels promoted the replica in %s", dur(time.Duration(now()-killed))), nil
+	}}
+
+// replicaInSync reports whether the replica at addr is linked to its
+// primary and has loaded its copy.
+func replicaInSync(ctx context.Context, addr string) bool {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
+	return err == nil && strings.Contains(info, "master_link_status:up")
+}
+
+// promoted reports whether a Sentinel names addr as the primary.
+func promoted(ctx context.Context, sentinels []*launch.Redis, addr string) bool {
+	for _, s := range sentinels {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		got, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "judge").StringSlice()
+		c.Close()
+		if err == nil && len(got) == 2 && strings.Join(got, ":") == addr {
+			return true
+		}
 	}
-	srv, err := c.r.procs.StartRedis(c.ctx, c.r.dir)
-	if err != nil {
-		return Unknown, "the judge could not start a Redis of its own: " + err.Error()
+	return false
+}
+
+// poll polls ok every 20 ms until it holds, at most d.
+func (c *check) poll(d time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", dur(d))
+		}
+		c.sleep(20 * time.Millisecond)
 	}
-	defer srv.Proc().Kill(3 * time.Second)
-	c.useRedis(srv)
-	p, q := c.holder(), c.holder()
-	ttl := 5 * time.Second
-	a := c.acquireMaybeFenced(p, "A", ttl, fenced)
-	if !a.OK {
-		return Fail, "holder A could not take a free lock: " + a.Err
+	return nil
+}
+
+// forgotten: holder A holds the lock and has read the wallet; Redis
+// forgets the lease (f); holder B takes the lock, spends and writes; A
+// writes. With a fence, PostgreSQL must keep the money right.
+func forgotten(f forgetting) func(c *check) (string, string, string) {
+	return func(c *check) (string, string, string) {
+		fenced := c.r.can["fence"]
+		set := now()
+		id, err := c.r.wallet(c.ctx, 100)
+		if err != nil {
+			return unknown, "PostgreSQL: " + err.Error(), ""
+		}
+		addr, err := f.setup(c)
+		defer func() {
+			for _, s := range c.servers {
+				s.Proc().Kill(3 * time.Second)
+			}
+		}()
+		if err != nil {
+			return unknown, "the judge could not set up " + f.what + ": " + err.Error(), ""
+		}
+		c.useRedis(addr)
+		a, b := c.holder(), c.holder()
+		ttl := 5 * time.Second
+		ga := c.acquire(a, ttl, 5*time.Second, fenced)
+		if !ga.OK {
+			return fail, "holder A could not take a free lock: " + ga.Error, ""
+		}
+		ra := c.read(id, ga.Fence)
+		if ra.err != nil {
+			return unknown, "PostgreSQL: holder A could not read the wallet: " + ra.err.Error(), ""
+		}
+		c.tl.mark(ra.ret, a.row(), fmt.Sprintf("read %d", ra.balance), false)
+		down := now()
+		did, err := f.forget(c)
+		if err != nil {
+			return unknown, "the judge could not cause " + f.what + ": " + err.Error(), ""
+		}
+		c.tl.fault(down, now(), did)
+		c.tl.close(a.row(), down, "forgotten by Redis")
+		gb := c.acquire(b, ttl, ttl, fenced)
+		if !gb.OK {
+			return pass, fmt.Sprintf("after %s (%s), holder B could not take the lock (%s)", f.what, did, gb.Error), ""
+		}
+		rb := c.read(id, gb.Fence)
+		var wb dbOp
+		story := fmt.Sprintf("%s at %s, while holder A (granted at %s, TTL %s) held the lock and had read %d; holder B got the lock at %s", did, c.sec(down), c.sec(ga.ret), dur(ttl), ra.balance, c.sec(gb.ret))
+		if rb.err == nil {
+			wb = c.write(id, gb.Fence, rb.balance-10)
+			c.tl.mark(wb.ret, b.row(), fmt.Sprintf("wrote %d", rb.balance-10), false)
+			story += fmt.Sprintf(", read %d and wrote %d", rb.balance, rb.balance-10)
+		} else {
+			c.tl.mark(rb.ret, b.row(), "claim refused", false)
+			story += fmt.Sprintf(", and PostgreSQL refused its claim (fence %d, not above A's %d: the fence counter was forgotten with the lease)", gb.Fence, ga.Fence)
+		}
+		c.release(b, gb, request{})
+		wa := c.write(id, ga.Fence, ra.balance-10)
+		lost := rb.err == nil && wa.err == nil
+		label := "write refused"
+		if lost {
+			label = fmt.Sprintf("wrote %d over B's %d: one spend lost", ra.balance-10, rb.balance-10)
+		} else if wa.err == nil {
+			label = fmt.Sprintf("wrote %d", ra.balance-10)
+		}
+		c.tl.mark(wa.ret, a.row(), label, lost)
+		readBack := now()
+		bal, err := c.r.balance(c.ctx, id)
+		if err != nil {
+			return unknown, "PostgreSQL: " + err.Error(), ""
+		}
+		lin := c.linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
+		switch {
+		case !(lost && bal == 90):
+			return pass, fmt.Sprintf("%s; the balance is %d, right for the spends accepted%s", story, bal, lin), ""
+		case fenced:
+			return fail, fmt.Sprintf("%s; A then wrote %d too: two spends of 10 accepted, balance %d%s", story, ra.balance-10, bal, lin), fixStaleWrite
+		}
+		return broken, fmt.Sprintf("Redis forgets the lease in %s, and nothing else stops the old holder: %s; A then wrote %d over it: two spends of 10 accepted, balance %d%s", f.what, story, ra.balance-10, bal, lin), fixForgotten
 	}
-	ra := c.call(p, order{Op: "read", Lease: "A", Wallet: id, Fenced: fenced})
-	if !ra.OK {
-		return Unknown, "holder A could not read the wallet: " + ra.Err
-	}
-	c.tl.mark(ra.Ret, who("A", p), fmt.Sprintf("read %d", ra.Balance), false)
-	down := now()
-	if err := srv.Restart(c.ctx); err != nil {
-		return Unknown, "the judge could not restart its Redis: " + err.Error()
-	}
-	c.tl.fault(down, now(), "Redis restarted empty")
-	c.tl.close(who("A", p), down, "forgotten when Redis restarted empty")
-	b := c.acquireMaybeFenced(q, "B", ttl, fenced)
-	if !b.OK {
-		c.release(p, "A", order{})
-		return Pass, fmt.Sprintf("after Redis restarted empty at %s, holder B could not take the lock (%s)", c.sec(down), b.Err)
-	}
-	rb := c.call(q, order{Op: "read", Lease: "B", Wallet: id, Fenced: fenced})
-	var wb answer
-	story := fmt.Sprintf("Redis restarted empty at %s, while holder A (granted at %s, TTL %s) held the lock and had read %d; holder B got the lock at %s", c.sec(down), c.sec(a.Ret), dur(ttl), ra.Balance, c.sec(b.Ret))
-	if rb.OK {
-		wb = c.call(q, order{Op: "write", Lease: "B", Wallet: id, Fenced: fenced, Balance: rb.Balance - 10})
-		c.tl.mark(wb.Ret, who("B", q), fmt.Sprintf("wrote %d", rb.Balance-10), false)
-		story += fmt.Sprintf(", read %d and wrote %d", rb.Balance, rb.Balance-10)
-	} else {
-		c.tl.mark(rb.Ret, who("B", q), "claim refused", false)
-		story += fmt.Sprintf(", and PostgreSQL refused its claim (fence %d, not above A's %d: the fence counter restarted with Redis)", b.Fence, a.Fence)
-	}
-	c.release(q, "B", order{})
-	wa := c.call(p, order{Op: "write", Lease: "A", Wallet: id, Fenced: fenced, Balance: ra.Balance - 10})
-	label := "write refused"
-	if wa.OK && rb.OK {
-		label = fmt.Sprintf("wrote %d over B's %d: one spend lost", ra.Balance-10, rb.Balance-10)
-	} else if wa.OK {
-		label = fmt.Sprintf("wrote %d", ra.Balance-10)
-	}
-	c.tl.mark(wa.Ret, who("A", p), label, wa.OK && rb.OK)
-	c.release(p, "A", order{})
-	readBack := now()
-	bal, err := c.r.balance(c.ctx, id)
-	if err != nil {
-		return Unknown, "PostgreSQL: " + err.Error()
-	}
-	lin := linearizable(set, readBack, 100, bal, spendOp(1, ra, wa), spendOp(2, rb, wb))
-	lost := rb.OK && wa.OK && bal == 90
-	switch {
-	case !lost:
-		return Pass, fmt.Sprintf("%s; the balance is %d, right for the spends accepted%s", story, bal, lin)
-	case fenced:
-		return Fail, fmt.Sprintf("%s; A then wrote %d too: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
-	}
-	return Broken, fmt.Sprintf("a Redis restarted empty forgets the lease, and nothing else stops the old holder: %s; A then wrote %d over it: two spends of 10 accepted, balance %d%s", story, ra.Balance-10, bal, lin)
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -14,169 +15,208 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/drill"
 	"example.com/walletlock/lab/internal/harness"
 )
 
-// Holder runs this process as a holder and exits, when the judge started
-// it as one; otherwise it returns at once. A program that judges calls it
-// first thing in main, with every adapter it may judge.
-func Holder(adapters ...Adapter) {
-	if c, ok := drill.SpenderRole(); ok {
-		os.Exit(drillSpender(c, adapters))
-	}
-	v, ok := os.LookupEnv(holderEnv)
-	if !ok {
-		return
-	}
-	var c holderConfig
-	if err := json.Unmarshal([]byte(v), &c); err != nil {
-		fmt.Fprintln(os.Stderr, "judge holder: bad", holderEnv)
-		os.Exit(2)
-	}
-	for _, a := range adapters {
-		if a.Name == c.Lock {
-			os.Exit(serveHolder(c, a, os.Stdin, os.Stdout))
-		}
-	}
-	fmt.Fprintf(os.Stderr, "judge holder: no lock named %q in this program\n", c.Lock)
-	os.Exit(2)
-}
-
-// Main is a judging program: it judges the adapter that -lock names (the
-// first by default) and exits 0 when no property failed, 1 when one did,
-// 2 on bad flags, 130 after Ctrl-C, once every process and row is gone.
+// Main is a judging program of the locks adapters make: it judges the one
+// -lock names (the first by default), chapter by chapter, and prints each
+// verdict as soon as it is known. It exits 0 when no property failed, 1
+// when one did or the judging could not run, 2 on bad flags, and 130 when
+// Ctrl-C, SIGTERM or SIGHUP stopped it, once every holder process and
+// server is gone; a second Ctrl-C exits at once. -h lists its flags.
+//
+// The same program runs as the judge's holder processes: call Main first
+// thing in main.
 func Main(adapters ...Adapter) {
-	Holder(adapters...)
+	if a, ok := holderRole(adapters); ok {
+		os.Exit(serve(a, os.Stdin, os.Stdout))
+	}
 	harness.Main(func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-		return MainWith(ctx, args, stdout, stderr, adapters)
+		return mainWith(ctx, args, stdout, stderr, adapters)
 	})
 }
 
-// Flags are the command line of a judging program.
-type Flags struct {
-	Lock  string
-	Steps []int
-	Only  []string
-	Seed  int64
-	JSON  bool
-	HTML  string
-	Root  string // the repo, where a -lock path is read from
-
-	Exercise string // -exercise N: stub step N's functions in the root's lock/
-	Matrix   string // -matrix FILE: judge every lock and mutant, write the table
+// holderRole reports whether this process was started as a holder, and
+// of which adapter.
+func holderRole(adapters []Adapter) (Adapter, bool) {
+	name, ok := os.LookupEnv(holderEnv)
+	if !ok {
+		return Adapter{}, false
+	}
+	for _, a := range adapters {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	fmt.Fprintf(os.Stderr, "judge holder: no lock named %s in this program\n", safe.Quote(name))
+	os.Exit(2)
+	return Adapter{}, false
 }
 
-// ParseFlags reads the judge's flags from args; its error is the one line
+// flags are a judging program's command line.
+type flags struct {
+	lock string
+	o    Options
+	json bool
+}
+
+// chapterOf reads a chapter as -chapter takes it: its name, or the
+// article's step that teaches it.
+func chapterOf(s string) (string, bool) {
+	for _, ch := range chapters {
+		if s == ch.name || ch.step > 0 && s == strconv.Itoa(ch.step) {
+			return ch.name, true
+		}
+	}
+	return "", false
+}
+
+// chapterNames lists the chapters for an error: "lease (2), watchdog (3),
+// fencing (5), faults, guards".
+func chapterNames() string {
+	var n []string
+	for _, ch := range chapters {
+		if ch.step > 0 {
+			n = append(n, fmt.Sprintf("%s (%d)", ch.name, ch.step))
+		} else {
+			n = append(n, ch.name)
+		}
+	}
+	return strings.Join(n, ", ")
+}
+
+// parseFlags reads a judging program's flags; its error is the one line
 // to print, and the exit code is then 2.
-func ParseFlags(args []string, stderr io.Writer) (Flags, error) {
-	var f Flags
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
+	var f flags
 	fs := flag.NewFlagSet("judge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.Lock, "lock", "", "the lock to judge")
-	step := fs.String("step", "", "judge only these chapters: 2, 3, 5, faults, guards (comma-separated); all but the failover, the partition and the guards when empty")
-	only := fs.String("only", "", "judge only these properties, by id (comma-separated)")
+	fs.StringVar(&f.lock, "lock", "", "the lock to judge, by name")
+	chapter := fs.String("chapter", "", "judge only these chapters, comma-separated: "+chapterNames()+"; lease, watchdog, fencing and the quick faults when empty")
+	fs.StringVar(chapter, "step", "", "the same as -chapter")
+	only := fs.String("only", "", "judge only these properties, by id, comma-separated: "+propertyIDs())
 	seed := fs.String("seed", "", "the schedule's seed; a fresh one when empty")
-	fs.BoolVar(&f.JSON, "json", false, "print the report as JSON")
-	fs.StringVar(&f.HTML, "html", "", "write the timelines of the checks to this HTML file")
-	fs.StringVar(&f.Exercise, "exercise", "", "turn step `N`'s functions in the root's lock/ into stubs (2, 3 or 5)")
-	fs.StringVar(&f.Matrix, "matrix", "", "judge every lock and mutant and write the matrix to this Markdown `file`")
-	fs.StringVar(&f.Root, "root", "", "the repo's folder, where -lock ./path is read from (the root module's, by default)")
+	fs.BoolVar(&f.json, "json", false, "print the report as one JSON document")
+	fs.StringVar(&f.o.Page, "html", "", "write every check's timeline to this HTML `file`")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("judge: unexpected argument %s", safe.Quote(fs.Arg(0)))
 	}
-	for _, s := range strings.FieldsFunc(*step, func(r rune) bool { return r == ',' || r == ' ' }) {
-		switch s {
-		case "2", "3", "5":
-			n, _ := strconv.Atoi(s)
-			f.Steps = append(f.Steps, n)
-		case "4", "faults":
-			f.Steps = append(f.Steps, 4)
-		case "6", "guards":
-			f.Steps = append(f.Steps, 6)
-		default:
-			return f, fmt.Errorf("judge: -step %s: the chapters are 2, 3 and 5, faults and guards", safe.Quote(s))
+	if *chapter != "" {
+		for _, s := range strings.Split(*chapter, ",") {
+			name, ok := chapterOf(strings.TrimSpace(s))
+			if !ok {
+				return f, fmt.Errorf("judge: -chapter %s: the chapters are %s", safe.Quote(s), chapterNames())
+			}
+			f.o.Chapters = append(f.o.Chapters, name)
 		}
 	}
 	if *only != "" {
-		f.Only = strings.Split(*only, ",")
-		for _, id := range f.Only {
-			if !slices.ContainsFunc(properties, func(p property) bool { return p.id == id }) {
-				return f, fmt.Errorf("judge: -only %s: no such property; they are %s", safe.Quote(id), PropertyIDs())
+		for _, id := range strings.Split(*only, ",") {
+			i := slices.IndexFunc(properties, func(p property) bool { return p.id == id })
+			if i < 0 {
+				return f, fmt.Errorf("judge: -only %s: no such property; they are %s", safe.Quote(id), propertyIDs())
 			}
+			if len(f.o.Chapters) > 0 && !slices.Contains(f.o.Chapters, properties[i].chapter) {
+				return f, fmt.Errorf("judge: -only %s is a property of the %s chapter, which -chapter leaves out", id, properties[i].chapter)
+			}
+			f.o.Only = append(f.o.Only, id)
 		}
 	}
-	if *seed == "" {
-		f.Seed = time.Now().UnixNano() % 1_000_000
-	} else {
+	if *seed != "" {
 		n, err := strconv.ParseInt(*seed, 10, 64)
-		if err != nil {
+		var ne *strconv.NumError
+		switch {
+		case errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange):
+			return f, fmt.Errorf("judge: -seed %s is too large: a seed is a whole number up to %d", safe.Quote(*seed), int64(math.MaxInt64))
+		case err != nil:
 			return f, fmt.Errorf("judge: -seed %s is not a whole number", safe.Quote(*seed))
 		}
-		f.Seed = n
+		f.o.Seed = n
+	}
+	if f.o.Page != "" {
+		if err := harness.CheckPageOf("judge: -html", f.o.Page); err != nil {
+			return f, err
+		}
 	}
 	return f, nil
 }
 
-// MainWith is Main's run: it judges the adapter -lock names among
+// freshSeed draws a seed a person can type.
+func freshSeed() int64 { return time.Now().UnixNano()%999_999 + 1 }
+
+// propertyIDs lists the properties' ids, comma-separated.
+func propertyIDs() string {
+	var ids []string
+	for _, p := range properties {
+		ids = append(ids, p.id)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// mainWith is Main's run: it judges the adapter -lock names among
 // adapters, and returns the exit code.
-func MainWith(ctx context.Context, args []string, stdout, stderr io.Writer, adapters []Adapter) int {
-	f, err := ParseFlags(args, stderr)
+func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, adapters []Adapter) int {
+	f, err := parseFlags(args, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(stderr, safe.Line(err.Error()))
 		}
 		return 2
 	}
 	a := adapters[0]
-	if f.Lock != "" {
-		found := false
-		var names []string
-		for _, b := range adapters {
-			names = append(names, b.Name)
-			if b.Name == f.Lock {
-				a, found = b, true
+	if f.lock != "" {
+		i := slices.IndexFunc(adapters, func(b Adapter) bool { return b.Name == f.lock })
+		if i < 0 {
+			var names []string
+			for _, b := range adapters {
+				names = append(names, b.Name)
 			}
-		}
-		if !found {
-			fmt.Fprintf(stderr, "judge: no lock %s here; the locks are %s\n", safe.Quote(f.Lock), strings.Join(names, ", "))
+			fmt.Fprintf(stderr, "judge: no lock %s here; the locks are %s\n", safe.Quote(f.lock), strings.Join(names, ", "))
 			return 2
 		}
+		a = adapters[i]
+	}
+	if f.o.Seed == 0 {
+		f.o.Seed = freshSeed()
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "judge:", err)
 		return 1
 	}
-	return Judge(ctx, Config{Adapter: a, Steps: f.Steps, Only: f.Only, Seed: f.Seed, Exe: exe}, f, stdout, stderr)
-}
-
-// Judge runs c and prints what it found as the flags ask; it returns the
-// exit code.
-func Judge(ctx context.Context, c Config, f Flags, stdout, stderr io.Writer) int {
-	if !f.JSON {
-		fmt.Fprintf(stdout, "judge: %s, seed %d (SEED=%d replays this schedule)\n", c.Adapter.Name, c.Seed, c.Seed)
-		c.Say = func(v Verdict) { fmt.Fprintln(stdout, v.Line()) }
+	wd, _ := os.Getwd()
+	if note := removeLeftovers(); note != "" {
+		fmt.Fprintln(stderr, safe.Line(note))
 	}
-	rep, err := Run(ctx, c)
-	if f.HTML != "" && len(rep.Verdicts) > 0 {
-		if werr := WritePage(f.HTML, rep); werr != nil {
-			fmt.Fprintln(stderr, werr)
-		} else if !f.JSON {
-			fmt.Fprintf(stdout, "timelines: %s\n", f.HTML)
+	c := config{adapter: a, o: f.o, exe: exe, workDir: wd}
+	if !f.json {
+		fmt.Fprintf(stdout, "judge: %s, seed %d (-seed %d replays this schedule)\n", a.Name, f.o.Seed, f.o.Seed)
+		c.say = func(v Verdict) {
+			fmt.Fprintln(stdout, safe.Line(v.Line()))
+			for _, l := range v.Output {
+				fmt.Fprintln(stdout, "         the lock printed, "+l)
+			}
 		}
 	}
-	if f.JSON {
+	rep, err := run(ctx, c)
+	if f.o.Page != "" && len(rep.Verdicts) > 0 {
+		if werr := harness.SavePage(f.o.Page, func(w io.Writer) error { return writePage(w, rep) }); werr != nil {
+			fmt.Fprintln(stderr, safe.Line("judge: -html: "+werr.Error()))
+		} else if !f.json {
+			fmt.Fprintf(stdout, "timelines: %s\n", safe.Line(f.o.Page))
+		}
+	}
+	if f.json {
 		json.NewEncoder(stdout).Encode(rep)
 	} else if len(rep.Verdicts) > 0 {
 		fmt.Fprintf(stdout, "%s (%s)\n", rep.Count(), dur(rep.Took))
 	}
 	switch {
-	case ctx.Err() != nil:
-		fmt.Fprintf(stderr, "judge: stopped by %s; every holder process and server is gone\n", harness.Why(ctx))
+	case rep.Interrupted != "" || ctx.Err() != nil:
+		fmt.Fprintf(stderr, "judge: stopped by %s before the judging ended: no verdict on the lock; every holder process and server is gone\n", harness.Why(ctx))
 		return 130
 	case err != nil:
 		fmt.Fprintln(stderr, safe.Line(err.Error()))
@@ -185,13 +225,4 @@ func Judge(ctx context.Context, c Config, f Flags, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
-}
-
-// PropertyIDs lists the properties' ids, comma-separated.
-func PropertyIDs() string {
-	var ids []string
-	for _, p := range properties {
-		ids = append(ids, p.id)
-	}
-	return strings.Join(ids, ", ")
 }

@@ -4,34 +4,25 @@ import (
 	"fmt"
 	"html/template"
 	"math"
-	"os"
+	"io"
 	"sort"
 	"strings"
 )
 
-// WritePage writes the timelines of rep's checks to an HTML page: for
+// writePage writes the timelines of rep's checks to an HTML page: for
 // each property its verdict in words, and a drawing with one row per
 // holder, its leases as bars, the faults the judge injected shaded, and
-// what each holder wrote marked. It fits a laptop's width.
-func WritePage(path string, rep Report) error {
+// what each holder did marked. It fits a laptop's width.
+func writePage(w io.Writer, rep Report) error {
 	var checks []pageCheck
 	for _, v := range rep.Verdicts {
 		checks = append(checks, newPageCheck(v))
 	}
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].rank < checks[j].rank })
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("judge: -html: %w", err)
-	}
-	defer f.Close()
-	err = pageTmpl.Execute(f, struct {
+	return pageTmpl.Execute(w, struct {
 		Report
 		Checks []pageCheck
 	}{rep, checks})
-	if err != nil {
-		return fmt.Errorf("judge: -html: %w", err)
-	}
-	return f.Close()
 }
 
 type pageCheck struct {
@@ -64,12 +55,10 @@ type pageTick struct {
 	Last  bool
 }
 
-// StepName is "step 2", "fault" or "guard".
-func (pc pageCheck) StepName() string { return stepName(pc.Step) }
 
 func newPageCheck(v Verdict) pageCheck {
-	pc := pageCheck{Verdict: v, Class: map[Outcome]string{Pass: "pass", Fail: "fail", Broken: "broken", Unknown: "unknown", NotClaimed: "unknown"}[v.Outcome]}
-	pc.rank = map[Outcome]int{Fail: 0, Broken: 1, Unknown: 2, Pass: 3, NotClaimed: 4}[v.Outcome]
+	pc := pageCheck{Verdict: v, Class: map[string]string{pass: "pass", fail: "fail", broken: "broken", unknown: "unknown", notClaimed: "unknown"}[v.Outcome]}
+	pc.rank = map[string]int{fail: 0, broken: 1, unknown: 2, pass: 3, notClaimed: 4}[v.Outcome]
 	tl := v.Timeline
 	if tl == nil || len(tl.Rows) == 0 {
 		return pc
@@ -88,7 +77,7 @@ func newPageCheck(v Verdict) pageCheck {
 		}
 		if bad != nil {
 			lo, hi := bad.From-int64(20e6), max(bad.To, bad.From)+int64(20e6)
-			var near []*Row
+			var near []*row
 			for _, r := range rows {
 				for _, l := range r.Leases {
 					if l.From < hi && end(l, to) > lo {
@@ -220,7 +209,7 @@ body { overflow-x: hidden; }
 <span class="k" style="background:repeating-linear-gradient(45deg,#ccc,#ccc 4px,#aaa 4px,#aaa 8px)"></span>a fault the judge injected (a pause, a kill, a restart), named above the rows;
 a black line is something a holder did (a read, a write), a red one the write that should not have landed. Times are seconds since the check began.</p>
 {{range .Checks}}<section class="{{.Class}}">
-<h2><span class="verdict">{{.Outcome}}</span>{{.StepName}}: {{.Title}}</h2>
+<h2><span class="verdict">{{.Outcome}}</span>{{.Chapter}}: {{.Title}}</h2>
 <p class="why">{{.Why}}</p>
 {{if .Note}}<p class="note">{{.Note}}</p>{{end}}
 {{if .Rows}}<div class="chart">

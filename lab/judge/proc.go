@@ -1,7 +1,11 @@
 package judge
 
+// A holder process seen from the judge: the process, its pipes, and the
+// proxy every command it sends to Redis passes through.
+
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,58 +16,83 @@ import (
 
 	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/wire"
 )
 
 // errNoReturn is what a call to a holder ends with when the lock did not
 // answer in time, or the holder process died with the call in flight.
 var errNoReturn = errors.New("judge: did not return")
 
-// proc is one holder process, seen from the judge.
+// proc is one holder process.
 type proc struct {
-	n    int
+	name string // "A", "B": the holder's name in every sentence and drawing
 	prog *launch.Program
-	log  launch.Log // its stderr
+	wire *wire.Proxy // between it and the check's Redis
+	log  launch.Log  // its stderr, and what it printed on stdout that was not the protocol
 
 	mu     sync.Mutex
 	next   int64
 	waits  map[int64]chan answer
-	events func(answer)
+	events func(*proc, answer)
 	ended  chan struct{} // its stdout read to the end
 	wmu    sync.Mutex
+	leases int // how many leases it took, for the drawing's labels
 
-	quitErr error // what quit found
+	quitErr error
 }
 
-// startHolder starts holder process n.
-func (c *check) startHolder() (*proc, error) {
-	c.procN++
-	p := &proc{n: c.procN, waits: map[int64]chan answer{}, ended: make(chan struct{}), events: c.event}
-	cfg, _ := json.Marshal(holderConfig{Lock: c.r.adapter.Name, Redis: c.redis.Addr, Owner: c.r.owner})
-	cmd := exec.Command(c.r.exe, c.r.args...)
-	cmd.Env = append(cmd.Environ(), holderEnv+"="+string(cfg))
-	cmd.Stderr = &p.log
-	prog, err := c.r.procs.StartProgram(fmt.Sprintf("holder process %d", p.n), cmd)
+// start starts holder process name, with its proxy in front of the
+// Redis at upstream.
+func (r *runner) start(ctx context.Context, name, upstream string, events func(*proc, answer)) (*proc, error) {
+	w, err := wire.Listen("127.0.0.1:0", upstream)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("judge: start the proxy of holder %s: %w", name, err)
+	}
+	p := &proc{name: name, wire: w, waits: map[int64]chan answer{}, ended: make(chan struct{}), events: events}
+	var cmd *exec.Cmd
+	if len(r.c.adapter.Command) > 0 {
+		cmd = exec.CommandContext(ctx, r.c.adapter.Command[0], r.c.adapter.Command[1:]...)
+		cmd.Env = cmd.Environ()
+	} else {
+		cmd = exec.CommandContext(ctx, r.c.exe, r.c.args...)
+		cmd.Env = append(cmd.Environ(), holderEnv+"="+r.c.adapter.Name)
+	}
+	cmd.Env = append(cmd.Env, redisEnv+"="+w.Addr())
+	cmd.Dir = r.c.workDir
+	cmd.Stderr = &p.log
+	prog, err := r.procs.StartProgram("holder "+name, cmd)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("judge: start holder %s: %w", name, err)
 	}
 	p.prog = prog
 	go p.read()
-	c.procs = append(c.procs, p)
 	return p, nil
 }
 
+// read reads the holder's stdout: answers go to their callers, events to
+// the check, and anything else is the lock's own output, kept for the
+// learner and never parsed further. A print with no newline before an
+// answer leaves the answer on the same line, after it: it is still found.
 func (p *proc) read() {
 	defer close(p.ended)
 	defer p.prog.Stdout.Close()
 	sc := bufio.NewScanner(p.prog.Stdout)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
+		line := sc.Text()
 		var a answer
-		if json.Unmarshal(sc.Bytes(), &a) != nil {
-			continue // a line the test framework printed
+		i := strings.Index(line, "{\"")
+		if i < 0 || json.Unmarshal([]byte(line[i:]), &a) != nil || (a.ID == 0 && a.Event == "") {
+			fmt.Fprintln(&p.log, line)
+			continue
 		}
-		if a.Ev != "" {
-			p.events(a)
+		if i > 0 {
+			fmt.Fprintln(&p.log, line[:i])
+		}
+		a.ret = now()
+		if a.Event != "" {
+			p.events(p, a)
 			continue
 		}
 		p.mu.Lock()
@@ -76,55 +105,69 @@ func (p *proc) read() {
 	}
 }
 
-// send gives the holder an order and returns where its answer will come.
-func (p *proc) send(o order) <-chan answer {
+// send writes a request and returns where its answer will come, stamped
+// with when it was sent.
+func (p *proc) send(q request) (<-chan answer, int64) {
 	ch := make(chan answer, 1)
 	p.mu.Lock()
 	p.next++
-	o.ID = p.next
-	p.waits[o.ID] = ch
+	q.ID = p.next
+	p.waits[q.ID] = ch
 	p.mu.Unlock()
-	b, _ := json.Marshal(o)
+	b, _ := json.Marshal(q)
 	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	call := now()
 	p.prog.Stdin.Write(append(b, '\n'))
-	p.wmu.Unlock()
-	return ch
+	return ch, call
 }
 
-// call sends an order and waits for its answer, at most within. When the
-// answer does not come, the holder process is killed and the error says
-// what happened: the lock did not return, or the process died (a panic,
-// or a crash the judge ordered).
-func (p *proc) call(o order, within time.Duration) (answer, error) {
-	return p.await(o, p.send(o), within)
-}
-
-func (p *proc) await(o order, ch <-chan answer, within time.Duration) (answer, error) {
+// await waits, at most within, for the answer to q. When it does not come
+// the holder is killed, and the error says what happened: the lock did
+// not return, or the process died (a panic, or a kill the judge ordered).
+func (p *proc) await(q request, ch <-chan answer, call int64, within time.Duration) (answer, error) {
 	t := time.NewTimer(within)
 	defer t.Stop()
 	select {
 	case a := <-ch:
+		a.call = call
 		return a, nil
 	case <-p.prog.Exited():
-		// Its last lines may still be in the pipe: read them all first.
-		select {
+		select { // its last lines may still be in the pipe
 		case <-p.ended:
 		case <-time.After(3 * time.Second):
 		}
 		select {
 		case a := <-ch:
+			a.call = call
 			return a, nil
 		default:
 		}
-		return answer{}, fmt.Errorf("%w: holder process %d died during %s (%s)%s", errNoReturn, p.n, o.Op, p.prog.State(), p.why())
+		return answer{}, fmt.Errorf("%w: holder %s died during its %s (%s)%s", errNoReturn, p.name, opName(q), p.prog.State(), p.why())
 	case <-t.C:
 		p.prog.Kill(3 * time.Second)
-		return answer{}, fmt.Errorf("%w: %s did not return within %v; the judge killed holder process %d", errNoReturn, o.Op, within.Round(time.Millisecond), p.n)
+		return answer{}, fmt.Errorf("%w: %s did not return within %v; the judge killed holder %s", errNoReturn, opName(q), within.Round(time.Millisecond), p.name)
 	}
 }
 
-// why is the last line the process wrote on stderr (a panic's message),
-// ready to follow a sentence.
+// opName is a request as the sentences name the lock's call.
+func opName(q request) string {
+	switch q.Op {
+	case "hello":
+		return "first Acquire, on a free key"
+	case "acquire":
+		if q.Fenced {
+			return "AcquireFenced"
+		}
+		return "Acquire"
+	case "quit":
+		return "clean-up"
+	}
+	return strings.ToUpper(q.Op[:1]) + q.Op[1:]
+}
+
+// why is what the process said as it died (a panic's first line), ready
+// to follow a sentence.
 func (p *proc) why() string {
 	s := strings.TrimSpace(p.log.String())
 	if s == "" {
@@ -138,18 +181,38 @@ func (p *proc) why() string {
 	return ": " + safe.Line(p.log.LastLine())
 }
 
-// quit asks the holder to end, and reports what it left running. It kills
-// the process if it does not end within a few seconds.
+// quit asks the holder to end and reports what it left running; it kills
+// the process if it does not end within a few seconds, and closes its
+// proxy.
 func (p *proc) quit() error {
+	defer p.wire.Close()
 	defer p.prog.Kill(3 * time.Second)
 	if !p.prog.Running() {
 		return nil
 	}
-	a, err := p.call(order{Op: "quit"}, 8*time.Second)
+	q := request{Op: "quit"}
+	ch, call := p.send(q)
+	a, err := p.await(q, ch, call, 8*time.Second)
 	p.prog.Stdin.Close()
-	if err == nil && !a.OK {
-		err = fmt.Errorf("%w: %s", errNoReturn, a.Err)
+	if err == nil && !a.OK && a.Error != "" {
+		err = fmt.Errorf("%w: %s", errNoReturn, a.Error)
 	}
 	p.quitErr = err
 	return err
 }
+
+// output is what the holder printed that was not the protocol, a few
+// lines, each made printable, with its name in front.
+func (p *proc) output(most int) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(p.log.String()), "\n") {
+		if l = strings.TrimSpace(l); l == "" || len(out) == most {
+			continue
+		}
+		out = append(out, "holder "+p.name+": "+safe.Line(l))
+	}
+	return out
+}
+
+// now is the time the judge stamps events with.
+func now() int64 { return time.Now().UnixNano() }

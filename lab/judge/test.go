@@ -2,33 +2,54 @@ package judge
 
 import (
 	"context"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 )
 
-// Test judges the lock a makes from a test of the learner's own, the way
+// Test judges the lock a makes, from a test of the lock's own, the way
 // testing/fstest.TestFS checks a file system: one line,
 //
-//	func TestJudge(t *testing.T) { judge.Test(t, myAdapter) }
+//	func TestJudge(t *testing.T) { judge.Test(t, adapter) }
 //
-// Each property is a subtest: a pass passes, a failure fails with the
-// sentence that says what broke, and a property the lock does not claim,
-// or one the judge could not decide, is skipped with why. JUDGE_STEP=2
-// (or 3, 5, faults) limits it to a chapter; JUDGE_SEED replays a
-// schedule. It needs redis-server on PATH and, for step 5, the
-// PostgreSQL of `make up`; without them it skips, or fails when CI is set.
+// with at most one Options after a to say what to judge. Each property is
+// a subtest: a pass passes, a failure fails with the sentence that says
+// what broke and the likely fix, and a property the lock does not claim,
+// or one the judge could not decide, is skipped with why. The judging
+// ends before the test's deadline (go test -timeout).
 //
-// The test binary is started again as the holder processes, running only
-// this test: in them Test serves the judge and exits.
-func Test(t *testing.T, a Adapter) {
+// It needs redis-server on PATH and, for the fencing chapter, a
+// PostgreSQL (Options.Database, or DATABASE_URL); without them it skips,
+// or fails when the CI variable is set. The test binary is started again
+// as the holder processes, running only this test: in them, Test serves
+// the judge and exits.
+func Test(t *testing.T, a Adapter, opts ...Options) {
 	t.Helper()
-	if _, ok := os.LookupEnv(holderEnv); ok {
-		Holder(a)
+	if os.Getenv(holderEnv) == a.Name {
+		os.Exit(serve(a, os.Stdin, os.Stdout))
+	}
+	var o Options
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		t.Fatalf("judge.Test takes at most one Options, got %d", len(opts))
+	}
+	if a.Name == "" || (a.New == nil) == (len(a.Command) == 0) {
+		t.Fatal("judge: the Adapter needs a Name, and either New or Command")
+	}
+	for _, ch := range o.Chapters {
+		if _, ok := chapterOf(ch); !ok {
+			t.Fatalf("judge: Options.Chapters: no chapter %q; the chapters are %s", ch, chapterNames())
+		}
 	}
 	if _, err := launch.RedisBinary(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -36,39 +57,64 @@ func Test(t *testing.T, a Adapter) {
 		}
 		t.Skip(err)
 	}
-	f, err := ParseFlags([]string{"-step", os.Getenv("JUDGE_STEP"), "-seed", os.Getenv("JUDGE_SEED")}, os.Stderr)
-	if err != nil {
-		t.Fatal(err)
+	if o.Page != "" {
+		if err := harness.CheckPageOf("judge: Options.Page", o.Page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Seed == 0 {
+		o.Seed = freshSeed()
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run []string
+	wd, _ := os.Getwd()
+	var pattern []string
 	for _, part := range strings.Split(t.Name(), "/") {
-		run = append(run, "^"+regexp.QuoteMeta(part)+"$")
+		pattern = append(pattern, "^"+regexp.QuoteMeta(part)+"$")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	t.Logf("judge: %s, seed %d (JUDGE_SEED=%d replays this schedule)", a.Name, f.Seed, f.Seed)
-	rep, err := Run(ctx, Config{Adapter: a, Steps: f.Steps, Only: f.Only, Seed: f.Seed, Exe: exe,
-		Args: []string{"-test.run=" + strings.Join(run, "/"), "-test.count=1"}})
+	// The judging ends well before the test's deadline, so that its
+	// clean-up, and the report, still happen.
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-min(30*time.Second, time.Until(deadline)/10)))
+		defer cancel()
+	}
+	if note := removeLeftovers(); note != "" {
+		t.Log(note)
+	}
+	t.Logf("judge: %s, seed %d (Options{Seed: %d} replays this schedule)", a.Name, o.Seed, o.Seed)
+	rep, err := run(ctx, config{adapter: a, o: o, exe: exe, workDir: wd,
+		args: []string{"-test.run=" + strings.Join(pattern, "/"), "-test.count=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.Page != "" {
+		if err := harness.SavePage(o.Page, func(w io.Writer) error { return writePage(w, rep) }); err != nil {
+			t.Error(err)
+		}
+	}
 	for _, v := range rep.Verdicts {
 		t.Run(v.ID, func(t *testing.T) {
-			msg := stepName(v.Step) + ": " + v.Title + ": " + v.Why
-			switch v.Outcome {
-			case Pass:
+			msg := v.Line()
+			for _, l := range v.Output {
+				msg += "\n    the lock printed, " + l
+			}
+			switch {
+			case v.Outcome == pass:
 				t.Log(msg)
-			case Fail:
+			case v.Outcome == fail:
 				t.Error(msg)
-			case Broken:
-				t.Log(string(Broken) + ": " + msg)
-			default:
-				t.Skip(string(v.Outcome) + ": " + msg)
+			case v.Outcome == broken:
+				t.Log(msg)
+			case slices.Contains([]string{unknown, notClaimed}, v.Outcome):
+				t.Skip(msg)
 			}
 		})
+	}
+	if rep.Interrupted != "" {
+		t.Errorf("judge: stopped by %s before the judging ended: give the test more time (go test -timeout)", rep.Interrupted)
 	}
 }

@@ -2,22 +2,22 @@ package judge
 
 import "sync"
 
-// Timeline is what happened during one check, for its sentence and its
+// timeline is what happened during one check, for its sentence and its
 // picture: one row per holder with the intervals it held the lease, the
 // faults the judge injected, and marks (a write, a refusal, the bad one).
 // Times are Unix ns.
-type Timeline struct {
+type timeline struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
-	Rows   []*Row `json:"rows"`
+	Rows   []*row `json:"rows"`
 	Faults []Span `json:"faults,omitempty"`
 	Marks  []Mark `json:"marks,omitempty"`
 
 	mu sync.Mutex
 }
 
-// Row is one holder.
-type Row struct {
+// row is one holder.
+type row struct {
 	Name   string `json:"name"` // "holder A (process 1)"
 	Leases []Span `json:"leases"`
 }
@@ -39,19 +39,19 @@ type Mark struct {
 	Bad   bool   `json:"bad,omitempty"`
 }
 
-func (t *Timeline) row(name string) *Row {
+func (t *timeline) row(name string) *row {
 	for _, r := range t.Rows {
 		if r.Name == name {
 			return r
 		}
 	}
-	r := &Row{Name: name}
+	r := &row{Name: name}
 	t.Rows = append(t.Rows, r)
 	return r
 }
 
 // open starts a lease interval on a row.
-func (t *Timeline) open(name string, from int64, label string) {
+func (t *timeline) open(name string, from int64, label string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.row(name)
@@ -59,7 +59,7 @@ func (t *Timeline) open(name string, from int64, label string) {
 }
 
 // close ends the row's open interval at to.
-func (t *Timeline) close(name string, to int64, why string) {
+func (t *timeline) close(name string, to int64, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.row(name)
@@ -75,7 +75,7 @@ func (t *Timeline) close(name string, to int64, why string) {
 }
 
 // bad marks the row's last interval as the one that broke the property.
-func (t *Timeline) bad(name string) {
+func (t *timeline) bad(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.row(name)
@@ -84,13 +84,13 @@ func (t *Timeline) bad(name string) {
 	}
 }
 
-func (t *Timeline) fault(from, to int64, label string) {
+func (t *timeline) fault(from, to int64, label string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.Faults = append(t.Faults, Span{From: from, To: to, Label: label})
 }
 
-func (t *Timeline) mark(at int64, name, label string, bad bool) {
+func (t *timeline) mark(at int64, name, label string, bad bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.row(name)

@@ -33,8 +33,8 @@ var Hardened = judge.Article[*hlock.Lock, hlock.Client]{
 // Fair is the lab's fair lock (lab/lock/fair): waiters queue in Redis and
 // a release hands the lease to the first. Its leases are the hardened
 // lock's.
-var Fair = judge.Adapter{Name: "fair", New: func(r judge.Redis) (judge.Lock, error) {
-	rdb := r.Client()
+var Fair = judge.Adapter{Name: "fair", New: func(addr string) (judge.Lock, error) {
+	rdb := client(addr)
 	return fairLock{fair.New(rdb), rdb}, nil
 }}
 

@@ -17,8 +17,8 @@ import (
 // Redislock is github.com/bsm/redislock v0.10.0 (step 4's), waiting for a
 // held lock by trying again every 10 ms until ctx ends. It has no watchdog
 // and, in this release, no fence.
-var Redislock = judge.Adapter{Name: "redislock", New: func(r judge.Redis) (judge.Lock, error) {
-	rdb := r.Client()
+var Redislock = judge.Adapter{Name: "redislock", New: func(addr string) (judge.Lock, error) {
+	rdb := client(addr)
 	return rlLock{redislock.New(rdb), rdb}, nil
 }}
 
@@ -50,8 +50,8 @@ func (l rlLease) Refresh(ctx context.Context, ttl time.Duration) error {
 // Redis (Redlock with one node), with its defaults but the expiry: 32
 // tries, 50 to 250 ms apart. It has no watchdog and no fence; Extend
 // renews the expiry it was made with.
-var Redsync = judge.Adapter{Name: "redsync", New: func(r judge.Redis) (judge.Lock, error) {
-	rdb := r.Client()
+var Redsync = judge.Adapter{Name: "redsync", New: func(addr string) (judge.Lock, error) {
+	rdb := client(addr)
 	return rsLock{redsync.New(goredis.NewPool(rdb)), rdb}, nil
 }}
 
@@ -87,4 +87,12 @@ func held(ok bool, err error) error {
 		return fmt.Errorf("%w: redsync answered false", judge.ErrNotHeld)
 	}
 	return err
+}
+
+// client is a go-redis client of the judge's Redis at addr that sends
+// every command once: a command whose reply was lost is not sent again
+// blind.
+func client(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 }

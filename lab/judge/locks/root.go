@@ -1,7 +1,8 @@
 // Package locks holds the judge's adapters of the locks it knows: the
-// root's lock (the article's), the lab's hardened lock and fair lock,
-// bsm/redislock, go-redsync and rueidislock. Each is a few lines that turn
-// the lock's API into judge.Lock.
+// root's lock (the article's), the lab's hardened and fair locks,
+// bsm/redislock, redsync on go-redis and on redigo, rueidislock, and
+// redis-py's Lock (a holder in Python). Each is a few lines that turn the
+// lock's API into the judge's.
 package locks
 
 import (

@@ -1,54 +1,109 @@
 // The judge: it runs a lock through the article's properties, chapter by
-// chapter, on a redis-server of its own and the real PostgreSQL, with real
-// holder processes that it kills (SIGKILL) and pauses (SIGSTOP), and says
-// in plain words what broke.
+// chapter, on a redis-server of its own behind a proxy of its own, and
+// the real PostgreSQL, with real holder processes that it stops between
+// any two commands, kills and pauses, and says in plain words what broke
+// and the likely fix.
 //
-//	go run ./cmd/judge                       # the root's lock, the article's
-//	go run ./cmd/judge -step 2 -seed 7       # step 2's properties, seed 7's schedule
-//	go run ./cmd/judge -lock hardened        # a lock it knows: root, hardened, fair, redislock, redsync, ...
-//	make judge LOCK=./mylock                 # a package with the root lock's API
-//	make judge LOCK=mutant:del-no-token      # one of the mutants of the root's lock
+//	judge                              the root's lock, the article's
+//	judge -chapter lease -seed 7       the lease chapter (step 2), seed 7's schedule
+//	judge -lock hardened               a lock it knows: root, hardened, fair, redislock, ...
+//	judge -lock ./mylock               a package with the root lock's API
+//	judge -lock mutant:release-get-del one of the mutants of the root's lock
+//	judge -exercise 2                  turn step 2's functions in lock/ into stubs
+//	judge -matrix docs/judge.md        every lock and mutant, written into the page
 //
-// It exits 0 when no property failed, 1 when one did, 2 on bad flags and
-// 130 after Ctrl-C, once every holder process and server it started is
-// gone and its PostgreSQL rows are deleted.
+// make judge, make exercise and make judge-matrix run it from the repo's
+// folder. It exits 0 when no property failed, 1 when one did (or the
+// judging could not run), 2 on bad flags and 130 after Ctrl-C, once every
+// holder process and server it started is gone and its PostgreSQL rows
+// are deleted.
 package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/harness"
-	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
-	"example.com/walletlock/wallet/postgres"
 )
 
-func main() {
-	judge.Holder(locks.All()...)
-	harness.Main(run)
+// own are the flags this program reads before the judge's: the repo's
+// folder, the exercise and the matrix; and -lock, when it names a folder
+// or a mutant.
+type own struct {
+	root, exercise, matrix, lock string
+	rest                         []string // the judge's flags, -lock among them when it names a known lock
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	f, err := judge.ParseFlags(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, err)
+// split takes this program's own flags out of args (-name value or
+// -name=value, one or two dashes).
+func split(args []string) (o own, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			o.rest = append(o.rest, args[i:]...)
+			return o, nil
 		}
-		return 2
+		var into *string
+		switch name {
+		case "root":
+			into = &o.root
+		case "exercise":
+			into = &o.exercise
+		case "matrix":
+			into = &o.matrix
+		case "lock":
+			into = &o.lock
+		default:
+			o.rest = append(o.rest, a)
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return o, fmt.Errorf("judge: flag -%s needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		*into = value
 	}
-	root := f.Root
+	return o, nil
+}
+
+func main() {
+	o, err := split(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	isMutant := strings.HasPrefix(o.lock, "mutant:")
+	isPath := strings.ContainsRune(o.lock, '/') || strings.HasPrefix(o.lock, ".")
+	if o.exercise == "" && o.matrix == "" && !isMutant && !isPath {
+		if o.lock != "" {
+			o.rest = append([]string{"-lock", o.lock}, o.rest...)
+		}
+		os.Args = append(os.Args[:1], o.rest...)
+		judge.Main(locks.All()...) // the holder processes of the known locks, too
+		return
+	}
+	harness.Main(func(ctx context.Context, _ []string, stdout, stderr io.Writer) int {
+		return run(ctx, o, isMutant, stdout, stderr)
+	})
+}
+
+// run is the exercise, the matrix, or the judging of a package or a
+// mutant, built into a program of its own and run with the judge's flags.
+func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) int {
+	root := o.root
 	if root == "" {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "example.com/walletlock").Output()
 		if err != nil {
@@ -57,53 +112,69 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		root = strings.TrimSpace(string(out))
 	}
-	if f.Exercise != "" {
-		n, err := strconv.Atoi(f.Exercise)
+	switch {
+	case o.exercise != "":
+		n, err := strconv.Atoi(o.exercise)
 		if err != nil {
-			fmt.Fprintln(stderr, "judge: STEP= must be 2, 3 or 5 for an exercise, e.g. make exercise STEP=2")
+			fmt.Fprintln(stderr, "judge: say which step's exercise: STEP=2, 3 or 5, e.g. make exercise STEP=2")
 			return 2
 		}
-		msg, err := judge.Exercise(ctx, root, n)
+		msg, err := exercise(ctx, root, n)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
 		fmt.Fprintln(stdout, msg)
 		return 0
+	case o.matrix != "":
+		seed := int64(1)
+		for i, a := range o.rest {
+			if (a == "-seed" || a == "--seed") && i+1 < len(o.rest) {
+				seed, _ = strconv.ParseInt(o.rest[i+1], 10, 64)
+			}
+		}
+		return matrix(ctx, root, o.matrix, seed, stdout, stderr)
 	}
-	if f.Matrix != "" {
-		return matrix(ctx, f, root, stdout, stderr)
+	if err := checkFlags(o.rest); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
-	name, isMutant := strings.CutPrefix(f.Lock, "mutant:")
-	isPath := strings.HasPrefix(f.Lock, ".") || strings.HasPrefix(f.Lock, "/")
-	if !isMutant && !isPath {
-		return judge.MainWith(ctx, args, stdout, stderr, locks.All())
-	}
-	var b *judge.Built
+	var b *built
+	var err error
 	if isMutant {
-		m, ok := judge.MutantNamed(name)
+		name := strings.TrimPrefix(o.lock, "mutant:")
+		m, ok := mutantNamed(name)
 		if !ok {
-			fmt.Fprintf(stderr, "judge: no mutant %s; the mutants are %s\n", safe.Quote(name), judge.MutantNames())
+			fmt.Fprintf(stderr, "judge: no mutant %s; the mutants and variants are %s\n", safe.Quote(name), mutantNames())
 			return 2
 		}
-		fmt.Fprintf(stdout, "judge: mutant %s, the root's lock with one mistake: %s\n", m.Name, m.Mistake)
-		b, err = judge.BuildMutant(ctx, root, m)
-	} else {
-		path := f.Lock
-		if !strings.HasPrefix(path, "/") {
-			path = root + "/" + path
+		if m.property != "" {
+			fmt.Fprintf(stdout, "judge: mutant %s, the root's lock with one mistake: %s\n", m.name, m.mistake)
+		} else {
+			fmt.Fprintf(stdout, "judge: variant %s, the root's lock written correctly another way: %s\n", m.name, m.mistake)
 		}
-		b, err = judge.BuildPackage(ctx, root, path, f.Lock)
+		b, err = buildMutant(ctx, root, m)
+	} else {
+		path := o.lock
+		if !filepath.IsAbs(path) {
+			wd, _ := os.Getwd()
+			path = filepath.Join(wd, path)
+		}
+		b, err = buildPackage(ctx, root, path, o.lock)
 		if err == nil {
-			fmt.Fprintf(stdout, "judge: %s declares %s; what it lacks is \"not claimed\"\n", f.Lock, strings.Join(b.Claims, ", "))
+			fmt.Fprintf(stdout, "judge: %s declares %s; what it lacks is \"not claimed\"\n", safe.Line(o.lock), strings.Join(b.claims, ", "))
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "judge: stopped by %s while building the judging program; nothing is left behind\n", harness.Why(ctx))
+			return 130
+		}
+		fmt.Fprintln(stderr, safe.Line(err.Error()))
 		return 1
 	}
-	defer b.Remove()
-	cmd := exec.Command(b.Exe, args...)
+	defer b.remove()
+	cmd := exec.Command(b.exe, o.rest...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// The program shares this one's process group: a Ctrl-C reaches both,
 	// and it cleans up its own before it exits.
@@ -117,79 +188,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// matrix judges every lock and mutant, every chapter and fault, and
-// writes the table to f.Matrix.
-func matrix(ctx context.Context, f judge.Flags, root string, stdout, stderr io.Writer) int {
-	start := time.Now()
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(stderr, "judge:", err)
-		return 1
-	}
-	var rows []judge.MatrixRow
-	for _, a := range locks.All() {
-		t := time.Now()
-		fmt.Fprintf(stdout, "judge: %s...\n", a.Name)
-		rep, err := judge.Run(ctx, judge.Config{Adapter: a, Steps: judge.AllSteps, Seed: f.Seed, Exe: exe})
-		rows = append(rows, judge.MatrixRow{Lock: a.Name, Report: rep, Err: err, Elapsed: time.Since(t)})
-		fmt.Fprintf(stdout, "judge: %s: %s (%v)\n", a.Name, rep.Count(), time.Since(t).Round(time.Second))
-		if ctx.Err() != nil {
-			return 130
-		}
-	}
-	for i := range judge.Mutants {
-		m := judge.Mutants[i]
-		t := time.Now()
-		row := judge.MatrixRow{Lock: "mutant:" + m.Name, Mutant: &m}
-		fmt.Fprintf(stdout, "judge: mutant:%s...\n", m.Name)
-		b, err := judge.BuildMutant(ctx, root, m)
-		if err == nil {
-			var out []byte
-			cmd := exec.CommandContext(ctx, b.Exe, "-json", "-seed", strconv.FormatInt(f.Seed, 10), "-step", "2,3,5,faults,guards")
-			cmd.Stderr = stderr
-			out, err = cmd.Output()
-			if _, exit := err.(*exec.ExitError); exit {
-				err = nil // a mutant fails: that is the point
+// checkFlags refuses the judge's bad flags before a program is built for
+// them: the built program would refuse them anyway, after seconds.
+func checkFlags(args []string) error {
+	for i, a := range args {
+		switch strings.TrimLeft(a, "-") {
+		case "seed", "chapter", "step", "only", "html":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return fmt.Errorf("judge: flag %s needs a value", a)
 			}
-			if err == nil {
-				err = json.Unmarshal(out, &row.Report)
-			}
-			b.Remove()
-		}
-		row.Err, row.Elapsed = err, time.Since(t)
-		rows = append(rows, row)
-		fmt.Fprintf(stdout, "judge: mutant:%s: %s (%v)\n", m.Name, row.Report.Count(), time.Since(t).Round(time.Second))
-		if ctx.Err() != nil {
-			return 130
 		}
 	}
-	file, err := os.Create(f.Matrix)
-	if err != nil {
-		fmt.Fprintln(stderr, "judge:", err)
-		return 1
-	}
-	defer file.Close()
-	versions := "redis-server " + launch.RedisVersion() + " and PostgreSQL " + pgVersion(ctx)
-	if err := judge.WriteMatrix(file, rows, f.Seed, versions, time.Since(start)); err != nil {
-		fmt.Fprintln(stderr, "judge:", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "judge: wrote %s (%v)\n", f.Matrix, time.Since(start).Round(time.Second))
-	return 0
-}
-
-// pgVersion is the PostgreSQL server's version, as SHOW server_version
-// says it.
-func pgVersion(ctx context.Context) string {
-	pool, err := postgres.Connect(ctx)
-	if err != nil {
-		return "?"
-	}
-	defer pool.Close()
-	var v string
-	if pool.QueryRow(ctx, "SHOW server_version").Scan(&v) != nil {
-		return "?"
-	}
-	v, _, _ = strings.Cut(v, " ")
-	return v
+	return nil
 }

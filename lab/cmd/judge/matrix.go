@@ -1,0 +1,334 @@
+package main
+
+// make judge-matrix: every lock the judge knows, every mutant and every
+// variant of the article's lock, against every property, written into
+// docs/judge.md between its matrix markers.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/judge"
+	"example.com/walletlock/lab/judge/locks"
+	"example.com/walletlock/wallet/postgres"
+)
+
+// allChapters judges everything, the slow faults and the guards too.
+const allChapters = "lease,watchdog,fencing,faults,guards"
+
+// row is one judged lock of the matrix.
+type row struct {
+	lock    string // as -lock and LOCK= name it
+	mutant  *mutant
+	report  judge.Report
+	err     error
+	elapsed time.Duration
+}
+
+// means are the lines the matrix gives each known lock, for someone
+// choosing one; the verdicts are added to them.
+var means = map[string]string{
+	"root":           "The article's lock: learn from it. Its fence keeps the money right through every fault; it lacks the guards production adds (below).",
+	"hardened":       "The article's lock with production's guards, its signatures a superset of the article's: the one to use, with AcquireFenced, when the write it protects matters.",
+	"fair":           "The hardened lock's leases handed out in turn: for a key that many want at once.",
+	"redislock":      "bsm/redislock v0.10.0: no fence and no watchdog: a pause, a restart or a failover loses money unless the database checks each write itself.",
+	"redsync":        "Redlock's mutex on go-redis, here on one node: no fence and no watchdog, and it waits by its own count of tries rather than your context.",
+	"redsync-redigo": "The same redsync mutex on a redigo pool: a lock on another client library, judged at the wire all the same.",
+	"rueidislock":    "rueidis's lock: its lease is renewed for as long as you hold it, and its context ends when the lease is lost; no fence.",
+	"redis-py":       "redis-py's Lock (Python), judged through a holder of a few lines: no fence, no watchdog.",
+}
+
+const (
+	matrixBegin = "<!-- matrix: make judge-matrix writes from here -->"
+	matrixEnd   = "<!-- matrix: to here -->"
+)
+
+// matrix judges every lock, mutant and variant, and writes the table
+// into the file between its markers.
+func matrix(ctx context.Context, root, file string, seed int64, stdout, stderr io.Writer) int {
+	old, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	begin, end := bytes.Index(old, []byte(matrixBegin)), bytes.Index(old, []byte(matrixEnd))
+	if begin < 0 || end < begin {
+		fmt.Fprintf(stderr, "judge: %s has no matrix markers (%q ... %q)\n", file, matrixBegin, matrixEnd)
+		return 1
+	}
+	start := time.Now()
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	var rows []row
+	judged := func(r row) {
+		rows = append(rows, r)
+		fmt.Fprintf(stdout, "judge: %s: %s (%v)\n", r.lock, r.report.Count(), r.elapsed.Round(time.Second))
+	}
+	for _, name := range knownLocks() {
+		t := time.Now()
+		rep, err := judgeJSON(ctx, exe, seed, "-lock", name)
+		judged(row{lock: name, report: rep, err: err, elapsed: time.Since(t)})
+		if ctx.Err() != nil {
+			return 130
+		}
+	}
+	for i := range mutants {
+		m := &mutants[i]
+		t := time.Now()
+		r := row{lock: "mutant:" + m.name, mutant: m}
+		b, err := buildMutant(ctx, root, *m)
+		if err == nil {
+			r.report, err = judgeJSON(ctx, b.exe, seed)
+			b.remove()
+		}
+		r.err, r.elapsed = err, time.Since(t)
+		judged(r)
+		if ctx.Err() != nil {
+			return 130
+		}
+	}
+	var b bytes.Buffer
+	b.Write(old[:begin+len(matrixBegin)])
+	b.WriteString("\n")
+	writeMatrix(&b, rows, seed, time.Since(start))
+	b.Write(old[end:])
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		fmt.Fprintln(stderr, "judge:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "judge: wrote %s (%v)\n", file, time.Since(start).Round(time.Second))
+	return 0
+}
+
+// judgeJSON runs a judging program with -json on every chapter and reads
+// its report; a lock that fails a property is the point, not an error.
+func judgeJSON(ctx context.Context, exe string, seed int64, args ...string) (judge.Report, error) {
+	var rep judge.Report
+	cmd := exec.CommandContext(ctx, exe, append(args, "-json", "-seed", strconv.FormatInt(seed, 10), "-chapter", allChapters)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 && len(out) > 0 {
+		err = nil
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &rep)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return rep, nil
+}
+
+// writeMatrix writes the tables: the locks, the mutants, the variants,
+// the hardened lock's guards, and why each cell is not a pass.
+func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	var locks, muts, variants []row
+	for _, r := range rows {
+		switch {
+		case r.mutant == nil:
+			locks = append(locks, r)
+		case r.mutant.property == "":
+			variants = append(variants, r)
+		default:
+			muts = append(muts, r)
+		}
+	}
+	versions := "redis-server " + launch.RedisVersion() + " and PostgreSQL " + pgVersion()
+	p("\nRegenerated by `make judge-matrix` (seed %d, %s here, on %s); each cell's command reproduces it.\n\n", seed, took.Round(time.Second), versions)
+	p("### The locks\n\n")
+	table(b, locks, seed)
+	p("\nWhat each means for someone choosing a lock:\n\n")
+	for _, r := range locks {
+		p("- **%s**: %s%s\n", r.lock, means[r.lock], summary(r))
+	}
+	p("\n### The mutants: one mistake each in the article's lock\n\n")
+	p("Each is the root's lock/ with one change, applied to a temporary copy when the judge builds it (lab/cmd/judge/mutants.go). Each fails the property its mistake breaks; the last column is the mistake the judge names.\n\n")
+	p("| mutant | the one change | fails | the judge's fix | reproduce |\n|---|---|---|---|---|\n")
+	for _, r := range muts {
+		v := find(r.report, r.mutant.property)
+		p("| %s | %s | %s: **%s** | %s | `make judge LOCK=mutant:%s ONLY=%s SEED=%d` |\n", r.mutant.name, cell(r.mutant.mistake), cell(v.Title), v.Outcome, cell(v.Fix), r.mutant.name, r.mutant.property, seed)
+	}
+	p("\n")
+	table(b, muts, seed)
+	p("\n### The variants: the article's lock written correctly another way\n\n")
+	p("Each must pass everything the article's lock passes: a check and an act in separate commands is safe when WATCH makes EXEC fail after the key changed.\n\n")
+	p("| variant | written how | verdicts | reproduce |\n|---|---|---|---|\n")
+	for _, r := range variants {
+		p("| %s | %s | %s | `make judge LOCK=mutant:%s SEED=%d` |\n", r.mutant.name, cell(r.mutant.mistake), r.report.Count(), r.mutant.name, seed)
+	}
+	p("\n### The hardened lock's guards\n\n")
+	p("Where the article's lock fails and the lab's hardened lock holds: what production adds.\n\n")
+	p("| property | the article's lock | the hardened lock | reproduce |\n|---|---|---|---|\n")
+	root, hard := named(locks, "root"), named(locks, "hardened")
+	if root != nil && hard != nil {
+		for _, v := range root.report.Verdicts {
+			if h := find(hard.report, v.ID); v.Outcome == "FAIL" && h.Outcome == "pass" {
+				p("| %s | FAIL: %s | pass: %s | `make judge ONLY=%s SEED=%d`, `make judge LOCK=hardened ONLY=%s SEED=%d` |\n", cell(v.Title), cell(v.Why), cell(h.Why), v.ID, seed, v.ID, seed)
+			}
+		}
+	}
+	p("\n### Why each cell that is not a pass\n\n")
+	p("For a mutant or a variant, only the cells where it differs from the article's lock.\n\n")
+	for _, r := range rows {
+		for _, v := range r.report.Verdicts {
+			if r.mutant != nil && root != nil && find(root.report, v.ID).Outcome == v.Outcome {
+				continue
+			}
+			if v.Outcome != "pass" && v.Outcome != "not claimed" {
+				fix := ""
+				if v.Fix != "" {
+					fix = " Likely: " + cell(v.Fix) + "."
+				}
+				p("- **%s**, %s: %s: %s.%s `%s`\n", r.lock, cell(v.Title), v.Outcome, oneSentence(v.Why), fix, repro(r, v.ID, seed))
+			}
+		}
+		if r.err != nil {
+			p("- **%s**: the judge could not finish: %s\n", r.lock, oneSentence(r.err.Error()))
+		}
+	}
+	p("\n")
+}
+
+// table writes one table: a row per property, a column per lock.
+func table(b *bytes.Buffer, rows []row, seed int64) {
+	var props []judge.Verdict
+	for _, r := range rows {
+		if len(r.report.Verdicts) > len(props) {
+			props = r.report.Verdicts
+		}
+	}
+	fmt.Fprintf(b, "| property |")
+	for _, r := range rows {
+		fmt.Fprintf(b, " %s |", r.lock)
+	}
+	fmt.Fprintf(b, "\n|---|")
+	for range rows {
+		fmt.Fprintf(b, "---|")
+	}
+	fmt.Fprintf(b, "\n")
+	for _, prop := range props {
+		fmt.Fprintf(b, "| %s: %s |", prop.Chapter, cell(prop.Title))
+		for _, r := range rows {
+			v := find(r.report, prop.ID)
+			word := v.Outcome
+			switch v.Outcome {
+			case "":
+				word = "not run"
+			case "broken, as the lesson expects":
+				word = "broken, as expected"
+			case "FAIL":
+				word = "**FAIL**"
+			}
+			fmt.Fprintf(b, " %s |", word)
+		}
+		fmt.Fprintf(b, "\n")
+	}
+	fmt.Fprintf(b, "| reproduce |")
+	for _, r := range rows {
+		fmt.Fprintf(b, " `%s` |", repro(r, "", seed))
+	}
+	fmt.Fprintf(b, "\n")
+}
+
+// repro is the command that judges the row again (one property when id is
+// set).
+func repro(r row, id string, seed int64) string {
+	cmd := "make judge"
+	if r.lock != "root" {
+		cmd += " LOCK=" + r.lock
+	}
+	if id != "" {
+		cmd += " ONLY=" + id
+	} else {
+		cmd += " STEP=" + allChapters
+	}
+	return fmt.Sprintf("%s SEED=%d", cmd, seed)
+}
+
+func summary(r row) string {
+	var fails, broken []string
+	for _, v := range r.report.Verdicts {
+		switch v.Outcome {
+		case "FAIL":
+			fails = append(fails, v.ID)
+		case "broken, as the lesson expects":
+			broken = append(broken, v.ID)
+		}
+	}
+	s := ""
+	if len(fails) > 0 {
+		s += " Fails: " + strings.Join(fails, ", ") + "."
+	}
+	if len(broken) > 0 {
+		s += " Broken, as the lesson expects: " + strings.Join(broken, ", ") + "."
+	}
+	if r.err != nil {
+		s += " The judge could not finish it."
+	}
+	return s
+}
+
+func find(rep judge.Report, id string) judge.Verdict {
+	for _, v := range rep.Verdicts {
+		if v.ID == id {
+			return v
+		}
+	}
+	return judge.Verdict{ID: id}
+}
+
+func named(rows []row, name string) *row {
+	for i := range rows {
+		if rows[i].lock == name {
+			return &rows[i]
+		}
+	}
+	return nil
+}
+
+// cell keeps a text from breaking a Markdown table.
+func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
+
+func oneSentence(s string) string { return cell(strings.TrimSuffix(s, ".")) }
+
+// knownLocks are the names of the locks this program judges by name.
+func knownLocks() []string {
+	var n []string
+	for _, a := range locks.All() {
+		n = append(n, a.Name)
+	}
+	return n
+}
+
+// pgVersion is the PostgreSQL server's version, as SHOW server_version
+// says it.
+func pgVersion() string {
+	ctx := context.Background()
+	pool, err := postgres.Connect(ctx)
+	if err != nil {
+		return "?"
+	}
+	defer pool.Close()
+	var v string
+	if pool.QueryRow(ctx, "SHOW server_version").Scan(&v) != nil {
+		return "?"
+	}
+	v, _, _ = strings.Cut(v, " ")
+	return v
+}

@@ -19,7 +19,7 @@
 GO ?= go
 
 .PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop workshop-bin compare drills \
-	cluster-up cluster-down cluster-status test-cluster judge judge-matrix exercise
+	cluster-up cluster-down cluster-status test-cluster judge judge-bin judge-matrix exercise
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -154,24 +154,34 @@ test-cluster: up $(SERVICES) ## the locks' tests and short runs of steps 2, 5 an
 	exit $$status
 
 # The judge (lab/cmd/judge): a lock through the article's properties, on a
-# redis-server of its own and PostgreSQL, with real holder processes.
+# redis-server of its own behind a proxy of its own, and PostgreSQL, with
+# real holder processes it stops between any two commands.
 #   make judge                          the root's lock (lock/), every chapter
-#   make judge STEP=2 SEED=7            step 2's properties, seed 7's schedule
+#   make judge STEP=2 SEED=7            the lease chapter (step 2), seed 7's schedule
 #   make judge LOCK=./mylock            your package, with the root lock's API
-#   make judge LOCK=mutant:del-no-token the root's lock with one mistake
-#   make judge LOCK=hardened            a lock the judge knows (root, hardened, fair, redislock, redsync, rueidislock)
-#   make judge ONLY=stale-write         one property (ids: go run ./cmd/judge -only x lists them)
+#   make judge LOCK=mutant:release-get-del  the root's lock with one mistake
+#   make judge LOCK=hardened            a lock the judge knows (root, hardened, fair, redislock, ...)
+#   make judge ONLY=stale-write         one property (ids: make judge ONLY=x lists them)
+# Built into .services/bin and run from here, so that LOCK= and HTML= are
+# paths from this folder. A value given to make goes to the judge as one
+# argument, whatever it holds: $(value) keeps make from expanding it, and
+# the quoting keeps the shell from reading it.
+JUDGE = .services/bin/judge
+arg = '$(subst ','\'',$(value $1))'
 LOCK ?=
 STEP ?=
 SEED ?=
 ONLY ?=
 HTML ?=
-judge: up ## judge a lock (LOCK=./pkg, mutant:NAME or a known one; STEP=2|3|5|faults|guards; ONLY=id; SEED=n replays; HTML=page.html)
-	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' $(if $(LOCK),-lock '$(LOCK)') $(if $(STEP),-step '$(STEP)') \
-		$(if $(ONLY),-only '$(ONLY)') $(if $(SEED),-seed '$(SEED)') $(if $(HTML),-html '$(abspath $(HTML))')
+judge-bin:
+	@cd lab && $(GO) build -o ../$(JUDGE) ./cmd/judge
 
-judge-matrix: up ## regenerate docs/judge.md: every lock and mutant against every property and fault
-	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -seed 1 -matrix '$(CURDIR)/docs/judge.md'
+judge: up judge-bin ## judge a lock (LOCK=./pkg, mutant:NAME or a known one; STEP=lease|watchdog|fencing|faults|guards or 2|3|5; ONLY=id; SEED=n replays; HTML=page.html)
+	@$(JUDGE) -root . $(if $(value LOCK),-lock $(call arg,LOCK)) $(if $(value STEP),-chapter $(call arg,STEP)) \
+		$(if $(value ONLY),-only $(call arg,ONLY)) $(if $(value SEED),-seed $(call arg,SEED)) $(if $(value HTML),-html $(call arg,HTML))
 
-exercise: ## turn step STEP's functions in lock/ into stubs with TODOs (STEP=2, 3 or 5); git restore lock/ brings them back
-	@cd lab && $(GO) run ./cmd/judge -root '$(CURDIR)' -exercise '$(STEP)'
+judge-matrix: up judge-bin ## regenerate docs/judge.md's matrix: every lock, mutant and variant against every property and fault
+	@$(JUDGE) -root . -seed 1 -matrix docs/judge.md
+
+exercise: judge-bin ## turn step STEP's functions in lock/ into stubs with TODOs (STEP=2, 3 or 5); git restore lock/ brings them back
+	@$(JUDGE) -root . -exercise $(call arg,STEP)

@@ -90,7 +90,10 @@ func fencesIncrease(c *check) (string, string, string) {
 	var g answer
 	cmds := c.learn(a, func() {}, func() { g = c.acquire(a, ttl, 2*time.Second, true) }, func() { c.release(a, g, request{}) })
 	o, why, fix, clause := c.everyPoint("AcquireFenced", cmds, func(pt point, cmds []wire.Command) (string, string, string, bool) {
-		ttl := 250 * time.Millisecond
+		// A's lease is long: whatever A's AcquireFenced takes after the
+		// judge lets it go, it holds while C tries. The stop itself lasts
+		// long enough for B to come and go.
+		ttl, stop := 5*time.Second, 250*time.Millisecond
 		a.leases++
 		pd, _, struck, early := c.strike(a, pt, request{Op: "acquire", Lease: fmt.Sprintf("%s%d", a.name, a.leases), TTL: ms(ttl), Wait: 1500, Fenced: true})
 		if !struck {
@@ -100,8 +103,8 @@ func fencesIncrease(c *check) (string, string, string) {
 			return pass, "", "", false
 		}
 		from := now()
-		c.pastTTL(from, ttl)
-		gb := c.acquire(b, 10*time.Second, 2*time.Second, true)
+		c.pastTTL(from, stop)
+		gb := c.acquire(b, 10*time.Second, time.Second, true)
 		if gb.OK {
 			c.release(b, gb, request{})
 		}
@@ -120,8 +123,8 @@ func fencesIncrease(c *check) (string, string, string) {
 		}
 		if ga.Fence <= gb.Fence {
 			c.tl.bad(a.row())
-			return fail, fmt.Sprintf("holder A's AcquireFenced sent %s; the judge %s, for %s, past the TTL of %s it asked for; holder B took the lock with fence %d and gave it back; then A's AcquireFenced returned the lock, held (holder C could not take it), with fence %d, not above B's: PostgreSQL refuses every write A makes now",
-				names(cmds), pt.where(cmds), dur(time.Duration(ga.ret-from)), dur(ttl), gb.Fence, ga.Fence), checkThenAct("AcquireFenced", cmds), true
+			return fail, fmt.Sprintf("holder A's AcquireFenced sent %s; the judge %s, for %s; holder B took the lock with fence %d and gave it back; then A's AcquireFenced returned the lock, held (holder C could not take it), with fence %d, not above B's: PostgreSQL refuses every write A makes now",
+				names(cmds), pt.where(cmds), dur(time.Duration(ga.ret-from)), gb.Fence, ga.Fence), checkThenAct("AcquireFenced", cmds), true
 		}
 		return pass, "", "", true
 	})

@@ -39,11 +39,14 @@ func points(n int) []point {
 // judge:x)", "held back the reply of its 1st command (EVALSHA on
 // judge:x)".
 func (pt point) where(cmds []wire.Command) string {
-	name := func(k int) string {
-		if k >= 1 && k <= len(cmds) {
-			return cmds[k-1].String()
+	name := func(k int) string { // its name and key: the arguments were the learning run's
+		if k < 1 || k > len(cmds) {
+			return "?"
 		}
-		return "?"
+		if c := cmds[k-1]; len(c.Args) > 0 && !strings.HasPrefix(c.Name, "EVAL") {
+			return c.Name + " " + c.Args[0]
+		}
+		return cmds[k-1].String()
 	}
 	if pt.fault == wire.PauseAfter {
 		return fmt.Sprintf("stopped it after its %s command (%s) and before its %s (%s)", ordinal(pt.k), name(pt.k), ordinal(pt.k+1), name(pt.k+1))
@@ -153,6 +156,9 @@ func (c *check) everyPoint(op string, cmds []wire.Command, trial trialFn) (o, wh
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
+	}
+	if strings.HasSuffix(what, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(what, "y"))
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

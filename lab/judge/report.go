@@ -70,7 +70,7 @@ func (r Report) Count() string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[o], o))
 		}
 	}
-	return fmt.Sprintf("%d properties: %s", len(r.Verdicts), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s: %s", plural(len(r.Verdicts), "property"), strings.Join(parts, ", "))
 }
 
 // Line is the verdict on one line of a terminal: chapter, outcome,

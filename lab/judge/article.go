@@ -64,6 +64,21 @@ func (l articleLock[L, C]) Acquire(ctx context.Context, key string, ttl time.Dur
 
 func (l articleLock[L, C]) Close() error { return l.close() }
 
+// can says what the package offers, from the functions it set.
+func (l articleLock[L, C]) can() []string {
+	var c []string
+	if l.a.Refresh != nil {
+		c = append(c, "refresh")
+	}
+	if l.a.Watch != nil {
+		c = append(c, "watch")
+	}
+	if l.a.AcquireFenced != nil && l.a.Fence != nil {
+		c = append(c, "fence")
+	}
+	return c
+}
+
 type articleFenced[L, C any] struct{ articleLock[L, C] }
 
 func (l articleFenced[L, C]) AcquireFenced(ctx context.Context, key string, ttl time.Duration) (Lease, error) {

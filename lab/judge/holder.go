@@ -217,25 +217,47 @@ func (h *goHolder) acquire(ctx context.Context, q request) (Lease, error) {
 	return l, err
 }
 
-// can says what the lock offers beyond Acquire and Release. It takes one
-// lease on key to see whether Refresh is claimed.
+// claimer is a Lock that knows what it offers without calling Redis
+// (Article's).
+type claimer interface{ can() []string }
+
+// can says what the lock offers beyond Acquire and Release. A lock that
+// does not know it itself takes one lease on key to see whether Refresh
+// is claimed, within a few seconds, and what it learns is all it says: a
+// lock that hangs or panics here is judged by the checks, which name the
+// call.
 func (h *goHolder) can(ctx context.Context, key string) []string {
 	c := []string{"concurrent"}
+	if l, ok := h.lock.(claimer); ok {
+		return append(c, l.can()...)
+	}
 	if _, ok := h.lock.(FencedLock); ok {
 		c = append(c, "fence")
 	}
-	l, err := h.lock.Acquire(ctx, key, 2*time.Second)
-	if err != nil || l == nil {
-		return c // the judge's first check will say what Acquire does
+	found := make(chan []string, 1)
+	go func() {
+		defer func() { recover() }() // the checks will say what it does
+		l, err := h.lock.Acquire(ctx, key, 2*time.Second)
+		if err != nil || l == nil {
+			found <- nil
+			return
+		}
+		var more []string
+		if err := l.Refresh(ctx, 2*time.Second); !errors.Is(err, ErrNotClaimed) {
+			more = append(more, "refresh")
+		}
+		if _, ok := l.(Watcher); ok {
+			more = append(more, "watch")
+		}
+		l.Release(ctx)
+		found <- more
+	}()
+	select {
+	case more := <-found:
+		return append(c, more...)
+	case <-time.After(3 * time.Second):
+		return c
 	}
-	defer l.Release(ctx)
-	if err := l.Refresh(ctx, 2*time.Second); !errors.Is(err, ErrNotClaimed) {
-		c = append(c, "refresh")
-	}
-	if _, ok := l.(Watcher); ok {
-		c = append(c, "watch")
-	}
-	return c
 }
 
 // watch starts the lease's watchdog and reports, as a "lost" event, when

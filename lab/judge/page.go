@@ -67,7 +67,7 @@ func newPageCheck(v Verdict) pageCheck {
 	from, to := tl.Start, tl.End
 	const most = 10
 	if len(rows) > most { // a burst: draw the rows around the bad lease, or the first few
-		var bad *Span
+		var bad *span
 		for _, r := range rows {
 			for i := range r.Leases {
 				if r.Leases[i].Bad {
@@ -132,7 +132,7 @@ func newPageCheck(v Verdict) pageCheck {
 
 // end is where a span ends on the drawing: its end, or the check's when
 // it was still open.
-func end(s Span, checkEnd int64) int64 {
+func end(s span, checkEnd int64) int64 {
 	if s.To == 0 {
 		return checkEnd
 	}

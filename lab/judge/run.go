@@ -279,17 +279,23 @@ type noReturn struct{ error }
 // end stops the check's holders and says whether one left something
 // running.
 func (c *check) end() error {
-	var errs []error
+	var why []string
 	for _, p := range c.procs {
 		if killed := c.killed(p); p.quit() != nil && !killed {
-			errs = append(errs, p.quitErr)
+			w := strings.TrimPrefix(p.quitErr.Error(), errNoReturn.Error()+": ")
+			if !slices.Contains(why, w) {
+				why = append(why, w)
+			}
 		}
 	}
 	c.rdb.Close()
 	for _, f := range c.atEnd {
 		f()
 	}
-	return errors.Join(errs...)
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errNoReturn, strings.Join(why, "; "))
 }
 
 func (c *check) killed(p *proc) bool {

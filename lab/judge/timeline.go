@@ -10,8 +10,8 @@ type timeline struct {
 	Start  int64  `json:"start"`
 	End    int64  `json:"end"`
 	Rows   []*row `json:"rows"`
-	Faults []Span `json:"faults,omitempty"`
-	Marks  []Mark `json:"marks,omitempty"`
+	Faults []span `json:"faults,omitempty"`
+	Marks  []mark `json:"marks,omitempty"`
 
 	mu sync.Mutex
 }
@@ -19,20 +19,20 @@ type timeline struct {
 // row is one holder.
 type row struct {
 	Name   string `json:"name"` // "holder A (process 1)"
-	Leases []Span `json:"leases"`
+	Leases []span `json:"leases"`
 }
 
-// Span is an interval: a lease held (From the grant's return to its
+// span is an interval: a lease held (From the grant's return to its
 // release, or to its TTL's end when it lapsed), or a fault.
-type Span struct {
+type span struct {
 	From  int64  `json:"from"`
 	To    int64  `json:"to"` // 0: still open when the check ended
 	Label string `json:"label"`
 	Bad   bool   `json:"bad,omitempty"` // the interval that broke the property
 }
 
-// Mark is one instant on a row: "wrote 90", "refused: stale fence".
-type Mark struct {
+// mark is one instant on a row: "wrote 90", "refused: stale fence".
+type mark struct {
 	At    int64  `json:"at"`
 	Row   string `json:"row"`
 	Label string `json:"label"`
@@ -55,7 +55,7 @@ func (t *timeline) open(name string, from int64, label string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.row(name)
-	r.Leases = append(r.Leases, Span{From: from, Label: label})
+	r.Leases = append(r.Leases, span{From: from, Label: label})
 }
 
 // close ends the row's open interval at to.
@@ -87,12 +87,12 @@ func (t *timeline) bad(name string) {
 func (t *timeline) fault(from, to int64, label string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.Faults = append(t.Faults, Span{From: from, To: to, Label: label})
+	t.Faults = append(t.Faults, span{From: from, To: to, Label: label})
 }
 
 func (t *timeline) mark(at int64, name, label string, bad bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.row(name)
-	t.Marks = append(t.Marks, Mark{At: at, Row: name, Label: label, Bad: bad})
+	t.Marks = append(t.Marks, mark{At: at, Row: name, Label: label, Bad: bad})
 }

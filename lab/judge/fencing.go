@@ -108,7 +108,7 @@ func fencesIncrease(c *check) (string, string, string) {
 		if gb.OK {
 			c.release(b, gb, request{})
 		}
-		c.goOn(a, from, "holder A stopped in AcquireFenced")
+		c.goOn(a, from, "AcquireFenced", pt, cmds)
 		ga := c.wait(pd)
 		if !ga.OK || !gb.OK {
 			return pass, "", "", true
@@ -217,7 +217,7 @@ func staleWrite(c *check) (string, string, string) {
 		c.pastTTL(from, ttl)
 		gb := c.acquire(b, 10*time.Second, 2*time.Second, true)
 		if !gb.OK {
-			c.goOn(a, from, "holder A stopped in AcquireFenced")
+			c.goOn(a, from, "AcquireFenced", pt, cmds)
 			if ga := c.wait(pd); ga.OK {
 				c.release(a, ga, request{})
 			}
@@ -225,7 +225,7 @@ func staleWrite(c *check) (string, string, string) {
 		}
 		defer c.release(b, gb, request{})
 		rb := c.read(id, gb.Fence)
-		c.goOn(a, from, "holder A stopped in AcquireFenced")
+		c.goOn(a, from, "AcquireFenced", pt, cmds)
 		ga := c.wait(pd)
 		if !ga.OK {
 			return pass, "", "", true

@@ -32,7 +32,9 @@ var misbehaving = []Adapter{
 	Article[*lock.Lock, lock.Client]{Name: "nil-lease", Acquire: func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error) { return nil, nil },
 		Release: (*lock.Lock).Release}.Adapter(),
 	Article[*lock.Lock, lock.Client]{Name: "nil-watch", Acquire: lock.Acquire, Release: (*lock.Lock).Release,
-		Watch: func(*lock.Lock, context.Context, time.Duration) (context.Context, context.CancelFunc) { return nil, func() {} }}.Adapter(),
+		Watch: func(*lock.Lock, context.Context, time.Duration) (context.Context, context.CancelFunc) {
+			return nil, func() {}
+		}}.Adapter(),
 }
 
 func TestMain(m *testing.M) {

@@ -169,8 +169,9 @@ func oneHolder(c *check) (string, string, string) {
 		from := now()
 		c.pastTTL(from, ttl)
 		gb := c.acquire(b, 10*time.Second, time.Second, false)
-		c.goOn(a, from, "holder A stopped in Acquire")
+		c.goOn(a, from, "Acquire", pt, cmds)
 		ga := c.wait(pd)
+		c.sleep(60 * time.Millisecond) // a beat, for the drawing
 		defer func() {
 			if ga.OK {
 				c.drawLease(a, ga, ttl)
@@ -325,8 +326,9 @@ func releaseOwn(c *check) (string, string, string) {
 		c.pastTTL(ga.ret, ttl)
 		c.lapse(a, ga.ret+int64(ttl))
 		gb := c.acquire(b, long, 2*time.Second, false)
-		c.goOn(a, from, "holder A stopped in Release")
+		c.goOn(a, from, "Release", pt, cmds)
 		rel := c.wait(pd)
+		c.sleep(60 * time.Millisecond) // a beat, for the drawing
 		c.tl.mark(rel.ret, a.row(), "Release returned", false)
 		if !gb.OK {
 			return fail, fmt.Sprintf("holder A stood in its Release (the judge %s), past its lease's TTL of %s, and holder B could not take the lock by %s: %s", pt.where(cmds), dur(ttl), c.sec(gb.ret), gb.Error), "", true

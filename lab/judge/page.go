@@ -3,8 +3,9 @@ package judge
 import (
 	"fmt"
 	"html/template"
-	"math"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -55,7 +56,6 @@ type pageTick struct {
 	Last  bool
 }
 
-
 func newPageCheck(v Verdict) pageCheck {
 	pc := pageCheck{Verdict: v, Class: map[string]string{pass: "pass", fail: "fail", broken: "broken", unknown: "unknown", notClaimed: "unknown"}[v.Outcome]}
 	pc.rank = map[string]int{fail: 0, broken: 1, unknown: 2, pass: 3, notClaimed: 4}[v.Outcome]
@@ -63,8 +63,9 @@ func newPageCheck(v Verdict) pageCheck {
 	if tl == nil || len(tl.Rows) == 0 {
 		return pc
 	}
-	rows := tl.Rows
-	from, to := tl.Start, tl.End
+	rows := slices.Clone(tl.Rows)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name }) // holder A, B, C...
+	from, to := tl.Start, tl.End+(tl.End-tl.Start)/12                                  // room on the right for the last labels
 	const most = 10
 	if len(rows) > most { // a burst: draw the rows around the bad lease, or the first few
 		var bad *span
@@ -203,11 +204,11 @@ body { overflow-x: hidden; }
 </style></head><body>
 <h1>The judge: {{.Lock}}</h1>
 <p class="lead">Seed {{.Seed}} (<code>make judge SEED={{.Seed}}</code> replays this schedule). {{.Count}}. Failures come first.</p>
-<p class="legend">How to read a drawing: each row is one holder (a lease-taking call in a holder process);
+<p class="legend">How to read a drawing: each row is one holder, a process that calls the lock, named by a letter as in the sentence above it;
 <span class="k" style="background:#5b8def"></span>a lease it held, from the moment its Acquire returned to its release, or to the end of its TTL when it lapsed;
 <span class="k" style="background:#d93025"></span>the lease that broke the property;
-<span class="k" style="background:repeating-linear-gradient(45deg,#ccc,#ccc 4px,#aaa 4px,#aaa 8px)"></span>a fault the judge injected (a pause, a kill, a restart), named above the rows;
-a black line is something a holder did (a read, a write), a red one the write that should not have landed. Times are seconds since the check began.</p>
+<span class="k" style="background:repeating-linear-gradient(45deg,#ccc,#ccc 4px,#aaa 4px,#aaa 8px)"></span>a fault the judge injected (a holder stopped between two commands, a held reply, a pause, a kill, a restart), named above the rows;
+a black line is something a holder did (a read, a write, a call that returned), a red one what should not have happened. Times are seconds since the drawing began: the check's start, or for a failure at a pause point, that point's start.</p>
 {{range .Checks}}<section class="{{.Class}}">
 <h2><span class="verdict">{{.Outcome}}</span>{{.Chapter}}: {{.Title}}</h2>
 <p class="why">{{.Why}}</p>

@@ -117,10 +117,13 @@ func (c *check) strike(p *proc, pt point, q request) (pd pending, at wire.Comman
 	}
 }
 
-// go on lets a struck holder continue, and draws how long it stood.
-func (c *check) goOn(p *proc, from int64, what string) {
+// goOn lets a struck holder continue, and draws how long it stood: a
+// beat later than the other holder's grant, and followed by a beat, so
+// that the drawing shows one thing after the other.
+func (c *check) goOn(p *proc, from int64, op string, pt point, cmds []wire.Command) {
+	c.sleep(60 * time.Millisecond)
 	p.wire.Resume()
-	c.tl.fault(from, now(), what)
+	c.tl.fault(from, now(), fmt.Sprintf("the judge %s (holder %s's %s)", pt.where(cmds), p.name, op))
 }
 
 // trialFn is one scenario at one point: its outcome, and whether the
@@ -132,8 +135,15 @@ type trialFn func(pt point, cmds []wire.Command) (o, why, fix string, reached bo
 // clause for the property's sentence, when none broke it.
 func (c *check) everyPoint(op string, cmds []wire.Command, trial trialFn) (o, why, fix, clause string) {
 	tried := 0
+	base := c.tl
+	defer func() {
+		if o == pass {
+			c.tl = base // the drawing of a pass is the check's first scenario
+		}
+	}()
 	for _, pt := range points(len(cmds)) {
 		c.newKey()
+		c.tl = &timeline{Start: now()} // a failure is drawn alone, from the point's start
 		o, why, fix, reached := trial(pt, cmds)
 		if o != pass {
 			return o, why, fix, ""

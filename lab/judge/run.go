@@ -25,7 +25,7 @@ type config struct {
 	// binary, with the flags that run the same test).
 	exe     string
 	args    []string
-	workDir string       // where holders run
+	workDir string        // where holders run
 	say     func(Verdict) // each verdict as soon as it is known, when not nil
 }
 
@@ -422,9 +422,9 @@ func (c *check) jitter(d time.Duration) time.Duration {
 	return d + time.Duration(c.r.rng.Int64N(int64(d/5)+1))
 }
 
-// sec is a time of the check as its sentences give it: seconds since
-// the check began.
-func (c *check) sec(t int64) string { return fmt.Sprintf("%.2fs", float64(t-c.start)/1e9) }
+// sec is a time of the check as its sentences give it: seconds since its
+// drawing began (the check's start, or the pause point's that broke it).
+func (c *check) sec(t int64) string { return fmt.Sprintf("%.2fs", float64(t-c.tl.Start)/1e9) }
 
 // keysWithoutTTL lists the keys of the judge's Redis that never expire.
 func (c *check) keysWithoutTTL() []string {

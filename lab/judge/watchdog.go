@@ -96,8 +96,9 @@ func refreshOwn(c *check) (string, string, string) {
 		c.pastTTL(from, ttl)
 		c.lapse(a, from+int64(ttl))
 		gb := c.acquire(b, long, 2*time.Second, false)
-		c.goOn(a, from, "holder A stopped in Refresh")
+		c.goOn(a, from, "Refresh", pt, cmds)
 		ref := c.wait(pd)
+		c.sleep(60 * time.Millisecond) // a beat, for the drawing
 		c.tl.mark(ref.ret, a.row(), "Refresh returned", false)
 		if !gb.OK {
 			return pass, "", "", true // A's lease lived on: nobody else held the lock
@@ -229,7 +230,7 @@ func workCancelled(c *check) (string, string, string) {
 		c.pastTTL(from, wttl)
 		gb := c.acquire(b, 10*time.Second, 2*time.Second, false)
 		l, lost := c.awaitLost(ga.Lease, 0)
-		c.goOn(a, from, "holder A's watchdog stopped")
+		c.goOn(a, from, "the watchdog's refresh", pt, cmds)
 		if !gb.OK {
 			return pass, "", "", true // A's lease lived on (its watchdog renewed it another way)
 		}

@@ -63,6 +63,13 @@ func split(args []string) (o own, err error) {
 			into = &o.matrix
 		case "lock":
 			into = &o.lock
+		case "seed", "chapter", "step", "only", "html": // the judge's, with a value
+			o.rest = append(o.rest, a)
+			if !hasValue && i+1 < len(args) {
+				i++
+				o.rest = append(o.rest, args[i])
+			}
+			continue
 		default:
 			o.rest = append(o.rest, a)
 			continue

@@ -342,7 +342,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		if se := (*wallet.StaleFenceError)(nil); s.c.Strategy == Fenced && errors.As(err, &se) && se.Highest >= e.Fence {
 			// Redis handed out a fence PostgreSQL has seen: its counter
 			// went back (a restart, a failover). Raise it for the next one.
-			lock.RaiseFence(ctx, s.rdb, key, se.Highest)
+			lock.RaiseFence(ctx, s.rdb, lock.FenceKey(key), se.Highest)
 		}
 	} else {
 		bal, err = s.store.Balance(ctx, id)
@@ -387,7 +387,7 @@ func (s *spender) acquire(ctx context.Context, key string) (holder string, fence
 	var l *lock.Lock
 	switch s.c.Strategy {
 	case Fenced:
-		l, err = lock.AcquireFenced(ctx, s.rdb, key, s.c.TTL)
+		l, err = lock.AcquireFenced(ctx, s.rdb, key, lock.FenceKey(key), s.c.TTL)
 	case Fair:
 		l, err = s.fair.Acquire(ctx, key, s.c.TTL)
 	default:

@@ -208,7 +208,7 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 	}
 	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
 		l.Release)
 	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
 }
@@ -294,7 +294,7 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 func spendFenced(r *runner, c call) outcome {
 	key := wallet.LockKey(r.cfg.Prefix, c.id)
 	start := time.Now()
-	l, err := lock.AcquireFenced(c.wait, r.rdb, key, r.cfg.TTL)
+	l, err := lock.AcquireFenced(c.wait, r.rdb, key, lock.FenceKey(key), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}

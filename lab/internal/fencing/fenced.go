@@ -28,7 +28,7 @@ import (
 // matter: a lease that already expired is what fencing is for, and one
 // that could not be deleted expires after ttl.
 func Fenced(ctx context.Context, rdb lock.Client, key string, ttl time.Duration, write func(ctx context.Context, fence int64) (bool, error)) (bool, error) {
-	l, err := lock.AcquireFenced(ctx, rdb, key, ttl)
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), ttl)
 	if err != nil {
 		return false, err
 	}
@@ -50,7 +50,7 @@ func Heal(ctx context.Context, rdb lock.Client, key string, err error) error {
 	if !errors.As(err, &stale) {
 		return err
 	}
-	if _, herr := lock.RaiseFence(ctx, rdb, key, stale.Highest); herr != nil {
+	if _, herr := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), stale.Highest); herr != nil {
 		return fmt.Errorf("%w; and fencing could not heal the fence counter: %w", err, herr)
 	}
 	return err

@@ -187,7 +187,7 @@ func TestFenced_restartHandsOutTheSameFenceAgain(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 
-	aFence, err := lock.AcquireFenced(ctx, f.rdb, f.key, ttl)
+	aFence, err := lock.AcquireFenced(ctx, f.rdb, f.key, lock.FenceKey(f.key), ttl)
 	if err != nil {
 		t.Fatalf("A: AcquireFenced: %v", err)
 	}

@@ -65,7 +65,7 @@ func TakeLease(ctx context.Context, rdb lock.Client, prefix string) (*Lease, err
 		return nil, fmt.Errorf("runlease: take %s: %w", key, err)
 	}
 	ctx, stop := lock.KeepAliveRetrying(context.Background(), LeaseTTL, func(ctx context.Context) error {
-		err := l.Refresh(ctx)
+		err := l.Refresh(ctx, LeaseTTL)
 		if errors.Is(err, lock.ErrNotHeld) {
 			return fmt.Errorf("runlease: %s is gone (it expired, or someone deleted it): %w", key, err)
 		}

@@ -309,6 +309,11 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
+			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+				// go-redis's socket deadline, which is ctx's, may fire an
+				// instant before ctx says it ended.
+				return nil, fmt.Errorf("lock: acquire %s: %w: %w", key, context.DeadlineExceeded, err)
+			}
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		}
 		if won {

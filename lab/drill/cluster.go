@@ -24,7 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/launch"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 // clusterNodeTimeout is how long a silent master has until its replica
@@ -86,7 +86,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 		if !ok {
 			break
 		}
-		i := r.masterOf(ctx, rdb, wallet.LockKey(r.c.Prefix, g.e.Wallet))
+		i := r.masterOf(ctx, rdb, ledger.LockKey(r.c.Prefix, g.e.Wallet))
 		if i >= 0 && (r.c.Strategy == Version || !r.clusterReplicaHas(ctx, r.replicas[i], g.e)) {
 			target, found, victim = g, true, i
 			break
@@ -94,7 +94,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 		r.ack(g.s, g.e)
 	}
 	if victim < 0 { // no such holder: fail over the first wallet's master all the same
-		victim = max(r.masterOf(ctx, rdb, wallet.LockKey(r.c.Prefix, r.c.First)), 0)
+		victim = max(r.masterOf(ctx, rdb, ledger.LockKey(r.c.Prefix, r.c.First)), 0)
 	}
 	if !r.masters[victim].Proc().Kill(3 * time.Second) {
 		return 0, "", fmt.Errorf("drill: the master %s did not die", r.masters[victim].Addr)
@@ -131,7 +131,7 @@ func (r *runner) clusterReplicaHas(ctx context.Context, replica *launch.Redis, e
 	var get *redis.StringCmd
 	c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ReadOnly(ctx)
-		get = p.Get(ctx, wallet.LockKey(r.c.Prefix, e.Wallet))
+		get = p.Get(ctx, ledger.LockKey(r.c.Prefix, e.Wallet))
 		return nil
 	})
 	tok, err := get.Result()

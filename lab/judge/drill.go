@@ -16,7 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/drill"
-	lpostgres "example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 // drillLockEnv names the adapter a drill spender of the judge uses.
@@ -83,12 +84,13 @@ func drillFault(nemesis, what string) func(c *check) (Outcome, string) {
 			}
 		}
 		ctx := c.ctx
-		pool, err := lpostgres.Connect(ctx)
+		pool, err := env.ConnectPostgres(ctx)
 		if err != nil {
 			return Unknown, "PostgreSQL: " + err.Error()
 		}
 		defer pool.Close()
-		store, err := lpostgres.OpenStore(ctx, pool)
+		prefix := "judge-drill:"
+		store, err := ledger.Open(ctx, pool, prefix)
 		if err != nil {
 			return Unknown, "PostgreSQL: " + err.Error()
 		}
@@ -96,13 +98,12 @@ func drillFault(nemesis, what string) func(c *check) (Outcome, string) {
 		// network namespaces named after it, which the next one's drill
 		// removes (drill.MakeNet), and rows, which TakeOver deletes. Two
 		// judges at once: the second's drill is refused (unknown).
-		prefix := "judge-drill:"
 		release, err := drill.TakePrefix(ctx, pool, prefix)
 		if err != nil {
 			return Unknown, err.Error()
 		}
 		defer release()
-		if _, err := drill.TakeOver(ctx, pool, store, prefix, drill.FirstID(prefix), 2); err != nil {
+		if _, err := drill.TakeOver(ctx, pool, prefix, drill.FirstID(prefix), 2); err != nil {
 			return Unknown, err.Error()
 		}
 		fenced := c.r.claims["fence"]
@@ -113,7 +114,7 @@ func drillFault(nemesis, what string) func(c *check) (Outcome, string) {
 		os.Setenv(drillLockEnv, c.r.adapter.Name)
 		dc := drill.Config{Nemesis: nemesis, Strategy: strategy, Seed: c.r.c.Seed, Exe: c.r.exe,
 			Procs: 3, Conc: 2, Wallets: 2, Initial: 1_000_000, Amount: 7, TTL: 500 * time.Millisecond, Work: 10 * time.Millisecond,
-			Prefix: prefix, First: drill.FirstID(prefix), Store: store.Owned(prefix), Dir: c.r.dir, Partition: drill.DefaultPartition}
+			Prefix: prefix, First: drill.FirstID(prefix), Store: store, Dir: c.r.dir, Partition: drill.DefaultPartition}
 		res, err := drill.Run(ctx, c.r.procs, dc)
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		dc.Store.DeleteRange(cctx, dc.First, dc.Wallets)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
@@ -38,7 +38,7 @@ func run(t *testing.T, a judge.Adapter, only ...string) judge.Report {
 	if _, err := launch.RedisBinary(); err != nil {
 		t.Skip(err)
 	}
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rep, err := judge.Run(ctx, judge.Config{Adapter: a, Only: only, Seed: 1, Exe: os.Args[0], Dir: t.TempDir()})
@@ -95,7 +95,7 @@ func TestMutants_failTheirProperty(t *testing.T) {
 	if _, err := launch.RedisBinary(); err != nil {
 		t.Skip(err)
 	}
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestBuildPackage_judgesALearnersPackage(t *testing.T) {
 	if _, err := launch.RedisBinary(); err != nil {
 		t.Skip(err)
 	}
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/history"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // Report is everything a run measured. Its JSON form is what workshop

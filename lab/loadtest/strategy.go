@@ -11,9 +11,10 @@ import (
 	"github.com/go-redsync/redsync/v4"
 
 	"example.com/walletlock/lab/internal/fencing"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redislockx"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // RoundTrips is how many network round trips, to each service, one critical
@@ -157,7 +158,7 @@ type outcome struct {
 }
 
 func spendNone(r *runner, c call) outcome {
-	ok, err := wallet.Spend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(c.ctx, ledger.Observed(c.ctx, r.rdb), ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	return outcome{ok: ok, err: err, attempts: 1}
 }
 
@@ -175,7 +176,7 @@ func waitFailed(c call, err error) outcome {
 // lease gone is an error, but a write that landed still counts.
 func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
 	work, stop := keepAlive(c.ctx)
-	ok, err := wallet.Spend(work, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(work, ledger.Observed(work, r.rdb), ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	stop()
 	if rerr := release(c.ctx); rerr != nil && err == nil {
 		err = rerr
@@ -202,7 +203,7 @@ func spendFair(r *runner, c call) outcome { return spendLease(r, c, r.fair.Acqui
 // releases it (a fair lease passes to the next waiter on release).
 func spendLease(r *runner, c call, acquire func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)) outcome {
 	start := time.Now()
-	l, err := acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	l, err := acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}
@@ -218,7 +219,7 @@ func spendRedislock(r *runner, c call) outcome {
 	// the lock taken.
 	retry := &redislockx.CountingRetry{Strategy: retryWait}
 	start := time.Now()
-	l, err := redislockx.Obtain(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+	l, err := redislockx.Obtain(c.wait, r.rdb, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
 		&redislock.Options{RetryStrategy: retry})
 	if err != nil {
 		return waitFailed(c, err)
@@ -244,7 +245,7 @@ func spendRedislock(r *runner, c call) outcome {
 // first, which counts them. Its Extend serves the watchdog.
 func spendRedsync(r *runner, c call) outcome {
 	attempts := 1
-	m := r.redsync.NewMutex(wallet.LockKey(r.cfg.Prefix, c.id),
+	m := r.redsync.NewMutex(ledger.LockKey(r.cfg.Prefix, c.id),
 		redsync.WithExpiry(r.cfg.TTL),
 		redsync.WithTries(math.MaxInt32),
 		redsync.WithRetryDelayFunc(func(tries int) time.Duration {
@@ -292,7 +293,7 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 // refuses a holder that outlived its lease) and heals the fence counter
 // when PostgreSQL refuses a fence.
 func spendFenced(r *runner, c call) outcome {
-	key := wallet.LockKey(r.cfg.Prefix, c.id)
+	key := ledger.LockKey(r.cfg.Prefix, c.id)
 	start := time.Now()
 	l, err := lock.AcquireFenced(c.wait, r.rdb, key, lock.FenceKey(key), r.cfg.TTL)
 	if err != nil {

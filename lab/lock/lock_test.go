@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
@@ -106,7 +107,7 @@ func (f *faultyClient) ScriptLoad(ctx context.Context, script string) *redis.Str
 // own.
 func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	return rdb, labtest.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 
@@ -541,7 +542,7 @@ func TestCheckTTL(t *testing.T) {
 }
 
 func TestLock_IDNamesTheHolderWithoutItsToken(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock:{id}"
 	ctx := t.Context()
 	first, err := lock.Acquire(ctx, rdb, key, time.Second)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,7 +173,12 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 // write runs a statement that changes one row. No row changed is
 // ErrStale; a reply that never came is wallet.ErrUnknownOutcome.
 func (s *Store) write(ctx context.Context, sql string, args ...any) error {
-	tag, err := s.pool.Exec(ctx, sql, args...)
+	conn, err := s.pool.Acquire(ctx) // no connection: nothing was sent
+	if err != nil {
+		return fmt.Errorf("postgres: write: %w", err)
+	}
+	defer conn.Release()
+	tag, err := conn.Exec(ctx, sql, args...)
 	if err != nil {
 		return writeError(err)
 	}
@@ -183,7 +189,9 @@ func (s *Store) write(ctx context.Context, sql string, args ...any) error {
 }
 
 func writeError(err error) error {
-	if _, replied := errors.AsType[*pgconn.PgError](err); replied || pgconn.SafeToRetry(err) {
+	// A FATAL reply ends the session, and may come after the commit.
+	pg, replied := errors.AsType[*pgconn.PgError](err)
+	if replied && !slices.Contains([]string{"FATAL", "PANIC"}, cmp.Or(pg.SeverityUnlocalized, pg.Severity)) || !replied && pgconn.SafeToRetry(err) {
 		return fmt.Errorf("postgres: write: %w", err) // the server refused it, or it was never sent
 	}
 	return fmt.Errorf("postgres: write: %w: %w", wallet.ErrUnknownOutcome, err)

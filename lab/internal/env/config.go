@@ -30,7 +30,7 @@ const (
 	DefaultDatabaseURL = "postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable"
 )
 
-// ConnectTimeout bounds how long Connect (and wallet/postgres.Connect) wait for a
+// ConnectTimeout bounds how long Connect (and ConnectPostgres) wait for a
 // service to answer, so that a program with nothing to talk to says so
 // within a few seconds instead of hanging.
 const ConnectTimeout = 3 * time.Second
@@ -487,8 +487,8 @@ func DatabaseURL() string {
 
 // PostgresURL returns DatabaseURL, refused with the fix when its user or
 // password holds a character that must be percent-encoded (pgx would
-// misread it, and quote part of it in its error). wallet/postgres.Config
-// parses what it returns.
+// misread it, and quote part of it in its error). PostgresConfig parses
+// what it returns.
 func PostgresURL() (string, error) {
 	raw := DatabaseURL()
 	if userinfoNeedsEscaping(raw) {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
 )
 
 // Fenced takes the lease on key with a fencing token, runs write with that
@@ -15,7 +15,7 @@ import (
 // database with every read and write (postgres.Store.Claim and WriteFenced
 // do), so that PostgreSQL, not the lease, decides whether the write lands.
 //
-// When write fails with a *wallet.StaleFenceError, nothing was written. Fenced
+// When write fails with a *ledger.StaleFenceError, nothing was written. Fenced
 // then raises the fence counter of key to the fence PostgreSQL holds
 // (lock.RaiseFence: a no-op unless Redis lost the counter) before giving
 // the lease back, so that the next holder's fence is above it, and returns
@@ -42,11 +42,11 @@ func Fenced(ctx context.Context, rdb lock.Client, key string, ttl time.Duration,
 }
 
 // Heal looks at the error of a fenced write on the wallet that lock key
-// guards. When it is a *wallet.StaleFenceError, Heal raises the key's fence
+// guards. When it is a *ledger.StaleFenceError, Heal raises the key's fence
 // counter to the fence PostgreSQL holds (a no-op unless Redis lost the
 // counter). It returns err, joined with the raise's error if that failed.
 func Heal(ctx context.Context, rdb lock.Client, key string, err error) error {
-	var stale *wallet.StaleFenceError
+	var stale *ledger.StaleFenceError
 	if !errors.As(err, &stale) {
 		return err
 	}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/fencing"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // A TTL far longer than any test: leases here end by Release or by the
@@ -21,7 +21,7 @@ const ttl = time.Minute
 
 type fixture struct {
 	rdb   redis.UniversalClient
-	store *postgres.Store
+	store *ledger.Store
 	key   string // the lock key
 	id    int64  // the wallet, holding 100 at the start
 }
@@ -30,20 +30,20 @@ func setup(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
-	store, err := postgres.OpenStore(ctx, pool)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
+	store, err := ledger.Open(ctx, pool, "")
 	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
-	f := fixture{rdb: rdb, store: store, key: wallet.LockKey(labtest.Prefix(t, rdb), 1), id: labtest.WalletID(t)}
+	f := fixture{rdb: rdb, store: store, key: ledger.LockKey(labtest.Prefix(t, rdb), 1), id: labtest.WalletID(t)}
 	if err := store.Reset(ctx, f.id, 100); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := store.Delete(ctx, f.id); err != nil {
+		if err := store.DeleteRange(ctx, f.id, 1); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -88,9 +88,9 @@ func (f fixture) counter(t *testing.T) int64 {
 
 func wantStale(t *testing.T, err error, fence, highest int64) {
 	t.Helper()
-	var stale *wallet.StaleFenceError
+	var stale *ledger.StaleFenceError
 	if !errors.As(err, &stale) {
-		t.Fatalf("err = %v, want a *wallet.StaleFenceError", err)
+		t.Fatalf("err = %v, want a *ledger.StaleFenceError", err)
 	}
 	if stale.Fence != fence || stale.Highest != highest {
 		t.Errorf("refused fence %d with %d in PostgreSQL, want fence %d refused with %d", stale.Fence, stale.Highest, fence, highest)
@@ -210,7 +210,7 @@ func TestFenced_restartHandsOutTheSameFenceAgain(t *testing.T) {
 		t.Fatalf("C = fence %d, %v, %v; want a fence above %d, true, nil", fence, ok, err, aFence.Fence)
 	}
 	// A wakes: its write, computed from the 100 it read, is refused.
-	if err := f.store.WriteFenced(ctx, f.id, aFence.Fence, read-10); !errors.Is(err, wallet.ErrStaleFence) {
+	if err := f.store.WriteFenced(ctx, f.id, aFence.Fence, read-10); !errors.Is(err, ledger.ErrStaleFence) {
 		t.Errorf("A's stale write: err = %v, want ErrStaleFence", err)
 	}
 	f.wantBalance(t, 90)
@@ -226,9 +226,9 @@ func TestFenced_releasesTheLease(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rdb := labtest.Redis(t)
+			rdb := testenv.Redis(t)
 			ctx := testCtx(t)
-			key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
+			key := ledger.LockKey(labtest.Prefix(t, rdb), 1)
 			fencing.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
 			if n := rdb.Exists(ctx, key).Val(); n != 0 {
 				t.Error("the lock key is still there after Do returned")
@@ -239,9 +239,9 @@ func TestFenced_releasesTheLease(t *testing.T) {
 
 // Only a stale fence heals: any other error leaves the counter alone.
 func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	ctx := testCtx(t)
-	key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
+	key := ledger.LockKey(labtest.Prefix(t, rdb), 1)
 	boom := errors.New("boom")
 	_, err := fencing.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
 	if !errors.Is(err, boom) {

@@ -3,7 +3,7 @@
 // kept alive by KeepAliveRetrying and given back with Release. A second
 // run on the same prefix is refused at once, instead of resetting and
 // deleting the first run's keys; PostgreSQL rows carry the prefix as their
-// owner (postgres.Store.Owned), so runs on other prefixes cannot touch
+// owner (ledger.Open), so runs on other prefixes cannot touch
 // them either.
 //
 // A long run must not end because Redis froze for a few seconds or failed

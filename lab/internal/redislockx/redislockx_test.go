@@ -13,6 +13,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/redislockx"
 	"example.com/walletlock/lab/lock"
@@ -101,7 +102,7 @@ func TestObtain_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 // Without one, redislock derives a deadline of now+ttl, already past for
 // these TTLs, and the call fails with context.DeadlineExceeded instead.
 func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -118,7 +119,7 @@ func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
 }
 
 func TestObtain_errorsAreToldApart(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
 	if err != nil {
@@ -211,7 +212,7 @@ func (h *cutFirstCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 func TestObtain_cleansUpACallCutShort(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	hook := &cutFirstCall{}
 	rdb.AddHook(hook)
@@ -241,7 +242,7 @@ func TestObtain_cleansUpACallCutShort(t *testing.T) {
 }
 
 func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	// Refreshes come every ttl/3; a stall of two thirds of the TTL would
 	// lose the lease, so keep the TTL well above a noisy machine's stalls.
@@ -274,7 +275,7 @@ func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
 }
 
 func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	l, err := redislockx.Obtain(context.Background(), rdb, key, time.Minute, nil)
 	if err != nil {
@@ -306,7 +307,7 @@ func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
 }
 
 func TestCountingRetry_countsAttempts(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	obtain := func(t *testing.T, key string) *redislockx.CountingRetry {
 		t.Helper()
@@ -430,7 +431,7 @@ func TestObtainAndRefresh_roundAFractionOfAMillisecondUp(t *testing.T) {
 			return redislockx.Refresh(l, ttl)(ctx)
 		},
 	}
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

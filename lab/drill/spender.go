@@ -340,10 +340,10 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	}
 	if fenced {
 		bal, err = s.store.Claim(ctx, id, e.Fence)
-		if se := (*ledger.StaleFenceError)(nil); s.c.Strategy == Fenced && errors.As(err, &se) && se.Highest >= e.Fence {
-			// Redis handed out a fence PostgreSQL has seen: its counter
-			// went back (a restart, a failover). Raise it for the next one.
-			lock.RaiseFence(ctx, s.rdb, lock.FenceKey(key), se.Highest)
+		if s.c.Strategy == Fenced {
+			// A fence PostgreSQL has seen: Redis's counter went back (a
+			// restart, a failover). Raise it for the next one.
+			err = ledger.Heal(ctx, s.rdb, lock.FenceKey(key), err)
 		}
 	} else {
 		bal, err = s.store.Balance(ctx, id)

@@ -36,7 +36,7 @@ var Means = map[string]string{
 // leaves to its caller: what the redislock column cannot show, written
 // after the locks' table so that regenerating the page keeps it.
 const redislockPitfalls = "## What bsm/redislock leaves to its caller\n\n" +
-	"The redislock column is the library as it comes. Using it safely takes five things it leaves to you; the lab's load test goes through `lab/internal/redislockx`, which takes on each one, and [step 4](../TUTORIAL.md#step-4-the-lock-from-a-library) does the first two in the article's code.\n\n" +
+	"The redislock column is the library as it comes. Using it safely takes five things it leaves to you; the lab's load test goes through `lab/loadtest/redislock.go`, which takes on each one, and [step 4](../TUTORIAL.md#step-4-the-lock-from-a-library) does the first two in the article's code.\n\n" +
 	"1. **A deadline for the wait.** Without a deadline on its context, `Obtain` stops retrying once one TTL has passed, whatever the retry strategy says.\n" +
 	"2. **A fresh retry strategy for every `Obtain`.** `ExponentialBackoff` and `LimitRetry` count inside the value, so one value shared by many goroutines makes each one's waits depend on the others'.\n" +
 	"3. **A TTL of at least 1 ms.** Given 0 and a context with a deadline, the obtain script sets the key and then runs `PEXPIRE` with 0, which deletes it: `Obtain` returns a lock and a nil error while Redis holds nothing (the ttl-refused row above).\n" +

@@ -10,9 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 
-	"example.com/walletlock/lab/internal/fencing"
 	"example.com/walletlock/lab/internal/ledger"
-	"example.com/walletlock/lab/internal/redislockx"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/wallet"
 )
@@ -217,9 +215,9 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 func spendRedislock(r *runner, c call) outcome {
 	// One counting wrapper per Obtain: it counts the attempts that found
 	// the lock taken.
-	retry := &redislockx.CountingRetry{Strategy: retryWait}
+	retry := &countingRetry{Strategy: retryWait}
 	start := time.Now()
-	l, err := redislockx.Obtain(c.wait, r.rdb, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+	l, err := obtainRedislock(c.wait, r.rdb, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
 		&redislock.Options{RetryStrategy: retry})
 	if err != nil {
 		return waitFailed(c, err)
@@ -227,7 +225,7 @@ func spendRedislock(r *runner, c call) outcome {
 	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, redislockx.Refresh(l, r.cfg.TTL))
+			return lock.KeepAlive(ctx, r.cfg.TTL, refreshRedislock(l, r.cfg.TTL))
 		},
 		func(ctx context.Context) error {
 			if err := l.Release(ctx); err != nil {
@@ -287,11 +285,10 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 	}
 }
 
-// spendFenced is fencing.Fenced written out: that function takes one context
-// for the wait and the write and does not show the lock's Attempts, both of
-// which the load test needs. Like it, it runs no watchdog (PostgreSQL
-// refuses a holder that outlived its lease) and heals the fence counter
-// when PostgreSQL refuses a fence.
+// spendFenced takes the lease with a fencing token (waiting under the
+// call's wait), spends with it in PostgreSQL, heals the fence counter when
+// PostgreSQL refuses the fence (ledger.Heal) and gives the lease back. It
+// runs no watchdog: PostgreSQL refuses a holder that outlived its lease.
 func spendFenced(r *runner, c call) outcome {
 	key := ledger.LockKey(r.cfg.Prefix, c.id)
 	start := time.Now()
@@ -301,10 +298,7 @@ func spendFenced(r *runner, c call) outcome {
 	}
 	waited := c.lockWait(start)
 	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
-	// fencing.Fenced would wait and write under one context; this loop cuts
-	// only the wait when time is up, so it takes the lease itself and
-	// shares only the heal.
-	err = fencing.Heal(c.ctx, r.rdb, key, err)
+	err = ledger.Heal(c.ctx, r.rdb, lock.FenceKey(key), err)
 	// A lease that expired is what the fence is for: the release's result
 	// changes nothing, and a lease it failed to delete expires after TTL.
 	_ = l.Release(c.ctx)

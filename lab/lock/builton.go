@@ -38,7 +38,7 @@ func Adopt(rdb Client, key, token string, attempts int, fence int64, h Handoff) 
 // CheckArgs refuses, before anything talks to Redis, what Acquire refuses,
 // with the same errors, and returns ttl as Acquire sends it: rounded up to
 // whole milliseconds (see CheckTTL).
-func CheckArgs(rdb Client, key string, ttl time.Duration) (time.Duration, error) {
+func CheckArgs(rdb any, key string, ttl time.Duration) (time.Duration, error) {
 	if err := validate(rdb, key, ttl); err != nil {
 		return 0, err
 	}

@@ -244,7 +244,7 @@ func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) 
 // script Release uses (release.lua), and reports whether it did. It is
 // for a caller that holds no *Lock but knows what it may have written,
 // such as a call cut short while taking a lock of another library
-// (package redislockx cleans up after bsm/redislock with it): deleting
+// (the load test cleans up after bsm/redislock with it): deleting
 // only on a match can never remove another holder's lease. Like a
 // release, it is not idempotent: go-redis resends a script whose reply
 // was lost (up to the client's MaxRetries), and a resend finds the key

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,7 @@ import (
 //
 // Its errors say what is wrong and how to fix it, and never show a password.
 func Connect(ctx context.Context) (redis.UniversalClient, error) {
+	quieted.Do(func() { redis.SetLogger(quiet{}) })
 	rdb, where, err := newClient()
 	if err != nil {
 		return nil, fmt.Errorf("wallet: %w", err)
@@ -48,8 +50,10 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 	return nil, err
 }
 
-// go-redis logs every failed dial on its own; Connect's error says it once.
-func init() { redis.SetLogger(quiet{}) }
+// go-redis logs every failed dial on its own; Connect's error says it
+// once. It is quieted by the first Connect, not on import: a program that
+// imports wallet for Check keeps go-redis's log.
+var quieted sync.Once
 
 type quiet struct{}
 

@@ -142,6 +142,7 @@ func SpenderRole() (SpenderConfig, bool) {
 
 // RunSpender spends until stdin ends, then returns the exit code.
 func RunSpender(c SpenderConfig, stdin io.Reader, stdout, stderr io.Writer) int {
+	env.Quiet()
 	if err := runSpender(c, stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, "drill spender:", err)
 		return 1

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/judge"
@@ -36,6 +37,7 @@ import (
 )
 
 func main() {
+	env.Quiet() // the holders' too
 	judge.Holder(locks.All()...)
 	harness.Main(run)
 }

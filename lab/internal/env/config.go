@@ -35,9 +35,13 @@ const (
 // within a few seconds instead of hanging.
 const ConnectTimeout = 3 * time.Second
 
-// go-redis logs each failed dial to stderr on its own; the programs report
-// an unreachable server in one line of their own, so its log stays quiet.
-func init() { redis.SetLogger(quietLogger{}) }
+// Quiet stops go-redis's own log of each failed dial, for the rest of the
+// process: the programs report an unreachable server in one line of their
+// own. Each program calls it first (harness.Main does, and Connect);
+// importing env does not.
+func Quiet() { quieted.Do(func() { redis.SetLogger(quietLogger{}) }) }
+
+var quieted sync.Once
 
 type quietLogger struct{}
 
@@ -311,6 +315,7 @@ func (e *tlsError) Unwrap() error { return e.err }
 // names the server as redis://host:port/db (never the user or password),
 // what went wrong and the fix.
 func Connect(ctx context.Context) (redis.UniversalClient, error) {
+	Quiet()
 	opt, err := RedisOptions()
 	if err != nil {
 		return nil, err

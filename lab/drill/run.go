@@ -20,6 +20,7 @@ import (
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/wire"
 	"example.com/walletlock/wallet"
 )
 
@@ -93,14 +94,14 @@ type runner struct {
 	rng   *rand.Rand
 
 	primary, replica *launch.Redis
-	proxy            *Proxy
+	proxy            *wire.Proxy
 	sentinels        []*launch.Redis
 	nodes            []*launch.Redis // Redlock's, instead of the primary
 
 	// The cluster of ClusterFailover: masters[i] has replicas[i] and
 	// announces proxies[i], which direct maps back to the master.
 	masters, replicas []*launch.Redis
-	proxies           []*Proxy
+	proxies           []*wire.Proxy
 	direct            map[string]string
 
 	// The partition's network, hosts and what its nemesis saw.
@@ -221,10 +222,10 @@ func (r *runner) startServers(ctx context.Context) error {
 	if r.c.Strategy != Wait && r.c.Nemesis != Failover {
 		return nil
 	}
-	if r.proxy, err = StartProxy(r.primary.Addr); err != nil {
+	if r.proxy, err = wire.ListenRaw("127.0.0.1:0", r.primary.Addr); err != nil {
 		return err
 	}
-	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr); err != nil {
+	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr()); err != nil {
 		return err
 	}
 	rdb := NewClient(r.replica.Addr)

@@ -10,12 +10,3 @@ CREATE TABLE IF NOT EXISTS walletlock_wallets (
     version bigint NOT NULL DEFAULT 0,
     owner   text   NOT NULL DEFAULT ''
 );
-
--- A table from before the owner column gets it, and only then: ALTER TABLE
--- locks the whole table even when the column is there.
-DO $$ BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'walletlock_wallets'::regclass
-                   AND attname = 'owner' AND NOT attisdropped) THEN
-        ALTER TABLE walletlock_wallets ADD COLUMN owner text NOT NULL DEFAULT '';
-    END IF;
-END $$;

@@ -464,7 +464,7 @@ func TestConnect_certificateNotTrusted(t *testing.T) {
 	t.Run("a missing CA file", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")
 		t.Setenv("REDIS_CA_FILE", filepath.Join(t.TempDir(), "nope.pem"))
-		refused(t, []string{"REDIS_CA_FILE", "nope.pem", "cannot be read", "no such file"})
+		refused(t, []string{"REDIS_CA_FILE", "nope.pem", "no such file"})
 	})
 	t.Run("a key in place of the certificate", func(t *testing.T) {
 		t.Setenv("REDIS_URL", "rediss://"+addr+"/0")

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // ConnectPostgres returns a pool for DATABASE_URL (DatabaseURL) after
@@ -53,25 +54,9 @@ func PostgresConfig() (*pgx.ConnConfig, error) {
 	return cfg.ConnConfig, nil
 }
 
-// poolConfig is DATABASE_URL (or the default) parsed, the one parser of
-// it: pool settings such as pool_max_conns apart from the connection's.
-func poolConfig() (*pgxpool.Config, error) {
-	raw, err := PostgresURL()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(raw)
-	if err != nil {
-		return nil, errDatabaseURLInvalid
-	}
-	return cfg, nil
-}
-
-var (
-	// pgx redacts the password in its parse errors only as far as it can
-	// tell where it is; say only what is wrong.
-	errDatabaseURLInvalid = errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
-)
+// poolConfig is DATABASE_URL (or the default) parsed by the root's
+// postgres.Config, the one parser of it.
+func poolConfig() (*pgxpool.Config, error) { return postgres.Config() }
 
 // postgresURL names the server cfg points at, as postgres://host:port/db,
 // without the user and password.

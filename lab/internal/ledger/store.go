@@ -119,7 +119,10 @@ func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
 // Write is the root's Write, whose errors say which wallet is missing
 // (ErrNoWallet), and match ctx's end and its cause when ctx ended.
 func (s *Store) Write(ctx context.Context, id, balance int64) error {
-	return s.failed(ctx, "write", id, 0, s.Store.Write(ctx, id, balance))
+	if err := ctx.Err(); err != nil {
+		return s.failed(ctx, "write", id, 0, err) // nothing was sent (see sent)
+	}
+	return s.failed(ctx, "write", id, 0, sent(s.Store.Write(ctx, id, balance)))
 }
 
 // Claim is the root's Claim: it reads the balance of wallet id and stamps
@@ -149,7 +152,10 @@ func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error
 	if fence < 1 {
 		return fmt.Errorf("%w, got %d", ErrBadFence, fence)
 	}
-	return s.failed(ctx, "write", id, fence, s.Store.WriteFenced(ctx, id, fence, balance))
+	if err := ctx.Err(); err != nil {
+		return s.failed(ctx, "write", id, fence, err) // nothing was sent
+	}
+	return s.failed(ctx, "write", id, fence, sent(s.Store.WriteFenced(ctx, id, fence, balance)))
 }
 
 // SpendFenced is the root's spend by the holder of fence (Claim, the
@@ -174,7 +180,7 @@ func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work t
 // lock, so a history learns only its result.
 func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (bool, error) {
 	ok, err := s.Store.SpendForUpdate(ctx, id, amount, work)
-	return ok, s.failed(ctx, "spend from", id, 0, err)
+	return ok, s.failed(ctx, "spend from", id, 0, sent(err))
 }
 
 // SpendVersioned is the root's versioned spend (no lock: it writes only
@@ -248,6 +254,24 @@ func (s *Store) refused(ctx context.Context, id, fence int64) error {
 	return &StaleFenceError{ID: id, Fence: fence, Highest: highest}
 }
 
+// sent corrects the root's verdict on a write that failed (its
+// writeError): a FATAL reply ends the session and may come after the
+// commit, so the write may have landed, and its error matches
+// wallet.ErrUnknownOutcome; the root counts it as refused. (And a write
+// whose ctx had ended before it was sent is refused, never unknown: the
+// callers check ctx first.)
+func sent(err error) error {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && fatal(pgErr) && !errors.Is(err, wallet.ErrUnknownOutcome) {
+		return fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err)
+	}
+	return err
+}
+
+func fatal(e *pgconn.PgError) bool {
+	severity := cmp.Or(e.SeverityUnlocalized, e.Severity) // Severity alone: servers before 9.6
+	return severity == "FATAL" || severity == "PANIC"
+}
+
 // writeError classifies the error of a write that may have reached the
 // server, as wallet.WriteError does for Redis. An ERROR reply means the
 // statement did not happen; so does a failure that pgx knows came before
@@ -257,8 +281,7 @@ func (s *Store) refused(ctx context.Context, id, fence int64) error {
 // ends the session and may arrive after the commit.
 func writeError(err error) error {
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
-		// Severity alone comes from servers before 9.6.
-		if severity := cmp.Or(pgErr.SeverityUnlocalized, pgErr.Severity); severity != "FATAL" && severity != "PANIC" {
+		if !fatal(pgErr) {
 			return err
 		}
 	} else if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {

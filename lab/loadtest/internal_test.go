@@ -17,20 +17,6 @@ import (
 	"example.com/walletlock/lab/internal/lesson"
 )
 
-func TestFormatMoney_groupsThousands(t *testing.T) {
-	tests := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0"}, {999, "999"}, {1000, "1,000"}, {27430, "27,430"}, {1234567, "1,234,567"}, {-1000, "-1,000"},
-	}
-	for _, tt := range tests {
-		if got := formatMoney(tt.n); got != tt.want {
-			t.Errorf("formatMoney(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}
-
 // Every strategy's round trips are counted in the table, and every
 // strategy has a phase in package lesson (lesson.Want panics otherwise).
 func TestStrategies_matchTheLesson(t *testing.T) {

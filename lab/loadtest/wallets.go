@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -251,23 +250,4 @@ func transient(err error) bool {
 	}
 	return !errors.As(err, &reply) && !errors.As(err, &pgErr) &&
 		!errors.Is(err, ledger.ErrNoWallet) && !errors.Is(err, ledger.ErrOwned)
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// formatMoney writes 1234567 as "1,234,567", for the table.
-func formatMoney(n int64) string {
-	s := strconv.FormatInt(abs(n), 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if n < 0 {
-		return "-" + s
-	}
-	return s
 }

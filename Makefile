@@ -31,7 +31,7 @@ help: ## list the targets
 # (cmd/servers's TestMakefile_listsEveryPackage keeps both so).
 SERVICES = .services/bin/servers
 SERVICES_PKGS = cmd/servers internal/env internal/launch
-ROOT_SERVICES_PKGS = internal/safe
+ROOT_SERVICES_PKGS = internal/safe wallet wallet/postgres
 LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS)))) $(wildcard $(addsuffix /*,$(ROOT_SERVICES_PKGS)))
 $(SERVICES): go.mod lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
 	@cd lab && $(GO) build -o ../$@ ./cmd/servers

@@ -30,8 +30,8 @@ help: ## list the targets
 # lab/ it imports, ROOT_SERVICES_PKGS every package of the root
 # (cmd/servers's TestMakefile_listsEveryPackage keeps both so).
 SERVICES = .services/bin/servers
-SERVICES_PKGS = cmd/servers internal/env internal/launch wallet wallet/postgres
-ROOT_SERVICES_PKGS = internal/safe
+SERVICES_PKGS = cmd/servers internal/env internal/launch
+ROOT_SERVICES_PKGS = internal/safe wallet wallet/postgres
 LAB_SERVICES_SRC = $(wildcard $(addprefix lab/,$(addsuffix /*,$(SERVICES_PKGS)))) $(wildcard $(addsuffix /*,$(ROOT_SERVICES_PKGS)))
 $(SERVICES): go.mod lab/go.mod lab/go.sum $(LAB_SERVICES_SRC)
 	@cd lab && $(GO) build -o ../$@ ./cmd/servers

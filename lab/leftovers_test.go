@@ -13,9 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/labtest"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/wallet/postgres"
 )
 
 // TestNoLeftovers checks what a whole test run promises: no key and no
@@ -44,7 +45,7 @@ func TestNoLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	pool, err := postgres.Connect(ctx)
+	pool, err := env.ConnectPostgres(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,8 +140,8 @@ func leftRows(ctx context.Context, pool *pgxpool.Pool, shown int) (int, []string
 // writes one of each, looks, and deletes them; the key expires by itself
 // besides.
 func TestLeftovers_findWhatTheRootsTestsLeave(t *testing.T) {
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
 	ctx := t.Context()
 	prefix := "test:" + strings.ReplaceAll(t.Name(), "/", "-") + ":" + rand.Text()[:8] + ":" // the root's labtest.Prefix
 	keys := []string{prefix + "wallet:42:balance", prefix + "walletlock:run"}
@@ -163,7 +164,7 @@ func TestLeftovers_findWhatTheRootsTestsLeave(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := postgres.OpenStore(ctx, pool); err != nil { // the table, if no test made it yet
+	if _, err := postgres.Open(ctx, pool, ""); err != nil { // the table, if no test made it yet
 		t.Fatal(err)
 	}
 	for i, id := range ids {

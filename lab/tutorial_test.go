@@ -22,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
 )
@@ -553,7 +554,7 @@ func TestTutorial_redisCliSessionReplays(t *testing.T) {
 	if session == nil {
 		t.Fatal("TUTORIAL.md has no block introduced by <!-- session: redis-cli -->")
 	}
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

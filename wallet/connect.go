@@ -7,9 +7,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,7 +31,8 @@ import (
 //
 // Its errors say what is wrong and how to fix it, and never show a password.
 func Connect(ctx context.Context) (redis.UniversalClient, error) {
-	rdb, where, err := newClient()
+	quieted.Do(func() { redis.SetLogger(quiet{}) })
+	rdb, where, err := Client()
 	if err != nil {
 		return nil, fmt.Errorf("wallet: %w", err)
 	}
@@ -49,19 +52,21 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 }
 
 // go-redis logs every failed dial on its own; Connect's error says it once.
-func init() { redis.SetLogger(quiet{}) }
+var quieted sync.Once // by the first Connect, not on import
 
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-func newClient() (rdb redis.UniversalClient, where string, err error) {
+// Client is Connect without the PING, and where the client talks: for a
+// program that must know where Redis is before it runs (the lab's make up).
+func Client() (rdb redis.UniversalClient, where string, err error) {
 	raw := os.Getenv("REDIS_URL")
 	if raw == "" {
 		if os.Getenv("REDIS_CA_FILE") != "" {
 			return nil, "", errors.New("REDIS_CA_FILE is set, but only a rediss:// REDIS_URL uses TLS")
 		}
-		addrs := strings.Split(cmp.Or(os.Getenv("REDIS_ADDR"), "localhost:6379"), ",")
+		addrs := strings.Split(strings.ReplaceAll(cmp.Or(os.Getenv("REDIS_ADDR"), "localhost:6379"), " ", ""), ",")
 		rdb = redis.NewUniversalClient(&redis.UniversalOptions{
 			Addrs: addrs,
 			// Let a context's deadline cut a read short, rather than
@@ -76,8 +81,9 @@ func newClient() (rdb redis.UniversalClient, where string, err error) {
 	if err := safe.CheckURL("REDIS_URL", raw); err != nil {
 		return nil, "", err
 	}
-	if _, err := url.Parse(raw); err != nil {
-		// url's error repeats the URL, password and all.
+	if u, err := url.Parse(raw); err != nil || strings.Contains(u.Hostname(), ":") && net.ParseIP(u.Hostname()) == nil {
+		// url's error repeats the URL, password and all; and a user and
+		// password with no @host parse as a host, which a dial would print.
 		return nil, "", errors.New("REDIS_URL is not a URL; the form is redis://user:password@host:6379/0")
 	}
 	if strings.Contains(raw, "addr=") {

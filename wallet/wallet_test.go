@@ -141,3 +141,29 @@ func TestSpend_withoutALockLosesUpdates(t *testing.T) {
 		t.Errorf("%s: want BROKEN", v)
 	}
 }
+
+// Every call is in flight at once: each waits on a barrier that opens
+// only when all n have entered. A Hammer that ran calls one after another,
+// or in a smaller pool, would never open it; one shared timeout turns
+// that into errors instead of a hang.
+func TestHammer_runsAllAtOnce(t *testing.T) {
+	const n = 50
+	var entered atomic.Int32
+	open := make(chan struct{})
+	timeout, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tally := wallet.Hammer(n, func() (bool, error) {
+		if entered.Add(1) == n {
+			close(open)
+		}
+		select {
+		case <-open:
+			return true, nil
+		case <-timeout.Done():
+			return false, errors.New("the barrier never opened")
+		}
+	})
+	if len(tally.Errors) > 0 || tally.Accepted != n {
+		t.Errorf("tally = %+v, want %d accepted: the calls did not all run at once", tally, n)
+	}
+}

@@ -28,8 +28,9 @@ import (
 	"example.com/walletlock/wallet/postgres"
 )
 
-// missing skips t, or fails it under CI, for want of a service.
-func missing(t testing.TB, err error) {
+// Missing skips t, or fails it under CI, for want of a service (or of a
+// server program a test starts on its own, err says which).
+func Missing(t testing.TB, err error) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%v (CI is set, so this fails instead of skipping)", err)
@@ -42,7 +43,7 @@ func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
 	rdb, err := wallet.Connect(t.Context())
 	if err != nil {
-		missing(t, err)
+		Missing(t, err)
 	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
@@ -53,7 +54,7 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	pool, err := postgres.Connect(t.Context())
 	if err != nil {
-		missing(t, err)
+		Missing(t, err)
 	}
 	t.Cleanup(pool.Close)
 	return pool
@@ -67,7 +68,7 @@ func RedisServer(t testing.TB, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		missing(t, err)
+		Missing(t, err)
 	}
 	free, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

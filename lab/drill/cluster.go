@@ -8,7 +8,7 @@ package drill
 // replica.
 //
 // As with Sentinel, a replica on loopback would find every write in its
-// socket buffer, so each master's replication link runs through a Proxy
+// socket buffer, so each master's replication link runs through a proxy (wire.ListenRaw)
 // the drill can cut. A cluster node tells its replica where it is by the
 // address it announces: each master announces its proxy's port, and the
 // clients of the drill and the spenders dial the master itself instead
@@ -19,12 +19,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/launch"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/wire"
 )
 
 // clusterNodeTimeout is how long a silent master has until its replica
@@ -54,13 +56,14 @@ func (r *runner) startCluster(ctx context.Context) error {
 	r.direct = map[string]string{}
 	cl, err := r.procs.StartCluster(ctx, r.c.Dir, launch.ClusterSpec{Masters: 3, Replicas: 1, NodeTimeout: clusterNodeTimeout,
 		Announce: func(_ int, m *launch.Redis) (int, error) {
-			p, err := StartProxy(m.Addr)
+			p, err := wire.ListenRaw("127.0.0.1:0", m.Addr)
 			if err != nil {
 				return 0, err
 			}
 			r.proxies = append(r.proxies, p)
-			r.direct[p.Addr] = m.Addr
-			return p.Port, nil
+			r.direct[p.Addr()] = m.Addr
+			_, port, _ := net.SplitHostPort(p.Addr())
+			return strconv.Atoi(port)
 		}})
 	r.masters = cl.Masters
 	for _, rs := range cl.Replicas {
@@ -86,7 +89,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 		if !ok {
 			break
 		}
-		i := r.masterOf(ctx, rdb, wallet.LockKey(r.c.Prefix, g.e.Wallet))
+		i := r.masterOf(ctx, rdb, ledger.LockKey(r.c.Prefix, g.e.Wallet))
 		if i >= 0 && (r.c.Strategy == Version || !r.clusterReplicaHas(ctx, r.replicas[i], g.e)) {
 			target, found, victim = g, true, i
 			break
@@ -94,7 +97,7 @@ func (r *runner) clusterFailover(ctx context.Context) (int, string, error) {
 		r.ack(g.s, g.e)
 	}
 	if victim < 0 { // no such holder: fail over the first wallet's master all the same
-		victim = max(r.masterOf(ctx, rdb, wallet.LockKey(r.c.Prefix, r.c.First)), 0)
+		victim = max(r.masterOf(ctx, rdb, ledger.LockKey(r.c.Prefix, r.c.First)), 0)
 	}
 	if !r.masters[victim].Proc().Kill(3 * time.Second) {
 		return 0, "", fmt.Errorf("drill: the master %s did not die", r.masters[victim].Addr)
@@ -115,7 +118,7 @@ func (r *runner) masterOf(ctx context.Context, rdb *redis.ClusterClient, key str
 	}
 	addr := m.Options().Addr // as announced: the proxy's
 	for i, p := range r.proxies {
-		if p.Addr == addr || r.masters[i].Addr == addr {
+		if p.Addr() == addr || r.masters[i].Addr == addr {
 			return i
 		}
 	}
@@ -131,7 +134,7 @@ func (r *runner) clusterReplicaHas(ctx context.Context, replica *launch.Redis, e
 	var get *redis.StringCmd
 	c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ReadOnly(ctx)
-		get = p.Get(ctx, wallet.LockKey(r.c.Prefix, e.Wallet))
+		get = p.Get(ctx, ledger.LockKey(r.c.Prefix, e.Wallet))
 		return nil
 	})
 	tok, err := get.Result()

@@ -11,8 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 // ErrBusy is returned by TakePrefix when another drill runs on the prefix.
@@ -23,11 +22,11 @@ var ErrBusy = errors.New("drill: prefix in use by another drill")
 const MaxWallets = 100
 
 // FirstID is the first wallet id of a drill on prefix, unless told one:
-// derived from the prefix as the load test derives its ids (wallet.FirstIDFor),
+// derived from the prefix as the load test derives its ids (ledger.FirstIDFor),
 // so that drills on different prefixes never meet. It hashes "drill " and
 // the prefix, a name no prefix can be (a prefix holds no space), so that
 // the load test on the same prefix gets another block.
-func FirstID(prefix string) int64 { return wallet.FirstIDFor("drill " + prefix) }
+func FirstID(prefix string) int64 { return ledger.FirstIDFor("drill " + prefix) }
 
 // TakePrefix makes the run the only drill on prefix, whose PostgreSQL rows
 // it then owns. The drill's Redis servers are its own and die with it, so
@@ -68,10 +67,9 @@ func TakePrefix(ctx context.Context, pool *pgxpool.Pool, prefix string) (func(),
 //     lease is held while its rows are deleted, so that no drill on it
 //     starts in between.
 //
-// Rows of anyone else it leaves alone, and store.ResetRange then refuses
-// them with a *wallet.OwnedError. store is the Store from
-// postgres.OpenStore, not an Owned one.
-func TakeOver(ctx context.Context, pool *pgxpool.Pool, store *postgres.Store, prefix string, first int64, n int) (string, error) {
+// Rows of anyone else it leaves alone, and the Store's ResetRange then
+// refuses them with a *ledger.OwnedError.
+func TakeOver(ctx context.Context, pool *pgxpool.Pool, prefix string, first int64, n int) (string, error) {
 	last := first + int64(n) - 1
 	rows, err := pool.Query(ctx, `SELECT owner, count(*), min(id), max(id) FROM walletlock_wallets
 		WHERE id BETWEEN $1 AND $2 AND owner <> '' GROUP BY owner ORDER BY owner`, first, last)
@@ -109,7 +107,10 @@ func TakeOver(ctx context.Context, pool *pgxpool.Pool, store *postgres.Store, pr
 			if err != nil {
 				return "", err
 			}
-			err = store.Owned(l.owner).DeleteRange(ctx, first, n)
+			var dead *ledger.Store
+			if dead, err = ledger.Open(ctx, pool, l.owner); err == nil {
+				err = dead.DeleteRange(ctx, first, n)
+			}
 			release()
 			if err != nil {
 				return "", fmt.Errorf("drill: take over the rows of prefix %q, whose drill died: %w", l.owner, err)

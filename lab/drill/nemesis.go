@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 // nemesis injects the run's fault and says what it did. Every fault lands
@@ -159,7 +159,7 @@ func (r *runner) holding(g grabbed) string {
 
 // replicaHas reports whether the replica holds the lock of the read e.
 func (r *runner) replicaHas(ctx context.Context, replica *redis.Client, e Event) bool {
-	tok, err := replica.Get(ctx, wallet.LockKey(r.c.Prefix, e.Wallet)).Result()
+	tok, err := replica.Get(ctx, ledger.LockKey(r.c.Prefix, e.Wallet)).Result()
 	return err == nil && holderID(tok) == e.Holder
 }
 

@@ -43,6 +43,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"example.com/walletlock/lab/internal/wire"
 )
 
 // Hosts is the number of hosts of the partition nemesis.
@@ -73,10 +75,10 @@ func CanPartition() error {
 // Net is the drill's network for one run: made by MakeNet, removed by
 // Remove.
 type Net struct {
-	id    int      // 1 to maxNets: the third byte of both ranges, and the names' number
-	claim *os.File // the id's claim, locked while the run lasts (see claimNet)
-	mark  string   // the owner record on every namespace and link it made
-	fwd   *Proxy   // PostgreSQL, on the uplink
+	id    int         // 1 to maxNets: the third byte of both ranges, and the names' number
+	claim *os.File    // the id's claim, locked while the run lasts (see claimNet)
+	mark  string      // the owner record on every namespace and link it made
+	fwd   *wire.Proxy // PostgreSQL, on the uplink
 }
 
 // The ids of the drills' networks, and their claims.
@@ -225,7 +227,7 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 			return nil, left, err
 		}
 	}
-	if n.fwd, err = listenProxy(fmt.Sprintf("198.19.%d.254:0", n.id), pgAddr); err != nil {
+	if n.fwd, err = wire.ListenRaw(fmt.Sprintf("198.19.%d.254:0", n.id), pgAddr); err != nil {
 		return nil, left, err
 	}
 	return n, left, nil
@@ -515,7 +517,7 @@ func (n *Net) Command(i int, name string, args ...string) *exec.Cmd {
 // DatabaseURL returns the PostgreSQL URL raw with its host and port
 // replaced by the forwarder's on the uplink, for a process in a host.
 func (n *Net) DatabaseURL(raw string) (string, error) {
-	return withHostPort(raw, n.fwd.Addr)
+	return withHostPort(raw, n.fwd.Addr())
 }
 
 // PostgresAddr returns the host:port that the PostgreSQL URL raw names, for

@@ -19,8 +19,9 @@ import (
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/launch"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/wire"
+	"example.com/walletlock/wallet"
 )
 
 // Nemeses, as -nemesis names them, in the order of the report.
@@ -45,18 +46,18 @@ type Config struct {
 	Nemesis, Strategy string
 	Seed              int64
 
-	Exe     string          // the binary to start as a spender (see SpenderRole)
-	Procs   int             // spender processes
-	Conc    int             // concurrent spends in each
-	First   int64           // wallet ids First .. First+Wallets-1, owned by Store
-	Wallets int             //
-	Initial int64           // starting balance of each wallet
-	Amount  int64           // each spend
-	TTL     time.Duration   // of every lease
-	Work    time.Duration   // between the read and the write
-	Prefix  string          // of the lock keys in the drill's own Redis
-	Store   *postgres.Store // an Owned store: Run resets the wallets
-	Dir     string          // for the sentinels' files
+	Exe     string        // the binary to start as a spender (see SpenderRole)
+	Procs   int           // spender processes
+	Conc    int           // concurrent spends in each
+	First   int64         // wallet ids First .. First+Wallets-1, owned by Store
+	Wallets int           //
+	Initial int64         // starting balance of each wallet
+	Amount  int64         // each spend
+	TTL     time.Duration // of every lease
+	Work    time.Duration // between the read and the write
+	Prefix  string        // of the lock keys in the drill's own Redis
+	Store   *ledger.Store // the run's (ledger.Open with Prefix): Run resets the wallets
+	Dir     string        // for the sentinels' files
 
 	Partition time.Duration // how long a partition lasts once a replica is promoted (see DefaultPartition)
 	Say       func(string)  // prints a line on stderr; may be nil
@@ -93,14 +94,14 @@ type runner struct {
 	rng   *rand.Rand
 
 	primary, replica *launch.Redis
-	proxy            *Proxy
+	proxy            *wire.Proxy
 	sentinels        []*launch.Redis
 	nodes            []*launch.Redis // Redlock's, instead of the primary
 
 	// The cluster of ClusterFailover: masters[i] has replicas[i] and
 	// announces proxies[i], which direct maps back to the master.
 	masters, replicas []*launch.Redis
-	proxies           []*Proxy
+	proxies           []*wire.Proxy
 	direct            map[string]string
 
 	// The partition's network, hosts and what its nemesis saw.
@@ -156,7 +157,7 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	if err := r.startServers(ctx); err != nil {
 		return res, err
 	}
-	if err := c.Store.ResetRange(ctx, c.First, c.Wallets, c.Initial); err != nil {
+	if err := c.Store.ResetRange(ctx, c.First, c.Wallets, c.Initial, nil); err != nil {
 		return res, err
 	}
 	r.startHistory()
@@ -221,10 +222,10 @@ func (r *runner) startServers(ctx context.Context) error {
 	if r.c.Strategy != Wait && r.c.Nemesis != Failover {
 		return nil
 	}
-	if r.proxy, err = StartProxy(r.primary.Addr); err != nil {
+	if r.proxy, err = wire.ListenRaw("127.0.0.1:0", r.primary.Addr); err != nil {
 		return err
 	}
-	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr); err != nil {
+	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr()); err != nil {
 		return err
 	}
 	rdb := NewClient(r.replica.Addr)
@@ -503,40 +504,18 @@ func (r *runner) stopSpenders(ctx context.Context) {
 func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res.OK = true
-	var acc, unk int
-	var total int64
-	for i, bal := range balances {
+	accepted, unknown := make([]int64, len(balances)), make([]int64, len(balances))
+	for i := range balances {
 		id := r.c.First + int64(i)
-		v := wallet.CheckUnknown(r.c.Initial, r.c.Amount, r.accepted[id], r.unknown[id], bal)
-		if !v.OK {
-			res.OK = false
-			res.MoneyOff += off(v, r.c.Amount)
-		}
-		acc, unk, total = acc+r.accepted[id], unk+r.unknown[id], total+bal
+		accepted[i], unknown[i] = int64(r.accepted[id]), int64(r.unknown[id])
 	}
-	res.Unknown = unk
-	v := wallet.CheckUnknown(r.c.Initial*int64(len(balances)), r.c.Amount, acc, unk, total)
-	v.OK = res.OK // the line sums the wallets; the verdict is theirs
+	v, _, off, money := ledger.Judge(r.c.Initial, r.c.Amount, accepted, unknown, balances)
+	res.OK, res.MoneyOff, res.Unknown = off == 0, money, v.Unknown
 	res.Verdict, res.Check = v, v.String()
 	r.checkHistory(ctx, res, balances)
 	if r.c.Strategy != Version { // no lock, nothing granted
 		res.DoubleGrants = overlaps(r.sections)
 	}
-}
-
-// off is how far a balance is from the nearest one the reports allow.
-func off(v wallet.Verdict, amount int64) int64 {
-	switch {
-	case v.Balance > v.Expected:
-		return v.Balance - v.Expected
-	case v.Balance < v.Lowest:
-		return v.Lowest - v.Balance
-	case amount > 0:
-		r := (v.Expected - v.Balance) % amount
-		return min(r, amount-r)
-	}
-	return 0
 }
 
 // overlaps counts the pairs of critical sections on one wallet, of two

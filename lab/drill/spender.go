@@ -26,12 +26,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/history"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/lab/lock/fair"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/wallet"
 )
 
 // SpenderEnv names the environment variable that makes the drill binary
@@ -141,6 +142,7 @@ func SpenderRole() (SpenderConfig, bool) {
 
 // RunSpender spends until stdin ends, then returns the exit code.
 func RunSpender(c SpenderConfig, stdin io.Reader, stdout, stderr io.Writer) int {
+	env.Quiet()
 	if err := runSpender(c, stdin, stdout); err != nil {
 		fmt.Fprintln(stderr, "drill spender:", err)
 		return 1
@@ -154,7 +156,7 @@ type spender struct {
 	fair    *fair.Lock
 	redlock *redlock.Nodes // for redlock and redlock-fenced
 	pool    *pgxpool.Pool  // redlock-fenced takes its fences from a sequence
-	store   *postgres.Store
+	store   *ledger.Store
 
 	out     sync.Mutex
 	enc     *json.Encoder
@@ -170,12 +172,12 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 		return fmt.Errorf("bad %s", SpenderEnv)
 	}
 	ctx := context.Background()
-	pool, err := postgres.Connect(ctx)
+	pool, err := env.ConnectPostgres(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	store, err := postgres.OpenStore(ctx, pool)
+	store, err := ledger.Open(ctx, pool, c.Prefix)
 	if err != nil {
 		return err
 	}
@@ -291,7 +293,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second) // bounded, but never cut short by stop
 	defer cancel()
 	e := Event{Req: s.req.Add(1), Wallet: id, Amount: s.c.Amount, Call: time.Now().UnixNano()}
-	ctx = wallet.ObserveReads(ctx, func(b int64) { e.Read = &b }) // the Store tells the history what it read
+	ctx = ledger.ObserveReads(ctx, func(b int64) { e.Read = &b }) // the Store tells the history what it read
 	if s.c.Strategy == Version {
 		e.Start = time.Now().UnixNano()
 		s.announce(e)
@@ -299,7 +301,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		s.done(e, ok, err)
 		return
 	}
-	key := wallet.LockKey(s.c.Prefix, id)
+	key := ledger.LockKey(s.c.Prefix, id)
 	holder, fence, release, err := s.acquire(ctx, key)
 	if err != nil { // no lock, no spend: Redis is down or busy
 		time.Sleep(20 * time.Millisecond)
@@ -339,10 +341,10 @@ func (s *spender) spend(ctx context.Context, id int64) {
 	}
 	if fenced {
 		bal, err = s.store.Claim(ctx, id, e.Fence)
-		if se := (*wallet.StaleFenceError)(nil); s.c.Strategy == Fenced && errors.As(err, &se) && se.Highest >= e.Fence {
-			// Redis handed out a fence PostgreSQL has seen: its counter
-			// went back (a restart, a failover). Raise it for the next one.
-			lock.RaiseFence(ctx, s.rdb, key, se.Highest)
+		if s.c.Strategy == Fenced {
+			// A fence PostgreSQL has seen: Redis's counter went back (a
+			// restart, a failover). Raise it for the next one.
+			err = ledger.Heal(ctx, s.rdb, lock.FenceKey(key), err)
 		}
 	} else {
 		bal, err = s.store.Balance(ctx, id)
@@ -387,7 +389,7 @@ func (s *spender) acquire(ctx context.Context, key string) (holder string, fence
 	var l *lock.Lock
 	switch s.c.Strategy {
 	case Fenced:
-		l, err = lock.AcquireFenced(ctx, s.rdb, key, s.c.TTL)
+		l, err = lock.AcquireFenced(ctx, s.rdb, key, lock.FenceKey(key), s.c.TTL)
 	case Fair:
 		l, err = s.fair.Acquire(ctx, key, s.c.TTL)
 	default:

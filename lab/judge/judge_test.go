@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lock"
 )
@@ -101,7 +101,7 @@ func judged(t *testing.T, ctx context.Context, name string, only ...string) Repo
 		}
 		t.Skip(err)
 	}
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	var a Adapter
 	for _, b := range misbehaving {
 		if b.Name == name {

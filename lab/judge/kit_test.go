@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -23,7 +23,7 @@ func TestKit_judgesALockInAModuleOfItsOwn(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	lab, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

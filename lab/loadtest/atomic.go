@@ -7,7 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // The atomic strategy: "you may not need a lock". When the balance lives
@@ -28,13 +29,13 @@ func spendAtomic(r *runner, c call) outcome {
 	if err := wallet.Work(c.ctx, r.cfg.Work); err != nil {
 		return outcome{err: err, attempts: 1}
 	}
-	ok, err := atomicSpend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount)
+	ok, err := atomicSpend(c.ctx, r.rdb, ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount)
 	return outcome{ok: ok, err: err, attempts: 1}
 }
 
 // atomicSpend takes amount from the balance at key if it covers it. It
 // reports false, nil when it does not; an error matching
-// wallet.ErrNoWallet when there is no balance; and one matching
+// ledger.ErrNoWallet when there is no balance; and one matching
 // wallet.ErrUnknownOutcome when the script was sent and no reply came.
 func atomicSpend(ctx context.Context, rdb redis.Scripter, key string, amount int64) (bool, error) {
 	n, err := atomicSpendScript.Run(ctx, rdb, []string{key}, amount).Int()
@@ -42,7 +43,7 @@ func atomicSpend(ctx context.Context, rdb redis.Scripter, key string, amount int
 	case err != nil:
 		return false, wallet.WriteError(key, err)
 	case n == -1:
-		return false, fmt.Errorf("%w at %s", wallet.ErrNoWallet, key)
+		return false, fmt.Errorf("%w at %s", ledger.ErrNoWallet, key)
 	}
 	return n == 1, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/loadtest"
 )
@@ -21,8 +22,8 @@ import (
 // It reports the peak RSS of the process, the slowest setup of 10,000
 // wallets, and each strategy's accepted spends per second.
 func BenchmarkRun_1000workers10000wallets(b *testing.B) {
-	rdb := labtest.Redis(b)
-	labtest.Postgres(b)
+	rdb := testenv.Redis(b)
+	testenv.Postgres(b)
 	c := loadtest.Defaults()
 	c.Workers, c.Wallets, c.Duration = 1000, 10000, 500*time.Millisecond
 	c.Prefix = labtest.Prefix(b, rdb)
@@ -67,7 +68,7 @@ func BenchmarkRun_1000workers10000wallets(b *testing.B) {
 func BenchmarkRun_bytesPerWorker(b *testing.B) {
 	for _, workers := range []int{1000, 10000} {
 		b.Run(fmt.Sprint(workers), func(b *testing.B) {
-			rdb := labtest.Redis(b)
+			rdb := testenv.Redis(b)
 			c := loadtest.Defaults()
 			c.Strategies = []string{"lock"}
 			c.Workers, c.Wallets, c.Duration = workers, 10*workers, time.Second
@@ -125,7 +126,7 @@ func inUse() uint64 {
 // turn, so that both see the same machine. It reports each strategy's
 // rate with recording as a share of its rate without (1 = no cost).
 func BenchmarkRun_historyRecording(b *testing.B) {
-	rdb := labtest.Redis(b)
+	rdb := testenv.Redis(b)
 	c := loadtest.Defaults()
 	c.Strategies = []string{"lock", "atomic"}
 	c.Prefix = labtest.Prefix(b, rdb)

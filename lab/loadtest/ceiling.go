@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // The ceiling is the best rate any strategy could reach on this workload

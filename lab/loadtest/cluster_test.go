@@ -8,11 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/loadtest"
-	"example.com/walletlock/lab/wallet"
 )
 
 // A cluster buys availability: kill -9 the master that holds the run
@@ -25,7 +26,7 @@ func TestRun_followsAClusterFailover(t *testing.T) {
 	cl.Use(t)
 	c, env := setup(t, "lock", "fair", "fenced", "atomic")
 	c.Wallets, c.Duration = 32, 2*time.Second
-	rdb := labtest.Redis(t).(*redis.ClusterClient) // the test's own, not the run's: its commands are not the run's
+	rdb := testenv.Redis(t).(*redis.ClusterClient) // the test's own, not the run's: its commands are not the run's
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 
@@ -34,7 +35,7 @@ func TestRun_followsAClusterFailover(t *testing.T) {
 	victim := masterOf(t, ctx, rdb, cl, harness.LeaseKey(c.Prefix))
 	watched := ""
 	for i := range int64(c.Wallets) {
-		if k := wallet.BalanceKey(c.Prefix, c.FirstID+i); masterOf(t, ctx, rdb, cl, k) == victim {
+		if k := ledger.BalanceKey(c.Prefix, c.FirstID+i); masterOf(t, ctx, rdb, cl, k) == victim {
 			watched = k
 			break
 		}

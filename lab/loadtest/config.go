@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
 )
 
 // ErrBadConfig is matched by every error Config.Validate and
@@ -48,11 +48,11 @@ type Config struct {
 	Timeout time.Duration // bounds each spend, waiting for its lock included
 
 	// Prefix is where the Redis keys go, and the owner of the PostgreSQL
-	// rows (see postgres.Store.Owned). Run holds a lease on it while it
+	// rows (see ledger.Open). Run holds a lease on it while it
 	// runs, so a second run on the same prefix is refused.
 	Prefix string
 	// FirstID is the first PostgreSQL wallet; a run uses FirstID ..
-	// FirstID+Wallets-1. wallet.FirstIDFor(Prefix) gives each prefix ids of its
+	// FirstID+Wallets-1. ledger.FirstIDFor(Prefix) gives each prefix ids of its
 	// own; rows that another run holds are refused, never shared.
 	FirstID int64
 
@@ -86,8 +86,8 @@ func Defaults() Config {
 		Seed:    1,
 		TTL:     2 * time.Second,
 		Timeout: 10 * time.Second,
-		Prefix:  wallet.DefaultPrefix + "loadtest:",
-		FirstID: wallet.FirstIDFor(wallet.DefaultPrefix + "loadtest:"),
+		Prefix:  ledger.DefaultPrefix + "loadtest:",
+		FirstID: ledger.FirstIDFor(ledger.DefaultPrefix + "loadtest:"),
 	}
 }
 
@@ -96,7 +96,7 @@ func Defaults() Config {
 // most harness.MaxDuration.
 const (
 	MaxWorkers = harness.MaxN
-	MaxWallets = wallet.IDBlock // a run's wallets fit in the block of ids its prefix owns
+	MaxWallets = ledger.IDBlock // a run's wallets fit in the block of ids its prefix owns
 	MaxLevels  = 10             // worker counts in one sweep: each runs every strategy
 	// MaxPool bounds -pool: Redis serves 10,000 clients by default, and
 	// other programs share it.
@@ -167,6 +167,9 @@ func (c Config) Validate() error {
 		return bad("-work must be at least 0, got %v", c.Work)
 	case c.Amount < 1:
 		return bad("-amount must be at least 1, got %d", c.Amount)
+	case c.Amount > ledger.MaxAmount:
+		// The check line counts in int64 (wallet.Check).
+		return bad("-amount must be at most %d, got %d", ledger.MaxAmount, c.Amount)
 	case c.Initial < 0:
 		return bad("-initial must be at least 0, got %d", c.Initial)
 	case c.Initial > math.MaxInt64/int64(c.Wallets):

@@ -36,6 +36,7 @@ func TestValidate_namesTheBadFlag(t *testing.T) {
 		{"negative ops", func(c *loadtest.Config) { c.Ops = -1 }, "-ops"},
 		{"negative work", func(c *loadtest.Config) { c.Work = -time.Millisecond }, "-work"},
 		{"nothing to spend", func(c *loadtest.Config) { c.Amount = 0 }, "-amount"},
+		{"so much that the check leaves an int64", func(c *loadtest.Config) { c.Amount = 1 << 62 }, "-amount must be at most"},
 		{"negative balance", func(c *loadtest.Config) { c.Initial = -1 }, "-initial"},
 		{"a TTL under 1ms", func(c *loadtest.Config) { c.TTL = time.Microsecond }, "-ttl"},
 		{"no timeout", func(c *loadtest.Config) { c.Timeout = 0 }, "-timeout"},

@@ -12,7 +12,6 @@ import (
 
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/redlock"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // Connection pools are sized to the workers, within limits. With the
@@ -120,7 +119,7 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		}
 	}
 	if needPostgres {
-		probe, err := postgres.Connect(ctx)
+		probe, err := env.ConnectPostgres(ctx)
 		if err != nil {
 			e.Close()
 			return nil, err

@@ -30,13 +30,13 @@
 //
 // A spend whose write was sent but never answered (a timeout, a frozen
 // server) may have landed or not: it is counted apart as unknown, and each
-// wallet is judged with wallet.CheckUnknown, which allows any number of
+// wallet is judged with wallet.Check (ledger.Judge), which allows any number of
 // them to have landed. A row that accepted nothing, or whose spends failed
 // too often, measured nothing and says so (Row.Measured).
 //
 // A run owns what it writes: it holds a lease on its key prefix and marks
 // its PostgreSQL rows as the prefix's, so a second run on the same prefix,
-// or on wallets another run holds, is refused (see Run and wallet.FirstIDFor).
+// or on wallets another run holds, is refused (see Run and ledger.FirstIDFor).
 //
 // Redlock itself is a library (internal/redlock): the drill's redlock and
 // redlock-fenced spenders take the same lock.

@@ -14,17 +14,17 @@ import (
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
-	"example.com/walletlock/lab/wallet"
 )
 
 // Resolve completes c from the two flags that are not plain fields,
 // -workers (one count, or a list of counts for a contention sweep) and
 // -strategy, gives c the first wallet id of its prefix when FirstID is 0
-// (wallet.FirstIDFor), and validates it. Its error matches ErrBadConfig.
+// (ledger.FirstIDFor), and validates it. Its error matches ErrBadConfig.
 func (c *Config) Resolve(workers, strategies string) error {
 	if c.FirstID == 0 {
-		c.FirstID = wallet.FirstIDFor(c.Prefix)
+		c.FirstID = ledger.FirstIDFor(c.Prefix)
 	}
 	counts, err := ParseWorkers(workers)
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/loadtest"
-	"example.com/walletlock/lab/wallet"
 )
 
 func TestConfig_Resolve(t *testing.T) {
@@ -23,7 +23,7 @@ func TestConfig_Resolve(t *testing.T) {
 	t.Run("FirstID comes from the prefix unless given", func(t *testing.T) {
 		derived, given := loadtest.Defaults(), loadtest.Defaults()
 		given.FirstID = 7
-		if err := derived.Resolve("8", "all"); err != nil || derived.FirstID != wallet.FirstIDFor(derived.Prefix) {
+		if err := derived.Resolve("8", "all"); err != nil || derived.FirstID != ledger.FirstIDFor(derived.Prefix) {
 			t.Errorf("derived FirstID %d (%v), want FirstIDFor(prefix)", derived.FirstID, err)
 		}
 		if err := given.Resolve("8", "all"); err != nil || given.FirstID != 7 {

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/history"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet"
 )
 
 // Every spend of a phase is recorded (internal/history's Recorder): its call
-// and return on the process's clock, the balance it read (wallet's reads,
+// and return on the process's clock, the balance it read (ledger.ObserveReads,
 // in Redis or in PostgreSQL, tell it: seeReads), and its result. With the
 // setting of the starting balances before and the read-back after, that
 // is a history porcupine checks for linearizability, within
@@ -34,7 +34,7 @@ const (
 var historyLimits = history.DefaultLimits
 
 // seeReads returns ctx, told the balance a spend reads
-// (wallet.ObserveReads: wallet.Spend's GET and the Store's reads inside
+// (ledger.ObserveReads: wallet.Spend's GET and the Store's reads inside
 // its spends tell it), and where it lands; nil when the run records
 // nothing.
 func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) {
@@ -43,7 +43,7 @@ func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) 
 	}
 	read := new(atomic.Int64)
 	read.Store(history.NoRead)
-	return wallet.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
+	return ledger.ObserveReads(ctx, func(b int64) { read.Store(b) }), read
 }
 
 // record adds one spend to the phase's history.

@@ -11,58 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
 )
-
-func TestJudge_walletByWallet(t *testing.T) {
-	tests := []struct {
-		name      string
-		accepted  []int64
-		balances  []int64
-		wantCheck string
-		wantOff   int
-		wantMoney int64
-	}{
-		{"every wallet adds up", []int64{3, 0, 10}, []int64{70, 100, 0},
-			"accepted=13 balance=170 expected=170 OK", 0, 0},
-		// Two spends accepted, one recorded: 10 missing from wallet 0.
-		{"a lost update", []int64{2, 1}, []int64{90, 90},
-			"accepted=3 balance=180 expected=170 BROKEN", 1, 10},
-		{"wallets off both ways", []int64{5, 0, 1}, []int64{80, 90, 90},
-			"accepted=6 balance=260 expected=240 BROKEN", 2, 40},
-		// The sums agree, the wallets do not: still BROKEN, with both counted.
-		{"errors that cancel out in the sum", []int64{1, 1}, []int64{100, 80},
-			"accepted=2 balance=180 expected=180 BROKEN", 2, 20},
-		// Balances match what was accepted, but one went below zero.
-		{"an overdraft", []int64{11}, []int64{-10},
-			"accepted=11 balance=-10 expected=-10 BROKEN", 1, 10},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, off, money := judge(100, 10, tt.accepted, nil, tt.balances)
-			if v.String() != tt.wantCheck || off != tt.wantOff || money != tt.wantMoney {
-				t.Errorf("judge = %q, %d off by %d; want %q, %d off by %d",
-					v.String(), off, money, tt.wantCheck, tt.wantOff, tt.wantMoney)
-			}
-		})
-	}
-}
-
-func TestFormatMoney_groupsThousands(t *testing.T) {
-	tests := []struct {
-		n    int64
-		want string
-	}{
-		{0, "0"}, {999, "999"}, {1000, "1,000"}, {27430, "27,430"}, {1234567, "1,234,567"}, {-1000, "-1,000"},
-	}
-	for _, tt := range tests {
-		if got := formatMoney(tt.n); got != tt.want {
-			t.Errorf("formatMoney(%d) = %q, want %q", tt.n, got, tt.want)
-		}
-	}
-}
 
 // Every strategy's round trips are counted in the table, and every
 // strategy has a phase in package lesson (lesson.Want panics otherwise).
@@ -78,44 +31,6 @@ func TestStrategies_matchTheLesson(t *testing.T) {
 	}
 	if d := Defaults(); time.Duration(len(d.Strategies))*d.Duration > 40*time.Second {
 		t.Errorf("the default run takes %v of spending alone; it must stay within about 45 s", time.Duration(len(d.Strategies))*d.Duration)
-	}
-}
-
-// A spend with an unknown outcome may have landed or not: a wallet is
-// right when its balance fits some count of them, and the check line says
-// how many landed in all.
-func TestJudge_unknownOutcomes(t *testing.T) {
-	tests := []struct {
-		name       string
-		accepted   []int64
-		unknown    []int64
-		balances   []int64
-		wantCheck  string
-		wantLanded int
-		wantOff    int
-		wantMoney  int64
-	}{
-		{"none of them landed", []int64{2, 1}, []int64{1, 0}, []int64{80, 90},
-			"accepted=3 unknown=1 balance=170 expected=160..170 OK", 0, 0, 0},
-		{"some landed", []int64{2, 1}, []int64{3, 2}, []int64{60, 80},
-			"accepted=3 unknown=5 balance=140 expected=120..170 OK", 3, 0, 0},
-		// Wallet 1 has no unknown spend: its 10 more are a lost update,
-		// whatever wallet 0's unknown spends allow in the sum.
-		{"the sum fits, a wallet does not", []int64{2, 1}, []int64{2, 0}, []int64{80, 80},
-			"accepted=3 unknown=2 balance=160 expected=150..170 BROKEN", -1, 1, 10},
-		{"below every count", []int64{1}, []int64{1}, []int64{70},
-			"accepted=1 unknown=1 balance=70 expected=80..90 BROKEN", -1, 1, 10},
-		{"between two counts", []int64{1}, []int64{2}, []int64{83},
-			"accepted=1 unknown=2 balance=83 expected=70..90 BROKEN", -1, 1, 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, off, money := judge(100, 10, tt.accepted, tt.unknown, tt.balances)
-			if v.String() != tt.wantCheck || v.Landed != tt.wantLanded || off != tt.wantOff || money != tt.wantMoney {
-				t.Errorf("judge = %q, landed %d, %d off by %d; want %q, landed %d, %d off by %d",
-					v.String(), v.Landed, off, money, tt.wantCheck, tt.wantLanded, tt.wantOff, tt.wantMoney)
-			}
-		})
 	}
 }
 
@@ -231,8 +146,8 @@ func TestLeftovers_oneLineWithTheCommands(t *testing.T) {
 func TestRun_aPhaseLongerThanTheReadBackBound(t *testing.T) {
 	defer func(d time.Duration) { settleTimeout = d }(settleTimeout)
 	settleTimeout = 300 * time.Millisecond
-	rdb := labtest.Redis(t)
-	labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	testenv.Postgres(t)
 	c := Defaults()
 	c.Strategies = []string{"none", "version"}
 	c.Wallets, c.Workers, c.Duration = 2, 2, time.Second

@@ -11,9 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
 )
 
 // The redlock strategy: go-redsync's mutex over three independent Redis
@@ -61,7 +61,7 @@ func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redl
 // that extends the lock on every node.
 func spendRedlock(r *runner, c call) outcome {
 	start := time.Now()
-	l, err := r.redlock.Acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	l, err := r.redlock.Acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}

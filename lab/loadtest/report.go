@@ -9,7 +9,7 @@ import (
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/history"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // Report is everything a run measured. Its JSON form is what workshop
@@ -197,7 +197,7 @@ func (r Row) Verdict() string {
 	var v string
 	switch {
 	case r.Check != "" && !r.OK:
-		v = fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), formatMoney(r.MoneyOff))
+		v = charts.Broken(r.WalletsOff, r.MoneyOff)
 	case !r.Measured:
 		v = "NO DATA: " + r.Note
 	default:
@@ -337,7 +337,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	for _, r := range rep.Rows {
 		label := rep.label(r)
 		if r.Errors > 0 {
-			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", label, r.Errors, plural(int(r.Errors), "error"), r.FirstError)
+			fmt.Fprintf(&b, "%s: %d %s, the first: %s\n", label, r.Errors, charts.Plural(int(r.Errors), "error"), r.FirstError)
 		}
 		if r.Unknown > 0 {
 			landed := fmt.Sprintf("%d of them landed", r.UnknownLanded)
@@ -348,7 +348,7 @@ func (rep *Report) WriteTable(w io.Writer) error {
 				landed = "the balances fit no count of them"
 			}
 			fmt.Fprintf(&b, "%s: %d %s with no answer, sent or cancelled while waiting for a connection (unknown outcome), %s; the first: %s\n",
-				label, r.Unknown, plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
+				label, r.Unknown, charts.Plural(int(r.Unknown), "write"), landed, r.FirstUnknown)
 		}
 		if r.Strategy == "none" && r.OK {
 			fmt.Fprintf(&b, "%s: no update was lost this time; with more contention (try -hot) it is BROKEN\n", label)
@@ -415,7 +415,7 @@ func (rep *Report) ceilingIntro() string {
 	if rep.PostgresRTT != nil {
 		rtts = append(rtts, fmt.Sprintf("PostgreSQL %s", charts.FormatMS(rep.PostgresRTT.P50)))
 	}
-	at := fmt.Sprintf("%d %s at once", rep.Parallel, plural(rep.Parallel, "critical section"))
+	at := fmt.Sprintf("%d %s at once", rep.Parallel, charts.Plural(rep.Parallel, "critical section"))
 	for _, n := range rep.Params.Sweep {
 		if Parallel(rep.Params.Wallets, n, rep.Params.Hot) != rep.Parallel {
 			at = "one critical section at once per wallet that has a worker"
@@ -561,11 +561,4 @@ func (t RoundTrips) String() string {
 		return "0"
 	}
 	return strings.Join(parts, " + ")
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

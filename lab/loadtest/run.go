@@ -21,10 +21,10 @@ import (
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/history"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
 	"example.com/walletlock/lab/lock/fair"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/wallet"
 )
 
 // settleTimeout bounds reading back the balances after a phase, and the
@@ -51,7 +51,7 @@ var stopBudget = harness.CleanupTimeout
 // needs in env it fails before anything runs.
 //
 // Run first takes a lease on cfg.Prefix (see internal/harness) and marks
-// the PostgreSQL rows it uses as the prefix's (postgres.Store.Owned): a
+// the PostgreSQL rows it uses as the prefix's (ledger.Open with the prefix as owner): a
 // second run on the same prefix, or on ids that another run holds, is
 // refused with an error saying so, before anything is written.
 //
@@ -310,7 +310,7 @@ func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context
 type runner struct {
 	cfg     Config
 	rdb     redis.UniversalClient // nil when no strategy spends through Redis
-	store   *postgres.Store       // owned by the prefix; nil when no strategy uses PostgreSQL
+	store   *ledger.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *fair.Lock            // nil when the run has no fair strategy
 	redsync *redsync.Redsync      // nil when the run has no redsync strategy
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
@@ -359,16 +359,16 @@ func (r *runner) prepare(ctx context.Context, e *Env, rep *Report) error {
 	if !needPostgres {
 		return nil
 	}
-	v, err := postgres.Version(ctx, e.Postgres)
+	v, err := env.PostgresVersion(ctx, e.Postgres)
 	if err != nil {
 		return err
 	}
 	rep.System.Postgres = v
-	store, err := postgres.OpenStore(ctx, e.Postgres)
+	store, err := ledger.Open(ctx, e.Postgres, r.cfg.Prefix)
 	if err != nil {
 		return err
 	}
-	r.store = store.Owned(r.cfg.Prefix)
+	r.store = store
 	r.w.store = r.store
 	rtt, err := measureRTT(ctx, pings, postgresPing(e.Postgres))
 	if err != nil {
@@ -382,12 +382,12 @@ func (r *runner) prepare(ctx context.Context, e *Env, rep *Report) error {
 // ids that another run owns, and how to choose others.
 func (r *runner) resetPostgres(ctx context.Context) error {
 	defer r.timeSetup(time.Now())
-	err := r.store.ResetRangeEach(ctx, r.cfg.FirstID, r.cfg.Wallets, r.cfg.Initial, func(done int) {
+	err := r.store.ResetRange(ctx, r.cfg.FirstID, r.cfg.Wallets, r.cfg.Initial, func(done int) {
 		r.bar.setup(done, r.cfg.Wallets)
 	})
-	if owned, ok := errors.AsType[*wallet.OwnedError](err); ok {
+	if owned, ok := errors.AsType[*ledger.OwnedError](err); ok {
 		return fmt.Errorf("loadtest: set up wallets %d to %d: %w: wallet %d belongs to the run with prefix %q; choose other wallets with -first-id, or another -prefix (without -first-id, each prefix gets ids of its own)",
-			r.cfg.FirstID, r.cfg.FirstID+int64(r.cfg.Wallets)-1, wallet.ErrOwned, owned.ID, owned.Owner)
+			r.cfg.FirstID, r.cfg.FirstID+int64(r.cfg.Wallets)-1, ledger.ErrOwned, owned.ID, owned.Owner)
 	}
 	return err
 }
@@ -472,7 +472,7 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 			t.firstUnknown = o.err
 		}
 		return
-	case errors.Is(o.err, wallet.ErrStaleFence):
+	case errors.Is(o.err, ledger.ErrStaleFence):
 		t.stale++
 		return
 	case o.err == nil:
@@ -612,9 +612,9 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		return row, err
 	}
 	r.checkHistory(ctx, row, t, bal, rep)
-	v, off, money := judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
+	v, landed, off, money := ledger.Judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
 	row.Sum, row.Check, row.OK, row.WalletsOff, row.MoneyOff = v, v.String(), v.OK, off, money
-	row.UnknownLanded = int64(v.Landed)
+	row.UnknownLanded = int64(landed)
 	row.Measured, row.Note = measured(row)
 
 	if r.rdb != nil {

@@ -19,11 +19,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
 	"example.com/walletlock/lab/loadtest"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
 )
 
 // setup returns a short configuration on keys and wallet ids of the test's
@@ -31,8 +32,8 @@ import (
 // under CI).
 func setup(t *testing.T, strategies ...string) (loadtest.Config, *loadtest.Env) {
 	t.Helper()
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
 	c := loadtest.Defaults()
 	if len(strategies) > 0 {
 		c.Strategies = strategies
@@ -389,7 +390,7 @@ func cancelOnceSpending(env *loadtest.Env, c loadtest.Config, inPostgres bool, c
 			if inPostgres {
 				err = env.Postgres.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1", c.FirstID).Scan(&bal)
 			} else {
-				bal, err = env.Redis.Get(ctx, wallet.BalanceKey(c.Prefix, c.FirstID)).Int64()
+				bal, err = env.Redis.Get(ctx, ledger.BalanceKey(c.Prefix, c.FirstID)).Int64()
 			}
 			done()
 			if err == nil && bal < c.Initial {
@@ -449,7 +450,7 @@ func TestDefaults_leaseOutlivesTheWork(t *testing.T) {
 	if c.TTL < 100*c.Work || lock.CheckTTL(c.TTL) != nil {
 		t.Errorf("TTL %v for %v of work", c.TTL, c.Work)
 	}
-	if c.Prefix == wallet.DefaultPrefix {
+	if c.Prefix == ledger.DefaultPrefix {
 		t.Error("the load test must not share the other steps' prefix")
 	}
 }
@@ -469,7 +470,7 @@ func TestRun_redlockOnAHotWallet(t *testing.T) {
 	c, env := setup(t, loadtest.Redlock)
 	c.Hot, c.Workers, c.Duration = true, 8, 500*time.Millisecond
 	// A lock an interrupted earlier run left on one node is cleared first.
-	stale := wallet.LockKey(c.Prefix, c.FirstID+1)
+	stale := ledger.LockKey(c.Prefix, c.FirstID+1)
 	if err := env.Redlock.Clients()[0].Set(t.Context(), stale, "left", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +497,7 @@ func TestRun_redlockOnAHotWallet(t *testing.T) {
 // Without its nodes, Dial fails at once, in one line that says how many
 // answered and how to start them.
 func TestDial_redlockNodesDown(t *testing.T) {
-	labtest.Redis(t)
+	testenv.Redis(t)
 	live := labtest.StartRedis(t).Addr
 	dead := []string{labtest.DeadAddr(t), labtest.DeadAddr(t)}
 	t.Setenv("REDLOCK_ADDRS", strings.Join(append([]string{live}, dead...), ","))
@@ -526,8 +527,8 @@ func TestDial_redlockNodesDown(t *testing.T) {
 // from the start the run goes on, says so in one line, and counts the
 // commands of the two that answer.
 func TestRun_redlockWithOneNodeOfThreeDown(t *testing.T) {
-	rdb := labtest.Redis(t)
-	labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	testenv.Postgres(t)
 	dead := labtest.DeadAddr(t)
 	t.Setenv("REDLOCK_ADDRS", strings.Join([]string{labtest.StartRedis(t).Addr, dead, labtest.StartRedis(t).Addr}, ","))
 	c := loadtest.Defaults()
@@ -566,7 +567,7 @@ func TestRun_redlockWithOneNodeOfThreeDown(t *testing.T) {
 // one line as a configuration mistake, before any spend waits out its
 // -timeout on a majority that cannot be had.
 func TestDial_redlockOneNodeNamedTwice(t *testing.T) {
-	labtest.Redis(t)
+	testenv.Redis(t)
 	a, b := labtest.StartRedis(t).Addr, labtest.StartRedis(t).Addr
 	_, port, _ := net.SplitHostPort(a)
 	for _, addrs := range []string{a + "," + a + "," + a, a + ",localhost:" + port + "," + b} {

@@ -10,10 +10,9 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 
-	"example.com/walletlock/lab/internal/fencing"
-	"example.com/walletlock/lab/internal/redislockx"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // RoundTrips is how many network round trips, to each service, one critical
@@ -157,7 +156,7 @@ type outcome struct {
 }
 
 func spendNone(r *runner, c call) outcome {
-	ok, err := wallet.Spend(c.ctx, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(c.ctx, ledger.Observed(c.ctx, r.rdb), ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	return outcome{ok: ok, err: err, attempts: 1}
 }
 
@@ -175,7 +174,7 @@ func waitFailed(c call, err error) outcome {
 // lease gone is an error, but a write that landed still counts.
 func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
 	work, stop := keepAlive(c.ctx)
-	ok, err := wallet.Spend(work, r.rdb, wallet.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
+	ok, err := wallet.Spend(work, ledger.Observed(work, r.rdb), ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	stop()
 	if rerr := release(c.ctx); rerr != nil && err == nil {
 		err = rerr
@@ -202,13 +201,13 @@ func spendFair(r *runner, c call) outcome { return spendLease(r, c, r.fair.Acqui
 // releases it (a fair lease passes to the next waiter on release).
 func spendLease(r *runner, c call, acquire func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)) outcome {
 	start := time.Now()
-	l, err := acquire(c.wait, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
+	l, err := acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}
 	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx) },
+		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
 		l.Release)
 	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
 }
@@ -216,9 +215,9 @@ func spendLease(r *runner, c call, acquire func(ctx context.Context, key string,
 func spendRedislock(r *runner, c call) outcome {
 	// One counting wrapper per Obtain: it counts the attempts that found
 	// the lock taken.
-	retry := &redislockx.CountingRetry{Strategy: retryWait}
+	retry := &countingRetry{Strategy: retryWait}
 	start := time.Now()
-	l, err := redislockx.Obtain(c.wait, r.rdb, wallet.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
+	l, err := obtainRedislock(c.wait, r.rdb, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
 		&redislock.Options{RetryStrategy: retry})
 	if err != nil {
 		return waitFailed(c, err)
@@ -226,7 +225,7 @@ func spendRedislock(r *runner, c call) outcome {
 	waited := c.lockWait(start)
 	ok, err := spendUnder(r, c,
 		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, redislockx.Refresh(l, r.cfg.TTL))
+			return lock.KeepAlive(ctx, r.cfg.TTL, refreshRedislock(l, r.cfg.TTL))
 		},
 		func(ctx context.Context) error {
 			if err := l.Release(ctx); err != nil {
@@ -244,7 +243,7 @@ func spendRedislock(r *runner, c call) outcome {
 // first, which counts them. Its Extend serves the watchdog.
 func spendRedsync(r *runner, c call) outcome {
 	attempts := 1
-	m := r.redsync.NewMutex(wallet.LockKey(r.cfg.Prefix, c.id),
+	m := r.redsync.NewMutex(ledger.LockKey(r.cfg.Prefix, c.id),
 		redsync.WithExpiry(r.cfg.TTL),
 		redsync.WithTries(math.MaxInt32),
 		redsync.WithRetryDelayFunc(func(tries int) time.Duration {
@@ -286,24 +285,20 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 	}
 }
 
-// spendFenced is fencing.Fenced written out: that function takes one context
-// for the wait and the write and does not show the lock's Attempts, both of
-// which the load test needs. Like it, it runs no watchdog (PostgreSQL
-// refuses a holder that outlived its lease) and heals the fence counter
-// when PostgreSQL refuses a fence.
+// spendFenced takes the lease with a fencing token (waiting under the
+// call's wait), spends with it in PostgreSQL, heals the fence counter when
+// PostgreSQL refuses the fence (ledger.Heal) and gives the lease back. It
+// runs no watchdog: PostgreSQL refuses a holder that outlived its lease.
 func spendFenced(r *runner, c call) outcome {
-	key := wallet.LockKey(r.cfg.Prefix, c.id)
+	key := ledger.LockKey(r.cfg.Prefix, c.id)
 	start := time.Now()
-	l, err := lock.AcquireFenced(c.wait, r.rdb, key, r.cfg.TTL)
+	l, err := lock.AcquireFenced(c.wait, r.rdb, key, lock.FenceKey(key), r.cfg.TTL)
 	if err != nil {
 		return waitFailed(c, err)
 	}
 	waited := c.lockWait(start)
 	ok, err := r.store.SpendFenced(c.ctx, c.id, l.Fence, r.cfg.Amount, r.cfg.Work)
-	// fencing.Fenced would wait and write under one context; this loop cuts
-	// only the wait when time is up, so it takes the lease itself and
-	// shares only the heal.
-	err = fencing.Heal(c.ctx, r.rdb, key, err)
+	err = ledger.Heal(c.ctx, r.rdb, lock.FenceKey(key), err)
 	// A lease that expired is what the fence is for: the release's result
 	// changes nothing, and a lease it failed to delete expires after TTL.
 	_ = l.Release(c.ctx)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -13,23 +11,22 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // wallets are the n wallets of a run, in bulk: setting up and reading back
 // 10,000 of them must take a few round trips, not 10,000. In Redis they are
-// the keys wallet.BalanceKey(prefix, id) (and the lock keys next to them,
+// the keys ledger.BalanceKey(prefix, id) (and the lock keys next to them,
 // see lockKeys); in PostgreSQL the rows first .. first+n-1 of
-// postgres.Store's table.
+// ledger.Store's table.
 type wallets struct {
 	prefix  string
 	first   int64
 	n       int
 	rdb     redis.UniversalClient
-	store   *postgres.Store // nil when no strategy of the run uses PostgreSQL
-	touched int             // the wallets 0 .. touched-1 may have a balance key in Redis
+	store   *ledger.Store // nil when no strategy of the run uses PostgreSQL
+	touched int           // the wallets 0 .. touched-1 may have a balance key in Redis
 	// locked marks the wallets that a strategy taking a lock in Redis
 	// spent from: only they may have lock keys (see cleanup). Made by
 	// lockKeysFrom before the first such phase.
@@ -134,10 +131,10 @@ func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of
 	w.touched = w.n
 	set := 0
 	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
-		lockKey := wallet.LockKey(w.prefix, id)
+		lockKey := ledger.LockKey(w.prefix, id)
 		keys := lockKeys(lockKey)
 		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
-		return p.Set(ctx, wallet.BalanceKey(w.prefix, id), balance, 0)
+		return p.Set(ctx, ledger.BalanceKey(w.prefix, id), balance, 0)
 	}, func(int, redis.Cmder) error {
 		// Pipelines end out of order: count them, never two at once.
 		if set++; set%batch == 0 || set == w.n {
@@ -163,11 +160,11 @@ func lockKeys(lockKey string) []string {
 func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
 	bal := make([]int64, w.n)
 	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
-		return p.Get(ctx, wallet.BalanceKey(w.prefix, id))
+		return p.Get(ctx, ledger.BalanceKey(w.prefix, id))
 	}, func(i int, c redis.Cmder) error {
 		v, err := c.(*redis.StringCmd).Int64()
 		if errors.Is(err, redis.Nil) {
-			return fmt.Errorf("%w at %s", wallet.ErrNoWallet, wallet.BalanceKey(w.prefix, w.id(i)))
+			return fmt.Errorf("%w at %s", ledger.ErrNoWallet, ledger.BalanceKey(w.prefix, w.id(i)))
 		}
 		bal[i] = v
 		return err
@@ -214,7 +211,7 @@ func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, er
 	if w.store != nil {
 		both.Go(func() {
 			pgErr = retry(ctx, func() error {
-				return inLanes(ctx, w.n, postgres.ResetBatch, func(lo, hi int) error {
+				return inLanes(ctx, w.n, ledger.ResetBatch, func(lo, hi int) error {
 					return w.store.DeleteRange(ctx, w.id(lo), hi-lo)
 				})
 			})
@@ -235,9 +232,9 @@ func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, er
 // its lock keys if a lock was taken on it.
 func (w *wallets) keys(i int, keys []string) []string {
 	id := w.id(i)
-	keys = append(keys, wallet.BalanceKey(w.prefix, id))
+	keys = append(keys, ledger.BalanceKey(w.prefix, id))
 	if w.locked != nil && w.locked[i].Load() {
-		keys = append(keys, lockKeys(wallet.LockKey(w.prefix, id))...)
+		keys = append(keys, lockKeys(ledger.LockKey(w.prefix, id))...)
 	}
 	return keys
 }
@@ -252,92 +249,5 @@ func transient(err error) bool {
 		return true
 	}
 	return !errors.As(err, &reply) && !errors.As(err, &pgErr) &&
-		!errors.Is(err, wallet.ErrNoWallet) && !errors.Is(err, wallet.ErrOwned)
-}
-
-// judge is the verdict of every step, wallet by wallet: each balance must
-// equal initial minus amount times that wallet's accepted spends, plus
-// some of its spends whose outcome is unknown (wallet.CheckUnknown), and
-// never be negative. It returns the check line's figures summed over the
-// wallets (OK only if every wallet is, Landed the unknown spends that
-// landed in all), how many wallets are off, and by how much money in all.
-// unknown may be nil: no unknown outcome.
-func judge(initial, amount int64, accepted, unknown, balances []int64) (v wallet.Verdict, off int, money int64) {
-	var total, sumAccepted, sumUnknown, sumBalance int64
-	landed := 0
-	for i, b := range balances {
-		var u int64
-		if unknown != nil {
-			u = unknown[i]
-		}
-		w := wallet.CheckUnknown(initial, amount, int(accepted[i]), int(u), b)
-		if w.OK {
-			landed += w.Landed
-		} else {
-			off++
-			money = addCapped(money, offBy(w, amount))
-		}
-		total += initial // Config.Validate keeps initial*wallets in an int64
-		sumAccepted += accepted[i]
-		sumUnknown += u
-		sumBalance += b
-	}
-	v = wallet.CheckUnknown(total, amount, int(sumAccepted), int(sumUnknown), sumBalance)
-	v.OK, v.Landed = off == 0, landed
-	if !v.OK {
-		v.Landed = -1
-	}
-	return v, off, money
-}
-
-// offBy is how far a wallet that is off is from the nearest balance its
-// spends allow: above the highest, below the lowest, between two steps,
-// or below zero.
-func offBy(w wallet.Verdict, amount int64) int64 {
-	b := w.Balance
-	switch {
-	case b > w.Expected:
-		return subCapped(b, w.Expected)
-	case b < w.Lowest:
-		return subCapped(w.Lowest, b)
-	case b < 0:
-		return subCapped(0, b)
-	default: // in the range, but not a whole number of spends away
-		rem := subCapped(w.Expected, b) % amount
-		return min(rem, amount-rem)
-	}
-}
-
-// subCapped is a-b, a >= b, capped at MaxInt64 where it would overflow.
-func subCapped(a, b int64) int64 {
-	if d := a - b; d >= 0 {
-		return d
-	}
-	return math.MaxInt64
-}
-
-func addCapped(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// formatMoney writes 1234567 as "1,234,567", for the table.
-func formatMoney(n int64) string {
-	s := strconv.FormatInt(abs(n), 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if n < 0 {
-		return "-" + s
-	}
-	return s
+		!errors.Is(err, ledger.ErrNoWallet) && !errors.Is(err, ledger.ErrOwned)
 }

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // BenchmarkDefaultLoad_fairAgainstInProcess runs the load test's default load
@@ -46,8 +48,8 @@ func BenchmarkHotWallet_fairAgainstInProcess(b *testing.B) {
 // yardstick runs c with the fair lock and the in-process lock and reports
 // what the benchmarks above say.
 func yardstick(b *testing.B, c Config) {
-	rdb := labtest.Redis(b)
-	labtest.Postgres(b)
+	rdb := testenv.Redis(b)
+	testenv.Postgres(b)
 	in := &inProcess{}
 	strategies = append(strategies, strategy{name: "inprocess", trips: RoundTrips{Redis: 2}, locks: true, spend: in.spend})
 	b.Cleanup(func() { strategies = strategies[:len(strategies)-1] })
@@ -128,7 +130,7 @@ func (in *inProcess) spend(r *runner, c call) outcome {
 		<-slot
 	}()
 
-	key := wallet.BalanceKey(r.cfg.Prefix, c.id)
+	key := ledger.BalanceKey(r.cfg.Prefix, c.id)
 	bal, err := r.rdb.Get(c.ctx, key).Int64()
 	if err != nil {
 		return outcome{err: err, attempts: 1, waited: waited}

@@ -56,7 +56,7 @@ func ExampleLock_Watch() {
 
 	// The work may run longer than ttl: the watchdog refreshes the lease
 	// every ttl/3, and cancels work if a refresh fails.
-	work, _ := l.Watch(ctx)
+	work, _ := l.Watch(ctx, ttl)
 
 	select {
 	case <-time.After(5 * time.Second): // the protected work

@@ -34,20 +34,28 @@ const MaxFence int64 = 1 << 53
 var ErrFenceOverflow = errors.New("lock: fence above 2^53, the largest a Redis script holds exactly")
 
 // AcquireFenced is Acquire plus a fencing token: taking the lock and
-// incrementing the key's fence counter happen in one script, so l.Fence is
-// greater than zero and greater than every fence handed out before for
-// this key. Hand the fence to the database with every write and let it
+// incrementing the fence counter at fenceKey happen in one script, so
+// l.Fence is greater than zero and greater than every fence handed out
+// before from that counter. Hand the fence to the database with every write and let it
 // refuse writes from an older fence (see postgres.Store.SpendFenced).
 //
-// The counter lives at FenceKey(key) and never expires. It returns the
-// same errors as Acquire. The key is checked on every attempt, and so is
+// The counter never expires. key and fenceKey must share a Redis Cluster
+// hash slot, as "lock:{wallet:42}" and "fence:{wallet:42}" do; FenceKey
+// gives a lock key a counter in its slot. It returns the same errors as
+// Acquire, and one matching ErrInvalid for an empty fenceKey. The key is checked on every attempt, and so is
 // the counter: an error matching ErrWrongType when the counter holds
 // anything but a whole number of 0 or more, one matching ErrFenceOverflow
 // when it has reached MaxFence, both at once and without taking the lock.
-func AcquireFenced(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
+func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error) {
+	if err := validate(rdb, key, ttl); err != nil {
+		return nil, err
+	}
+	if fenceKey == "" {
+		return nil, errEmptyFenceKey
+	}
 	var fence int64
 	l, err := acquire(ctx, rdb, key, ttl, func(token string, ttl time.Duration) (bool, error) {
-		reply, err := acquireFencedScript.Run(ctx, rdb, []string{key, FenceKey(key)}, token, ttl.Milliseconds()).Result()
+		reply, err := acquireFencedScript.Run(ctx, rdb, []string{key, fenceKey}, token, ttl.Milliseconds()).Result()
 		if err != nil {
 			return false, err
 		}
@@ -56,7 +64,7 @@ func AcquireFenced(ctx context.Context, rdb Client, key string, ttl time.Duratio
 			fence = r
 			return fence > 0, nil
 		case []any:
-			return false, fenceRefusal(key, r)
+			return false, fenceRefusal(key, fenceKey, r)
 		}
 		return false, fmt.Errorf("unexpected reply %v from acquire_fenced.lua", reply)
 	})
@@ -69,13 +77,12 @@ func AcquireFenced(ctx context.Context, rdb Client, key string, ttl time.Duratio
 
 // fenceRefusal turns a refusal of acquire_fenced.lua, {what, detail}, into
 // an error.
-func fenceRefusal(key string, r []any) error {
+func fenceRefusal(key, counter string, r []any) error {
 	if len(r) != 2 {
 		return fmt.Errorf("unexpected reply %v from acquire_fenced.lua", r)
 	}
 	what, _ := r[0].(string)
 	detail, _ := r[1].(string)
-	counter := FenceKey(key)
 	switch what {
 	case "lock type":
 		return wrongType(key, detail)
@@ -131,7 +138,7 @@ func slotPrefix(key string) (string, error) {
 	return "{" + key + "}", nil
 }
 
-// RaiseFence makes sure the fence counter of lock key is at least atLeast
+// RaiseFence makes sure the fence counter at fenceKey is at least atLeast
 // and returns its value afterwards. Use it when the database refuses a
 // fence as stale while Redis handed it out as new: Redis lost the counter
 // (a restart without persistence) and it restarted below what the database
@@ -139,26 +146,24 @@ func slotPrefix(key string) (string, error) {
 // acquisition be accepted again; it never lowers the counter. A counter
 // that holds a string that is no number is overwritten with atLeast.
 //
-// It returns an error matching ErrInvalid for a nil rdb or a key that
-// Acquire refuses, before talking to Redis, and an error matching
+// It returns an error matching ErrInvalid for a nil rdb or an empty
+// fenceKey, before talking to Redis, and an error matching
 // ErrFenceOverflow, also before, for an atLeast above MaxFence (a script
-// would store it rounded). When the counter already
-// holds a number above MaxFence, or anything but a string, it changes
-// nothing and returns an error matching ErrFenceOverflow or ErrWrongType.
-func RaiseFence(ctx context.Context, rdb Client, key string, atLeast int64) (int64, error) {
-	if isNil(rdb) {
+// would store it rounded). When the counter already holds a number above
+// MaxFence, or anything but a string, it changes nothing and returns an
+// error matching ErrFenceOverflow or ErrWrongType.
+func RaiseFence(ctx context.Context, rdb Client, fenceKey string, atLeast int64) (int64, error) {
+	switch {
+	case isNil(rdb):
 		return 0, errNilClient
+	case fenceKey == "":
+		return 0, errEmptyFenceKey
+	case atLeast > MaxFence:
+		return 0, errorIs{fmt.Sprintf("lock: raise fence counter %s to %d: above 2^53 (%d), which a Redis script cannot hold exactly", fenceKey, atLeast, MaxFence), ErrFenceOverflow}
 	}
-	if _, err := slotPrefix(key); err != nil {
-		return 0, err
-	}
-	if atLeast > MaxFence {
-		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s to %d: above 2^53 (%d), which a Redis script cannot hold exactly", key, atLeast, MaxFence), ErrFenceOverflow}
-	}
-	counter := FenceKey(key)
-	reply, err := raiseFenceScript.Run(ctx, rdb, []string{counter}, atLeast).Result()
+	reply, err := raiseFenceScript.Run(ctx, rdb, []string{fenceKey}, atLeast).Result()
 	if err != nil {
-		return 0, fmt.Errorf("lock: raise fence of %s: %w", key, err)
+		return 0, fmt.Errorf("lock: raise fence counter %s: %w", fenceKey, err)
 	}
 	switch r := reply.(type) {
 	case string:
@@ -167,15 +172,15 @@ func RaiseFence(ctx context.Context, rdb Client, key string, atLeast int64) (int
 		case err == nil && n <= MaxFence:
 			return n, nil
 		case err == nil || errors.Is(err, strconv.ErrRange):
-			return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s is at %s, above 2^53 (%d): AcquireFenced cannot go on from there", key, counter, r, MaxFence), ErrFenceOverflow}
+			return 0, errorIs{fmt.Sprintf("lock: raise fence counter %s: it is at %s, above 2^53 (%d): AcquireFenced cannot go on from there", fenceKey, r, MaxFence), ErrFenceOverflow}
 		}
-		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s holds %.30q, not a whole number: delete it, then raise it again", key, counter, r), ErrWrongType}
+		return 0, errorIs{fmt.Sprintf("lock: raise fence counter %s: it holds %.30q, not a whole number: delete it, then raise it again", fenceKey, r), ErrWrongType}
 	case []any:
 		if len(r) != 2 {
 			break
 		}
 		t, _ := r[1].(string)
-		return 0, errorIs{fmt.Sprintf("lock: raise fence of %s: fence counter %s holds a %s, not a number: delete it, then raise it again", key, counter, t), ErrWrongType}
+		return 0, errorIs{fmt.Sprintf("lock: raise fence counter %s: it holds a %s, not a number: delete it, then raise it again", fenceKey, t), ErrWrongType}
 	}
-	return 0, fmt.Errorf("lock: raise fence of %s: unexpected reply %v", key, reply)
+	return 0, fmt.Errorf("lock: raise fence counter %s: unexpected reply %v", fenceKey, reply)
 }

@@ -28,7 +28,7 @@ func TestAcquireFenced_fencesGrowWithAcquisitionOrder(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+			l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), 10*time.Second)
 			if err != nil {
 				t.Errorf("AcquireFenced: %v", err)
 				return
@@ -60,7 +60,7 @@ func TestAcquireFenced_fencesGrowWithAcquisitionOrder(t *testing.T) {
 func TestAcquireFenced_printingShowsTheFence(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := labtest.Context(t, 10*time.Second)
-	l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestRaiseFence_raisesNeverLowers(t *testing.T) {
 	for _, s := range steps {
 		var got int64
 		if s.raiseTo == 0 {
-			l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+			l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), 10*time.Second)
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
@@ -98,7 +98,7 @@ func TestRaiseFence_raisesNeverLowers(t *testing.T) {
 			}
 		} else {
 			var err error
-			if got, err = lock.RaiseFence(ctx, rdb, key, s.raiseTo); err != nil {
+			if got, err = lock.RaiseFence(ctx, rdb, lock.FenceKey(key), s.raiseTo); err != nil {
 				t.Fatalf("%s: RaiseFence(%d): %v", s.name, s.raiseTo, err)
 			}
 		}
@@ -106,7 +106,7 @@ func TestRaiseFence_raisesNeverLowers(t *testing.T) {
 			t.Errorf("%s: got %d, want %d", s.name, got, s.want)
 		}
 	}
-	if _, err := lock.RaiseFence(ctx, rdb, "", 1); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: empty key" {
+	if _, err := lock.RaiseFence(ctx, rdb, "", 1); !errors.Is(err, lock.ErrInvalid) || err.Error() != "lock: empty fence key" {
 		t.Errorf("RaiseFence with an empty key: got %v, want ErrInvalid, \"lock: empty key\"", err)
 	}
 }
@@ -172,11 +172,7 @@ func TestStrayBrace_refusedBeforeAnyCall(t *testing.T) {
 			return err
 		},
 		"AcquireFenced": func(c lock.Client, key string) error {
-			_, err := lock.AcquireFenced(ctx, c, key, time.Second)
-			return err
-		},
-		"RaiseFence": func(c lock.Client, key string) error {
-			_, err := lock.RaiseFence(ctx, c, key, 1)
+			_, err := lock.AcquireFenced(ctx, c, key, lock.FenceKey(key), time.Second)
 			return err
 		},
 	}

@@ -10,11 +10,10 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"example.com/walletlock/lab/lock/internal/core"
 )
 
 var (
@@ -41,6 +40,10 @@ var (
 	// "lock: empty key", "lock: TTL must be at least 1ms, got 0s".
 	ErrInvalid = errors.New("lock: invalid argument")
 
+	// ErrBadTTL is matched, as ErrInvalid is, by the error of a call given
+	// a TTL under 1 ms: the root's lock's name for it.
+	ErrBadTTL = errors.New("lock: TTL must be at least 1ms")
+
 	// ErrWrongType is matched by the error of Acquire and AcquireFenced
 	// when the key holds something other than a lock, such as a hash: no
 	// holder will ever release it, so waiting for it would last until ctx
@@ -58,6 +61,8 @@ var (
 var (
 	errNilClient = errorIs{"lock: nil client", ErrInvalid}
 	errEmptyKey  = errorIs{"lock: empty key", ErrInvalid}
+
+	errEmptyFenceKey = errorIs{"lock: empty fence key", ErrInvalid}
 )
 
 // errZeroLock is what a Lock that no Acquire made (such as Lock{})
@@ -65,14 +70,16 @@ var (
 var errZeroLock = errorIs{"lock: not held: a Lock must come from Acquire or AcquireFenced", ErrNotHeld}
 
 // errorIs is an error with a message of its own that errors.Is matches to
-// one of the sentinels above.
+// one of the sentinels above (and, for a bad TTL, to ErrBadTTL too).
 type errorIs struct {
 	msg    string
 	target error
 }
 
-func (e errorIs) Error() string        { return e.msg }
-func (e errorIs) Is(target error) bool { return target == e.target }
+func (e errorIs) Error() string { return e.msg }
+func (e errorIs) Is(target error) bool {
+	return target == e.target || target == ErrBadTTL && strings.HasPrefix(e.msg, "lock: TTL ")
+}
 
 var (
 	//go:embed release.lua
@@ -127,16 +134,15 @@ type Lock struct {
 // behind a pointer of its own: fmt, given %s or %q for a Lock, prints
 // this struct, but only the address of the token (see Lock).
 type hold struct {
-	token     *string       // random, 130 bits, fresh for every acquisition; never shown (see ID)
-	rdb       Client        // where the lease lives
-	ttl       time.Duration // in whole milliseconds: what Refresh and Watch renew
-	handoff   core.Handoff  // set by a fair lock: Release hands the lock to the next waiter
-	watchdogs watchdogs     // what Watch started, for Release to stop first
+	token     *string   // random, 130 bits, fresh for every acquisition; never shown (see ID)
+	rdb       Client    // where the lease lives
+	handoff   Handoff   // set by a fair lock: Release hands the lock to the next waiter
+	watchdogs watchdogs // what Watch started, for Release to stop first
 }
 
 // newLock returns the lock that an acquisition of key with token took.
-func newLock(rdb Client, key, token string, ttl time.Duration, attempts int) *Lock {
-	return &Lock{Key: key, Attempts: attempts, hold: &hold{token: &token, rdb: rdb, ttl: ttl}}
+func newLock(rdb Client, key, token string, attempts int) *Lock {
+	return &Lock{Key: key, Attempts: attempts, hold: &hold{token: &token, rdb: rdb}}
 }
 
 // ID names this holding of the lock without giving its token away: the
@@ -211,8 +217,9 @@ func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) 
 	if err := validate(rdb, key, ttl); err != nil {
 		return nil, err
 	}
-	l := newLock(rdb, key, rand.Text(), wholeMillis(ttl), 1)
-	won, err := rdb.SetNX(ctx, key, *l.hold.token, l.hold.ttl).Result()
+	ttl = wholeMillis(ttl)
+	l := newLock(rdb, key, rand.Text(), 1)
+	won, err := rdb.SetNX(ctx, key, *l.hold.token, ttl).Result()
 	if won {
 		return l, nil
 	}
@@ -222,7 +229,7 @@ func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) 
 			return nil, err
 		}
 	}
-	switch rerr := l.Refresh(ctx); {
+	switch rerr := l.Refresh(ctx, ttl); {
 	case rerr == nil:
 		return l, nil // the SET landed: its reply, or a resend's, said otherwise
 	case err != nil:
@@ -237,7 +244,7 @@ func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) 
 // script Release uses (release.lua), and reports whether it did. It is
 // for a caller that holds no *Lock but knows what it may have written,
 // such as a call cut short while taking a lock of another library
-// (package redislockx cleans up after bsm/redislock with it): deleting
+// (the load test cleans up after bsm/redislock with it): deleting
 // only on a match can never remove another holder's lease. Like a
 // release, it is not idempotent: go-redis resends a script whose reply
 // was lost (up to the client's MaxRetries), and a resend finds the key
@@ -297,15 +304,20 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 			// blocks the others until its TTL runs out. One try, bounded as
 			// a release is (see ReleaseTimeout).
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
-			newLock(rdb, key, token, ttl, 0).releaseOnce(rctx, false)
+			newLock(rdb, key, token, 0).releaseOnce(rctx, false)
 			cancel()
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("lock: acquire %s: %w", key, ctx.Err())
 			}
+			if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+				// go-redis's socket deadline, which is ctx's, may fire an
+				// instant before ctx says it ended.
+				return nil, fmt.Errorf("lock: acquire %s: %w: %w", key, context.DeadlineExceeded, err)
+			}
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		}
 		if won {
-			return newLock(rdb, key, token, ttl, attempts), nil
+			return newLock(rdb, key, token, attempts), nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait.NextBackoff())
@@ -374,11 +386,12 @@ func wholeMillis(ttl time.Duration) time.Duration {
 	return ttl + time.Millisecond - r
 }
 
-// Refresh resets the lock's TTL to the one it was acquired with (rounded
-// up to whole milliseconds, see CheckTTL) if the key still holds this
-// lock's token. It returns nil when Redis reset the TTL; ErrNotHeld when
-// Redis answered that the lease had expired or passed to another holder
-// (it is not extended then), or the Lock is nil or zero; an error
+// Refresh sets the lock's TTL to ttl again (rounded up to whole
+// milliseconds, see CheckTTL) if the key still holds this lock's token. It
+// returns nil when Redis reset the TTL; an error matching ErrInvalid (and
+// ErrBadTTL) for a ttl under 1 ms, before talking to Redis; ErrNotHeld
+// when Redis answered that the lease had expired or passed to another
+// holder (it is not extended then), or the Lock is nil or zero; an error
 // matching ErrUnknown when no answer came (a broken connection, ctx
 // ended): the lease may have been extended or not, and it still runs out
 // at the latest one TTL after the last refresh that succeeded; or the
@@ -388,11 +401,14 @@ func wholeMillis(ttl time.Duration) time.Duration {
 // whose reply was lost (up to the client's MaxRetries), and refresh.lua is
 // idempotent for its own token: run twice, it finds its token twice and
 // resets the same TTL.
-func (l *Lock) Refresh(ctx context.Context) error {
+func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 	if err := l.held(); err != nil {
 		return err
 	}
-	n, err := refreshScript.Run(ctx, l.hold.rdb, []string{l.Key}, *l.hold.token, l.hold.ttl.Milliseconds()).Int()
+	if err := CheckTTL(ttl); err != nil {
+		return err
+	}
+	n, err := refreshScript.Run(ctx, l.hold.rdb, []string{l.Key}, *l.hold.token, wholeMillis(ttl).Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("lock: refresh %s: %w", l.Key, unknownIfLost(err))
 	}

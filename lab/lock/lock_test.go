@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
 )
@@ -106,7 +107,7 @@ func (f *faultyClient) ScriptLoad(ctx context.Context, script string) *redis.Str
 // own.
 func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	return rdb, labtest.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 
@@ -223,7 +224,7 @@ func TestRelease_afterExpiryLeavesTheNewHolder(t *testing.T) {
 	if err := stale.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Release of an expired lease: got %v, want ErrNotHeld", err)
 	}
-	if err := stale.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := stale.Refresh(ctx, 50*time.Millisecond); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh of an expired lease: got %v, want ErrNotHeld", err)
 	}
 	if got := holder(t, rdb, key); got != lock.TokenOf(fresh) {
@@ -248,7 +249,7 @@ func TestRefresh_afterExpiry(t *testing.T) {
 	for holder(t, rdb, key) != "" {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx, 20*time.Millisecond); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("got %v, want ErrNotHeld", err)
 	}
 	if n := rdb.Exists(ctx, key).Val(); n != 0 {
@@ -256,7 +257,7 @@ func TestRefresh_afterExpiry(t *testing.T) {
 	}
 }
 
-func TestRefresh_restoresTheTTLTheLockWasAcquiredWith(t *testing.T) {
+func TestRefresh_setsTheTTLItIsGiven(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := labtest.Context(t, 5*time.Second)
 	l := mustAcquire(t, rdb, key, time.Minute)
@@ -264,11 +265,11 @@ func TestRefresh_restoresTheTTLTheLockWasAcquiredWith(t *testing.T) {
 	if err := rdb.PExpire(ctx, key, time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Refresh(ctx); err != nil {
+	if err := l.Refresh(ctx, time.Minute); err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
 	if pttl := rdb.PTTL(ctx, key).Val(); pttl < 30*time.Second {
-		t.Errorf("PTTL after Refresh = %v, want close to the minute it was acquired with", pttl)
+		t.Errorf("PTTL after Refresh = %v, want close to the minute it was given", pttl)
 	}
 	l.Release(ctx)
 }
@@ -282,7 +283,7 @@ func TestRelease_nilLock(t *testing.T) {
 	if err := l.ReleaseLua(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("ReleaseLua: got %v, want ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx, time.Minute); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want ErrNotHeld", err)
 	}
 }
@@ -295,7 +296,7 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 		acquire func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error)
 	}{
 		{"Acquire", lock.Acquire},
-		{"AcquireFenced", lock.AcquireFenced},
+		{"AcquireFenced", acquireFenced},
 	}
 	tests := []struct {
 		name string
@@ -318,6 +319,9 @@ func TestAcquire_badInputNeverReachesRedis(t *testing.T) {
 				l, err := a.acquire(ctx, spy, tt.key, tt.ttl)
 				if !errors.Is(err, lock.ErrInvalid) || err.Error() != tt.want {
 					t.Errorf("got (%v, %v), want ErrInvalid, %q", l, err, tt.want)
+				}
+				if badTTL := tt.ttl < time.Millisecond; errors.Is(err, lock.ErrBadTTL) != badTTL {
+					t.Errorf("errors.Is(%v, ErrBadTTL) = %v, want %v: the root's lock's name for a bad TTL", err, !badTTL, badTTL)
 				}
 				if n := spy.calls.Load(); n != 0 {
 					t.Errorf("%d calls reached Redis, want 0", n)
@@ -373,7 +377,7 @@ func TestAcquire_contextAlreadyCancelled(t *testing.T) {
 	cancel()
 	for name, acquire := range map[string]func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error){
 		"Acquire":       lock.Acquire,
-		"AcquireFenced": lock.AcquireFenced,
+		"AcquireFenced": acquireFenced,
 	} {
 		l, err := acquire(ctx, rdb, key, 10*time.Second)
 		if !errors.Is(err, context.Canceled) {
@@ -390,7 +394,7 @@ func TestAcquire_redisErrorIsNotRetried(t *testing.T) {
 	injected := errors.New("test: connection reset")
 	acquirers := map[string]func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error){
 		"Acquire":       lock.Acquire,
-		"AcquireFenced": lock.AcquireFenced,
+		"AcquireFenced": acquireFenced,
 	}
 	for name, acquire := range acquirers {
 		t.Run(name, func(t *testing.T) {
@@ -462,7 +466,7 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 
 	l := mustAcquire(t, rdb, key, 10*time.Second)
 	flush()
-	if err := l.Refresh(ctx); err != nil {
+	if err := l.Refresh(ctx, 10*time.Second); err != nil {
 		t.Errorf("Refresh after SCRIPT FLUSH: %v", err)
 	}
 	flush()
@@ -470,7 +474,7 @@ func TestScripts_surviveScriptFlush(t *testing.T) {
 		t.Errorf("Release after SCRIPT FLUSH: %v", err)
 	}
 	flush()
-	f, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+	f, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), 10*time.Second)
 	if err != nil {
 		t.Fatalf("AcquireFenced after SCRIPT FLUSH: %v", err)
 	}
@@ -538,7 +542,7 @@ func TestCheckTTL(t *testing.T) {
 }
 
 func TestLock_IDNamesTheHolderWithoutItsToken(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock:{id}"
 	ctx := t.Context()
 	first, err := lock.Acquire(ctx, rdb, key, time.Second)
@@ -627,7 +631,7 @@ func TestTryAcquire_heldIsTakenAtOnce(t *testing.T) {
 	if n := f.calls.Load(); n > 3 {
 		t.Errorf("%d calls to Redis, want at most 3", n)
 	}
-	if err := first.Refresh(ctx); err != nil {
+	if err := first.Refresh(ctx, time.Minute); err != nil {
 		t.Errorf("the first holder lost its lock: %v", err)
 	}
 }
@@ -665,4 +669,10 @@ func TestDeleteIf_deletesOnlyOnAMatch(t *testing.T) {
 	if _, err := lock.DeleteIf(ctx, nil, key, "x"); !errors.Is(err, lock.ErrInvalid) {
 		t.Errorf("DeleteIf with a nil client = %v, want ErrInvalid", err)
 	}
+}
+
+// acquireFenced is lock.AcquireFenced with the counter FenceKey gives key:
+// Acquire's signature, for the tests that hold both to one rule.
+func acquireFenced(ctx context.Context, rdb lock.Client, key string, ttl time.Duration) (*lock.Lock, error) {
+	return lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), ttl)
 }

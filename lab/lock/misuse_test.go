@@ -42,11 +42,11 @@ func TestMisuse_nilClientIsAnError(t *testing.T) {
 			return err
 		}},
 		{"AcquireFenced", func(rdb *redis.Client, untyped bool) error {
-			_, err := lock.AcquireFenced(ctx, client(rdb, untyped), "k", time.Second)
+			_, err := lock.AcquireFenced(ctx, client(rdb, untyped), "k", lock.FenceKey("k"), time.Second)
 			return err
 		}},
 		{"RaiseFence", func(rdb *redis.Client, untyped bool) error {
-			_, err := lock.RaiseFence(ctx, client(rdb, untyped), "k", 1)
+			_, err := lock.RaiseFence(ctx, client(rdb, untyped), lock.FenceKey("k"), 1)
 			return err
 		}},
 		{"HasDelex", func(rdb *redis.Client, untyped bool) error {
@@ -99,10 +99,10 @@ func TestMisuse_aLockNoAcquireMadeIsNotHeld(t *testing.T) {
 					t.Errorf("%s = %v, want ErrNotHeld", r.name, err)
 				}
 			}
-			if err := tt.l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+			if err := tt.l.Refresh(ctx, time.Second); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("Refresh = %v, want ErrNotHeld", err)
 			}
-			work, stop := tt.l.Watch(ctx)
+			work, stop := tt.l.Watch(ctx, time.Second)
 			defer stop()
 			if work.Err() == nil {
 				t.Fatal("Watch: the work's context is not cancelled at once")
@@ -131,7 +131,7 @@ func TestMisuse_keepAliveWithANilFuncPanicsAtTheCall(t *testing.T) {
 func TestLock_tokenStaysOutOfEveryEncoding(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := labtest.Context(t, 5*time.Second)
-	l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute)
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ var otherTypes = map[string]func(ctx context.Context, rdb redis.UniversalClient,
 func TestAcquire_keyOfAnotherTypeFailsAtOnce(t *testing.T) {
 	acquirers := map[string]func(context.Context, lock.Client, string, time.Duration) (*lock.Lock, error){
 		"Acquire":       lock.Acquire,
-		"AcquireFenced": lock.AcquireFenced,
+		"AcquireFenced": acquireFenced,
 	}
 	for typ, put := range otherTypes {
 		for name, acquire := range acquirers {
@@ -291,7 +291,7 @@ func TestAcquireFenced_brokenCounterFailsAtOnce(t *testing.T) {
 			before := rdb.Dump(ctx, counter).Val()
 			actx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			l, err := lock.AcquireFenced(actx, rdb, key, time.Second)
+			l, err := lock.AcquireFenced(actx, rdb, key, lock.FenceKey(key), time.Second)
 			if !errors.Is(err, tt.want) || actx.Err() != nil {
 				t.Fatalf("got (%v, %v), want %v at once", l, err, tt.want)
 			}
@@ -317,10 +317,10 @@ func setTo(v string) func(ctx context.Context, rdb redis.UniversalClient, counte
 func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 	rdb, key := setup(t)
 	ctx := labtest.Context(t, 5*time.Second)
-	if _, err := lock.RaiseFence(ctx, rdb, key, lock.MaxFence-1); err != nil {
+	if _, err := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), lock.MaxFence-1); err != nil {
 		t.Fatal(err)
 	}
-	l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute)
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestAcquireFenced_handsOutFencesUpTo2To53Exactly(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.AcquireFenced(ctx, rdb, key, time.Minute); !errors.Is(err, lock.ErrFenceOverflow) {
+	if _, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), time.Minute); !errors.Is(err, lock.ErrFenceOverflow) {
 		t.Errorf("the next AcquireFenced: %v, want ErrFenceOverflow", err)
 	}
 }
@@ -340,7 +340,7 @@ func TestRaiseFence_refusesWhatAScriptCannotHoldExactly(t *testing.T) {
 	ctx := labtest.Context(t, 5*time.Second)
 	counter := lock.FenceKey(key)
 	for _, n := range []int64{lock.MaxFence + 1, math.MaxInt64} {
-		got, err := lock.RaiseFence(ctx, rdb, key, n)
+		got, err := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), n)
 		if !errors.Is(err, lock.ErrFenceOverflow) || got != 0 {
 			t.Errorf("RaiseFence(%d) = (%d, %v), want ErrFenceOverflow", n, got, err)
 		}
@@ -352,14 +352,14 @@ func TestRaiseFence_refusesWhatAScriptCannotHoldExactly(t *testing.T) {
 		}
 	}
 	// The counter still works: the refused raises wrote nothing.
-	l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute)
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), time.Minute)
 	if err != nil || l.Fence != 1 {
 		t.Fatalf("AcquireFenced after refused raises = (%v, %v), want fence 1", l, err)
 	}
 	l.Release(ctx)
 
 	// Exactly 2^53 is stored as the integer it is, not in float notation.
-	got, err := lock.RaiseFence(ctx, rdb, key, lock.MaxFence)
+	got, err := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), lock.MaxFence)
 	if err != nil || got != lock.MaxFence {
 		t.Fatalf("RaiseFence(2^53) = (%d, %v)", got, err)
 	}
@@ -392,7 +392,7 @@ func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := rdb.Dump(ctx, counter).Val()
-			got, err := lock.RaiseFence(ctx, rdb, key, 10)
+			got, err := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), 10)
 			if tt.want != nil {
 				if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), counter) {
 					t.Errorf("got (%d, %v), want %v naming %s", got, err, tt.want, counter)
@@ -405,7 +405,7 @@ func TestRaiseFence_reportsABrokenCounter(t *testing.T) {
 			if err != nil || got != 10 {
 				t.Fatalf("got (%d, %v), want 10", got, err)
 			}
-			if l, err := lock.AcquireFenced(ctx, rdb, key, time.Minute); err != nil || l.Fence != 11 {
+			if l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), time.Minute); err != nil || l.Fence != 11 {
 				t.Errorf("AcquireFenced afterwards = (%v, %v), want fence 11", l, err)
 			}
 		})
@@ -479,7 +479,7 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 			return err
 		}},
 		{"AcquireFenced", func(ctx context.Context, spy *pttlSpy, key string) error {
-			_, err := lock.AcquireFenced(ctx, spy, key, ttl)
+			_, err := lock.AcquireFenced(ctx, spy, key, lock.FenceKey(key), ttl)
 			return err
 		}},
 		{"Refresh", func(ctx context.Context, spy *pttlSpy, key string) error {
@@ -487,7 +487,7 @@ func TestTTL_aFractionOfAMillisecondIsRoundedUp(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return l.Refresh(ctx)
+			return l.Refresh(ctx, ttl)
 		}},
 	}
 	for _, c := range calls {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/lock/internal/core"
+	"example.com/walletlock/lab/lock/internal/once"
 )
 
 // ReleaseTimeout bounds a release. A release runs after the work, often
@@ -83,7 +83,7 @@ func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	if l.hold.handoff != nil {
 		release = l.hold.handoff.Queue(ctx, p, *l.hold.token)
 	} else {
-		release = core.EvalSha(ctx, p, releaseScript, []string{l.Key}, *l.hold.token)
+		release = once.EvalSha(ctx, p, releaseScript, []string{l.Key}, *l.hold.token)
 	}
 	p.Exec(ctx) // each command keeps its own result
 	n, err := release.Int()
@@ -92,7 +92,7 @@ func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 		// The script cache was flushed: p's commands ran; release alone,
 		// which loads the script again.
 		return l.release(ctx, false)
-	case core.Lost(err):
+	case once.Lost(err):
 		return l.releaseAgain(ctx, false, fmt.Errorf("lock: release %s: %w", l.Key, unknownIfLost(err)))
 	case err != nil:
 		return fmt.Errorf("lock: release %s: %w", l.Key, err)
@@ -149,9 +149,9 @@ func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
 	}
 	var cmd *redis.Cmd
 	if delex {
-		cmd = core.Send(ctx, l.hold.rdb, "delex", l.Key, "IFEQ", *l.hold.token)
+		cmd = once.Send(ctx, l.hold.rdb, "delex", l.Key, "IFEQ", *l.hold.token)
 	} else {
-		cmd = core.Run(ctx, l.hold.rdb, releaseScript, releaseLua, []string{l.Key}, *l.hold.token)
+		cmd = once.Run(ctx, l.hold.rdb, releaseScript, releaseLua, []string{l.Key}, *l.hold.token)
 	}
 	n, err := cmd.Int()
 	switch {
@@ -166,7 +166,7 @@ func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
 // unknownIfLost wraps a lost reply's error so that it matches ErrUnknown,
 // and returns any other error as it is.
 func unknownIfLost(err error) error {
-	if core.Lost(err) {
+	if once.Lost(err) {
 		return fmt.Errorf("%w: %w", ErrUnknown, err)
 	}
 	return err

@@ -132,7 +132,7 @@ func TestRelease_redisErrorIsReturned(t *testing.T) {
 	if err := l.ReleaseLua(ctx); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("ReleaseLua: got %v, want the injected error and not ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx, 10*time.Second); !errors.Is(err, injected) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh: got %v, want the injected error and not ErrNotHeld", err)
 	}
 	if got := holder(t, rdb, key); got != lock.TokenOf(l) {
@@ -294,7 +294,7 @@ func TestRefresh_lostReplyIsUnknown(t *testing.T) {
 	l := mustAcquire(t, f, key, 10*time.Second)
 	t.Cleanup(func() { l.Release(context.Background()) })
 	f.failWith(io.ErrUnexpectedEOF)
-	err := l.Refresh(labtest.Context(t, 10*time.Second))
+	err := l.Refresh(labtest.Context(t, 10*time.Second), 10*time.Second)
 	if !errors.Is(err, lock.ErrUnknown) || errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh with its reply lost: %v, want ErrUnknown", err)
 	}

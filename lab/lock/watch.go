@@ -8,28 +8,30 @@ import (
 	"time"
 )
 
-// Watch keeps the lock alive while work runs: it refreshes the lease every
-// third of the lock's TTL and returns a context for the work; the first
+// Watch keeps the lock alive while work runs: it refreshes the lease to
+// ttl every third of ttl and returns a context for the work; the first
 // failed refresh cancels that context. context.Cause then says why:
 // ErrNotHeld when the lease was lost to expiry or another holder, an error
 // matching ErrUnknown when a refresh got no reply (the lease may still
 // run, but nobody can vouch for it), the Redis error otherwise.
 //
-// Call it right after acquiring and do the protected work with the
-// returned context. Release stops the watchdog before it deletes the key,
-// so `defer l.Release(ctx)` is all the clean-up a watched lock needs; the
-// returned cancel stops watching without releasing, and waits for the
-// watchdog's goroutine to end. Calling both, in either order, is fine.
+// Call it right after acquiring, with the TTL the lock was taken with, and
+// do the protected work with the returned context. Release stops the
+// watchdog before it deletes the key, so `defer l.Release(ctx)` is all
+// the clean-up a watched lock needs; the returned cancel stops watching
+// without releasing, and waits for the watchdog's goroutine to end.
+// Calling both, in either order, is fine.
 //
 // A nil or zero Lock holds nothing: its context is cancelled at once with
-// ErrNotHeld as the cause.
-func (l *Lock) Watch(parent context.Context) (context.Context, context.CancelFunc) {
+// ErrNotHeld as the cause; so is a ttl under 1 ms, with an error matching
+// ErrInvalid.
+func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
 	if err := l.held(); err != nil {
 		ctx, cancel := context.WithCancelCause(parent)
 		cancel(err)
 		return ctx, func() {}
 	}
-	ctx, stop := KeepAlive(parent, l.hold.ttl, l.Refresh)
+	ctx, stop := KeepAlive(parent, ttl, func(ctx context.Context) error { return l.Refresh(ctx, ttl) })
 	l.hold.watchdogs.add(stop)
 	return ctx, stop
 }

@@ -24,7 +24,7 @@ func TestWatch_keepsTheLeaseAliveThenCancelsWhenLost(t *testing.T) {
 	// refresh may take up to ttl/3 = 200 ms before the watchdog gives up.
 	const ttl = 600 * time.Millisecond
 	l := mustAcquire(t, rdb, key, ttl)
-	ctx, cancel := l.Watch(context.Background())
+	ctx, cancel := l.Watch(context.Background(), ttl)
 	defer cancel()
 
 	// Without the watchdog the key would be gone after one TTL.
@@ -63,7 +63,7 @@ func TestWatch_parentEndsTheWork(t *testing.T) {
 	l := mustAcquire(t, rdb, key, 10*time.Second)
 	defer l.Release(labtest.Context(t, 5*time.Second))
 	parent, stop := context.WithCancelCause(context.Background())
-	ctx, cancel := l.Watch(parent)
+	ctx, cancel := l.Watch(parent, 10*time.Second)
 	defer cancel()
 	shutdown := errors.New("test: shutting down")
 	stop(shutdown)
@@ -119,7 +119,7 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 
 	// Stopped by its caller.
 	l := mustAcquire(t, rdb, key, ttl)
-	_, stop := l.Watch(context.Background())
+	_, stop := l.Watch(context.Background(), ttl)
 	time.Sleep(ttl / 2)
 	if n := watchdogs(); n != before+1 {
 		t.Errorf("%d watchdogs while watching, want %d", n, before+1)
@@ -135,7 +135,7 @@ func TestWatch_leavesNoGoroutine(t *testing.T) {
 
 	// Stopped by losing the lease, with nobody calling cancel.
 	l = mustAcquire(t, rdb, key, ttl)
-	ctx, cancel := l.Watch(context.Background())
+	ctx, cancel := l.Watch(context.Background(), ttl)
 	defer cancel() // only after the checks below
 	rdb.Del(labtest.Context(t, 5*time.Second), key)
 	waitDone(t, ctx, 10*time.Second)
@@ -151,7 +151,7 @@ func TestWatch_releaseStopsTheWatchdog(t *testing.T) {
 	rdb, key := setup(t)
 	before := settled(0)
 	l := mustAcquire(t, rdb, key, 600*time.Millisecond)
-	work, _ := l.Watch(context.Background())
+	work, _ := l.Watch(context.Background(), 600*time.Millisecond)
 	time.Sleep(300 * time.Millisecond) // a refresh or so
 	if n := watchdogs(); n != before+1 {
 		t.Errorf("%d watchdogs while watching, want %d", n, before+1)
@@ -198,7 +198,7 @@ func TestWatch_refreshesEveryThirdOfTheTTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ctx, cancel := l.Watch(context.Background())
+		ctx, cancel := l.Watch(context.Background(), ttl)
 		defer cancel()
 
 		time.Sleep(950 * time.Millisecond)

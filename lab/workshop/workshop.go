@@ -24,7 +24,6 @@ import (
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // FormatVersion is the layout of the JSON document. It only changes when
@@ -86,12 +85,12 @@ func New(ctx context.Context, host string) (*Doc, error) {
 	if doc.Redis, err = env.RedisVersion(ctx, rdb); err != nil {
 		return nil, err
 	}
-	pool, err := postgres.Connect(ctx)
+	pool, err := env.ConnectPostgres(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
-	if doc.Postgres, err = postgres.Version(ctx, pool); err != nil {
+	if doc.Postgres, err = env.PostgresVersion(ctx, pool); err != nil {
 		return nil, err
 	}
 	return doc, nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 )
 
@@ -23,7 +24,7 @@ import (
 // first's namespaces, which stay the same namespaces while both run.
 func TestDrill_twoPartitionsNeverShareANetwork(t *testing.T) {
 	needsNetns(t)
-	pool := labtest.Postgres(t)
+	pool := testenv.Postgres(t)
 	before := drillNamespaces(t)
 	var drills []*drillProc
 	var nets []map[string]nsInfo

@@ -67,8 +67,7 @@ import (
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 const prog = "drill"
@@ -94,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.Work, "work", c.Work, "time between the read and the write, under half the TTL")
 	fs.DurationVar(&c.Partition, "partition", drill.DefaultPartition, fmt.Sprintf("how long a partition lasts once the majority's Sentinels have promoted a replica\n(about 3 s after the cut), %v to %v; longer on a slow machine, until the two\nprimaries' holders have met", drill.MinPartition, drill.MaxPartition))
 	fs.Int64Var(&c.First, "first-id", 0, "first PostgreSQL wallet id this drill uses; 0 derives one from -prefix, so that drills\non different prefixes never share a wallet")
-	fs.StringVar(&c.Prefix, "prefix", wallet.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
+	fs.StringVar(&c.Prefix, "prefix", ledger.DefaultPrefix+"drill:", "owner of the PostgreSQL rows and prefix of the lock keys")
 	historyFile := fs.String("history", "", "also write each run's history of spends (a window of one wallet) as porcupine's HTML page to this file")
 	asJSON := fs.Bool("json", false, "print one JSON object per run (nemesis, strategy, seed), then the exit code says it all")
 	if code, stop := harness.Parse(fs, args, stdout, stderr); stop {
@@ -150,16 +149,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := launch.RedisBinary(); err != nil {
 		return fail(err)
 	}
-	pool, err := postgres.Connect(ctx)
+	pool, err := env.ConnectPostgres(ctx)
 	if err != nil {
 		return fail(err)
 	}
 	defer pool.Close()
-	store, err := postgres.OpenStore(ctx, pool)
-	if err != nil {
+	if c.Store, err = ledger.Open(ctx, pool, c.Prefix); err != nil {
 		return fail(err)
 	}
-	c.Store = store.Owned(c.Prefix)
 	if slices.Contains(strats, drill.RedlockFenced) {
 		if err := drill.CreateFenceSequence(ctx, pool); err != nil {
 			return fail(err)
@@ -172,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer release()
 	// A drill killed before its clean-up (SIGKILL, a power cut) leaves its
 	// rows; its lease went with its connection.
-	if note, err := drill.TakeOver(ctx, pool, store, c.Prefix, c.First, c.Wallets); err != nil {
+	if note, err := drill.TakeOver(ctx, pool, c.Prefix, c.First, c.Wallets); err != nil {
 		return fail(err)
 	} else if note != "" {
 		fmt.Fprintln(stderr, prog+": "+note)

@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/drill"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet"
 )
 
 // The drill starts its own binary again as a spender; under go test that
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 // returns a prefix and a first wallet id no other test uses.
 func needs(t *testing.T) (prefix, firstID string) {
 	t.Helper()
-	pool := labtest.Postgres(t)
+	pool := testenv.Postgres(t)
 	if _, err := launch.RedisBinary(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func needs(t *testing.T) (prefix, firstID string) {
 func rowsLeft(t *testing.T, prefix string) int {
 	t.Helper()
 	var n int
-	if err := labtest.Postgres(t).QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", prefix).Scan(&n); err != nil {
+	if err := testenv.Postgres(t).QueryRow(t.Context(), "SELECT count(*) FROM walletlock_wallets WHERE owner = $1", prefix).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -477,7 +478,7 @@ func TestDrill_deadDrillsRowsDoNotBlockAndAreTakenOver(t *testing.T) {
 // that runs (its lease is held), and those outside the ids a drill on
 // their prefix derives. The drill refuses them, and deletes none.
 func TestDrill_takesOverNoLiveOrForeignRows(t *testing.T) {
-	pool := labtest.Postgres(t)
+	pool := testenv.Postgres(t)
 	for _, tt := range []struct {
 		name string
 		live bool  // the owner's lease is held
@@ -523,7 +524,7 @@ func TestDrill_namesItselfOncePerLine(t *testing.T) {
 		code  int
 	}{
 		{"a prefix another drill holds", func(t *testing.T, prefix string) {
-			release, err := drill.TakePrefix(t.Context(), labtest.Postgres(t), prefix)
+			release, err := drill.TakePrefix(t.Context(), testenv.Postgres(t), prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -558,7 +559,7 @@ func TestFirstID_followsThePrefix(t *testing.T) {
 	if a != drill.FirstID("walletlock:demo:drill:") {
 		t.Error("FirstID is not a function of the prefix")
 	}
-	if s := wallet.FirstIDFor("walletlock:demo:drill:"); a >= s && a < s+wallet.IDBlock {
+	if s := ledger.FirstIDFor("walletlock:demo:drill:"); a >= s && a < s+ledger.IDBlock {
 		t.Errorf("the drill's ids %d.. lie in step 6's block %d.. on the same prefix", a, s)
 	}
 }

@@ -19,10 +19,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/lab/drill"
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 type report struct {
@@ -41,7 +41,7 @@ func (r *report) header(ctx context.Context, pool *pgxpool.Pool, c drill.Config,
 	if rv == "" {
 		rv = "?"
 	}
-	pv, _ := postgres.Version(ctx, pool)
+	pv, _ := env.PostgresVersion(ctx, pool)
 	where := "on loopback ports"
 	if slices.ContainsFunc(nemeses, drill.IsPartition) {
 		where += " (the partition's: in three network namespaces of its own)"

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
@@ -87,6 +88,7 @@ func split(args []string) (o own, err error) {
 }
 
 func main() {
+	env.Quiet() // the holders' too
 	o, err := split(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

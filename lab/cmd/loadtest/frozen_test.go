@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/loadtest"
-	"example.com/walletlock/lab/wallet"
 )
 
 // A spend whose write reached a Redis that froze before answering may have
@@ -30,7 +31,7 @@ func TestRun_unknownOutcomesWhileRedisIsFrozen(t *testing.T) {
 	wg.Go(func() {
 		// Most lock holders are in their 5 ms of work when Redis stops:
 		// their SET goes out and no reply comes.
-		key := wallet.BalanceKey(prefix, first)
+		key := ledger.BalanceKey(prefix, first)
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if bal, err := rdb.Get(context.Background(), key).Int64(); err == nil && bal < loadtest.Defaults().Initial {
 				break
@@ -96,7 +97,7 @@ func TestRun_ctrlCWhileRedisIsFrozen(t *testing.T) {
 func TestRun_ctrlCWhileSettingUpAMillionWallets(t *testing.T) {
 	for _, strategy := range []string{"none", "forupdate"} {
 		t.Run(strategy, func(t *testing.T) {
-			pool := labtest.Postgres(t)
+			pool := testenv.Postgres(t)
 			stdout, _ := labtest.Interrupt(t, run, labtest.CtrlC{
 				Args:    []string{"-wallets", "1000000", "-strategy", strategy, "-duration", "1m", "-json"},
 				After:   500 * time.Millisecond,

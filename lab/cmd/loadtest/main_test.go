@@ -14,10 +14,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/lesson"
 	"example.com/walletlock/lab/loadtest"
-	"example.com/walletlock/lab/wallet"
 )
 
 // own is a run's keys and wallet ids of the test's own.
@@ -34,8 +35,8 @@ type own struct {
 // names them, and the test must not leave them.
 func ownArgs(t *testing.T, more ...string) ([]string, own) {
 	t.Helper()
-	o := own{rdb: labtest.Redis(t), firstID: labtest.WalletID(t)}
-	pool := labtest.Postgres(t)
+	o := own{rdb: testenv.Redis(t), firstID: labtest.WalletID(t)}
+	pool := testenv.Postgres(t)
 	o.prefix = labtest.Prefix(t, o.rdb)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -314,7 +315,7 @@ func TestRun_interrupted(t *testing.T) {
 	// Cancel once the lock phase is spending, however slow the setup.
 	go func() {
 		defer cancel()
-		key := wallet.BalanceKey(o.prefix, o.firstID)
+		key := ledger.BalanceKey(o.prefix, o.firstID)
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if bal, err := o.rdb.Get(ctx, key).Int64(); err == nil && bal < loadtest.Defaults().Initial {
 				time.Sleep(200 * time.Millisecond)
@@ -364,8 +365,8 @@ func TestRun_aTimeoutNoSpendMeetsMeasuresNothing(t *testing.T) {
 // says who holds them and what to change, and leaves the first run alone
 // (issue 10, defect 5).
 func TestRun_twoRunsAtOnce(t *testing.T) {
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
 	light := []string{"-workers", "4", "-wallets", "3", "-strategy", "version,forupdate"}
 
 	t.Run("different prefixes, default wallets: both run", func(t *testing.T) {
@@ -388,8 +389,8 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 			if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
 				t.Fatalf("run %d: %v", i, err)
 			}
-			if rep.Params.FirstID != wallet.FirstIDFor(prefix) {
-				t.Errorf("run %d: first id %d, want %d, derived from its prefix", i, rep.Params.FirstID, wallet.FirstIDFor(prefix))
+			if rep.Params.FirstID != ledger.FirstIDFor(prefix) {
+				t.Errorf("run %d: first id %d, want %d, derived from its prefix", i, rep.Params.FirstID, ledger.FirstIDFor(prefix))
 			}
 			for _, r := range rep.Rows {
 				if !r.OK || !r.Measured {
@@ -439,6 +440,6 @@ func TestRun_twoRunsAtOnce(t *testing.T) {
 // -json keeps every key a run printed before the shared report
 // (internal/harness): testdata/json-contract.json, a run of every strategy.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	labtest.JSONKeepsKeys(t, run, "-first-id", fmt.Sprint(labtest.WalletID(t)), "-duration", "300ms", "-workers", "6", "-wallets", "3")
 }

@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"example.com/walletlock/internal/safe"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/safe"
+
 	"example.com/walletlock/lab/internal/env"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // config is the configured Redis and PostgreSQL, as internal/env
@@ -35,7 +35,7 @@ func readConfig() (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg, err := postgres.Config()
+	pg, err := env.PostgresConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,7 @@ import (
 	"syscall"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/env"
 )
 
 const usage = "usage: services up|down|status|redlock-up|redlock-down|redlock-status|cluster-up|cluster-down|cluster-status"
@@ -57,6 +58,7 @@ func main() {
 	// The first signal cancels ctx, and what was started is stopped again;
 	// a second one ends the program at once.
 	go func() { <-ctx.Done(); stop() }()
+	env.Quiet()
 	m := newMachine(os.Stderr)
 	os.Exit(run(ctx, m, os.Args[1:]))
 }

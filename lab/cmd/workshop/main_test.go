@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
 )
@@ -29,7 +30,7 @@ func TestRun_help(t *testing.T) { labtest.Help(t, run) }
 func TestRun_redisUnreachable(t *testing.T) { labtest.RedisUnreachable(t, run) }
 
 func TestRun_postgresUnreachable(t *testing.T) {
-	labtest.Redis(t)
+	testenv.Redis(t)
 	labtest.PostgresUnreachable(t, run)
 }
 
@@ -37,8 +38,8 @@ func TestRun_postgresUnreachable(t *testing.T) {
 // it cleans up, and the workshop prints the phases that ran and exits 130,
 // saying it was interrupted. (A killed step left 32 keys and 16 rows.)
 func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
 	namespace := labtest.Prefix(t, rdb)
 
 	ctx, ctrlC := context.WithCancel(t.Context())
@@ -99,6 +100,6 @@ func TestRun_ctrlCWhileAStepRuns(t *testing.T) {
 // (TestDoc_keepsTheKeysOfAnOldFile holds it to the files of before). It
 // runs every step, about a minute.
 func TestRun_jsonKeepsEveryKey(t *testing.T) {
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	labtest.JSONKeepsKeys(t, run)
 }

@@ -447,8 +447,8 @@ func TestWriteRoom_anOldMachineBesideANewOne(t *testing.T) {
 
 func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1230: "1,230", 200520: "200,520", 1234567: "1,234,567", -1230: "-1,230"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		if got := Thousands(n); got != want {
+			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

@@ -135,7 +135,7 @@ type Tally struct{ Match, OtherVerdict, NotReported, NotRun, LeftOut, Former int
 // "18 of 19 phases as the lesson says, 1 left out, not checked".
 func (t Tally) String() string {
 	judged := t.Match + t.OtherVerdict + t.NotReported + t.NotRun
-	s := fmt.Sprintf("%d of %d %s as the lesson says", t.Match, judged, plural(judged, "phase"))
+	s := fmt.Sprintf("%d of %d %s as the lesson says", t.Match, judged, Plural(judged, "phase"))
 	for _, part := range []struct {
 		n    int
 		what string

@@ -94,7 +94,7 @@ func (r loadRow) verdict() (string, bool) {
 	case r.Verdict != "": // the root's step 6
 		return r.Verdict, r.Verdict == want
 	case r.Check != "" && !r.OK:
-		return fmt.Sprintf("BROKEN: %d %s off by %s", r.WalletsOff, plural(r.WalletsOff, "wallet"), thousands(r.MoneyOff)), want == lesson.Broken
+		return Broken(r.WalletsOff, r.MoneyOff), want == lesson.Broken
 	case !r.Measured:
 		return "NO DATA: " + r.Note, false
 	}
@@ -550,7 +550,7 @@ func Spread(wallets int, hot bool) string {
 	case hot:
 		return "from one wallet (-hot)"
 	}
-	return fmt.Sprintf("from %d %s", wallets, plural(wallets, "wallet"))
+	return fmt.Sprintf("from %d %s", wallets, Plural(wallets, "wallet"))
 }
 
 func percent(v float64, known bool) string {
@@ -560,15 +560,22 @@ func percent(v float64, known bool) string {
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
-func plural(n int, word string) string {
+// Plural is word, with an s unless n is 1: "1 wallet", "3 wallets".
+func Plural(n int, word string) string {
 	if n == 1 {
 		return word
 	}
 	return word + "s"
 }
 
-// thousands writes n as step 6's table does: 1,230.
-func thousands(n int64) string {
+// Broken is a table's BROKEN verdict: "BROKEN: 3 wallets off by 1,230",
+// the load test's text and its page alike.
+func Broken(walletsOff int, moneyOff int64) string {
+	return fmt.Sprintf("BROKEN: %d %s off by %s", walletsOff, Plural(walletsOff, "wallet"), Thousands(moneyOff))
+}
+
+// Thousands writes n with its thousands apart: 1234567 as "1,234,567".
+func Thousands(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
 		s = s[:i] + "," + s[i:]

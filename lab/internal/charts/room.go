@@ -16,7 +16,7 @@ import (
 // machines. Like WriteLoad's, the page fetches nothing.
 func WriteRoom(w io.Writer, r *Room) error {
 	page := roomPage{Room: r, SameLoad: r.SameLoad()}
-	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(r.Machines), plural(len(r.Machines), "machine"))
+	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(r.Machines), Plural(len(r.Machines), "machine"))
 	usual := usualSetup(r.Setups)
 	for i, m := range r.Machines {
 		s := r.Setups[i]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/labtest"
 )
@@ -86,7 +87,7 @@ func TestConnect_clusterRefusals(t *testing.T) {
 // The configured Redis, when it is a cluster: keys in several slots are
 // deleted, and INFO commandstats counts every master.
 func TestCluster_keysAcrossSlots(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	if _, ok := rdb.(*redis.ClusterClient); !ok {
 		t.Skip("REDIS_ADDR names one server; `make test-cluster` runs this on a cluster")
 	}

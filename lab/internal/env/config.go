@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,114 +18,64 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/wallet"
+	"example.com/walletlock/wallet/postgres"
 )
 
-// Defaults, used when the environment names nothing else. They match
-// docker-compose.yml and what `make up` (cmd/servers) starts.
+// Defaults, the root's (wallet.Client, postgres.Config) when the
+// environment names nothing else. They match docker-compose.yml and what
+// `make up` (cmd/servers) starts.
 const (
 	DefaultRedisAddr   = "localhost:6379"
 	DefaultDatabaseURL = "postgres://walletlock:walletlock@localhost:5432/walletlock?sslmode=disable"
 )
 
-// ConnectTimeout bounds how long Connect (and wallet/postgres.Connect) wait for a
+// ConnectTimeout bounds how long Connect (and ConnectPostgres) wait for a
 // service to answer, so that a program with nothing to talk to says so
 // within a few seconds instead of hanging.
 const ConnectTimeout = 3 * time.Second
 
-// go-redis logs each failed dial to stderr on its own; the programs report
-// an unreachable server in one line of their own, so its log stays quiet.
-func init() { redis.SetLogger(quietLogger{}) }
+// Quiet stops go-redis's own log of each failed dial, for the rest of the
+// process: the programs report an unreachable server in one line of their
+// own. Each program calls it first (harness.Main does, and Connect);
+// importing env does not.
+func Quiet() { quieted.Do(func() { redis.SetLogger(quietLogger{}) }) }
+
+var quieted sync.Once
 
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// RedisOptions reads the Redis settings from the environment, the one place
-// where they are read: REDIS_URL (redis:// or rediss://, with user, password
-// and db) wins over REDIS_ADDR, which defaults to localhost:6379.
-//
-// They follow go-redis's convention for a cluster: REDIS_ADDR with several
-// comma-separated addresses, or a REDIS_URL with addr= parameters (read by
-// redis.ParseClusterURL), names the seed nodes of a Redis Cluster. The
-// options then hold more than one address, and redis.NewUniversalClient
-// (and Connect) make a *redis.ClusterClient of them; with one address, a
-// *redis.Client.
-//
-// With rediss://, the server's certificate must be signed by a CA this
-// machine trusts, or by one in REDIS_CA_FILE (a PEM file; for a
-// self-signed certificate, the certificate itself). go-redis's
-// ?skip_verify=true skips the check; Connect then warns on stderr.
-//
+// RedisOptions is where the programs find Redis, as the root's
+// wallet.Client reads it from the environment (REDIS_URL, which wins, or
+// REDIS_ADDR, localhost:6379 by default; several addresses, or a REDIS_URL
+// with addr= parameters, name the seeds of a Redis Cluster; REDIS_CA_FILE
+// for a rediss:// server this machine does not trust), with the lab's
+// bounds: every port one a server can listen on, and a connection that
+// gives up within ConnectTimeout. The root's reader, not a copy, so that
+// what it refuses (a password that would be printed) the lab refuses.
 // Errors never contain the URL, nor any part of its user and password.
 func RedisOptions() (*redis.UniversalOptions, error) {
+	rdb, _, err := wallet.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
 	var opt *redis.UniversalOptions
-	if raw := os.Getenv("REDIS_URL"); raw != "" {
-		if userinfoNeedsEscaping(raw) {
-			return nil, errors.New("REDIS_URL: " + escapeAdvice + "; the form is redis://user:password@host:6379/0")
-		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			// url.Error repeats the whole URL, password included, and its
-			// reason quotes the piece it choked on, which is a password
-			// when the @ is missing (redis://:secret reads as a host with
-			// a bad port). Keep the reason without the quote.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			reason := safe.Line(quoted.ReplaceAllString(err.Error(), ""))
-			return nil, fmt.Errorf("REDIS_URL is not a valid URL (%s); the form is redis://user:password@host:6379/0", reason)
-		}
-		if u.Scheme != "redis" && u.Scheme != "rediss" {
-			return nil, fmt.Errorf("REDIS_URL must start with redis:// or rediss://, not %q", u.Scheme+"://")
-		}
-		if !validHost(u.Hostname()) {
-			// redis://user:password: (no @host) parses as the host
-			// "user:password"; do not print it.
-			return nil, errors.New("REDIS_URL does not name a valid host; the form is redis://user:password@host:6379/0")
-		}
-		if u.Query().Has("addr") {
-			copt, err := redis.ParseClusterURL(raw)
-			if err != nil {
-				return nil, fmt.Errorf("REDIS_URL: %v; a cluster is redis://user:password@host:7001?addr=host:7002&addr=host:7003", err)
-			}
-			opt = fromCluster(copt)
-		} else {
-			sopt, err := redis.ParseURL(raw)
-			if err != nil {
-				return nil, fmt.Errorf("REDIS_URL: %v", err)
-			}
-			opt = fromSingle(sopt)
-		}
-		for _, addr := range opt.Addrs {
-			if err := CheckPort(addr); err != nil {
-				return nil, fmt.Errorf("REDIS_URL: %w", err)
-			}
-		}
-		if err := trustCAFile(opt); err != nil {
-			return nil, err
-		}
-	} else {
-		list := os.Getenv("REDIS_ADDR")
-		if list == "" {
-			list = DefaultRedisAddr
-		}
-		if os.Getenv("REDIS_CA_FILE") != "" {
-			return nil, errors.New(caWithoutTLS)
-		}
-		opt = &redis.UniversalOptions{}
-		for addr := range strings.SplitSeq(list, ",") {
-			addr = strings.TrimSpace(addr)
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return nil, fmt.Errorf("REDIS_ADDR %q is not host:port (or host:port,host:port,... for a cluster)", addr)
-			}
-			if err := CheckPort(addr); err != nil {
-				return nil, fmt.Errorf("REDIS_ADDR %w", err)
-			}
-			opt.Addrs = append(opt.Addrs, addr)
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		opt = fromCluster(c.Options())
+	case *redis.Client:
+		opt = fromSingle(c.Options())
+	default:
+		return nil, fmt.Errorf("env: a Redis client of type %T", rdb)
+	}
+	for _, addr := range opt.Addrs {
+		if err := CheckPort(addr); err != nil {
+			return nil, fmt.Errorf("REDIS_ADDR (or the address in REDIS_URL) %w (host:port, or host:port,host:port,... for a cluster)", err)
 		}
 	}
-
 	// A socket read must end when the caller's context does; otherwise
 	// go-redis would keep waiting until its own ReadTimeout.
 	opt.ContextTimeoutEnabled = true
@@ -149,34 +96,6 @@ func CheckPort(addr string) error {
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("%q: the port must be a number from 1 to 65535, not %q", addr, port)
 	}
-	return nil
-}
-
-const caWithoutTLS = "REDIS_CA_FILE is set, but REDIS_URL does not start with rediss://: " +
-	"set REDIS_URL=rediss://host:port/0 for a server with TLS, or unset REDIS_CA_FILE"
-
-// trustCAFile makes the certificates of REDIS_CA_FILE, when it is set, the
-// ones a rediss:// server's certificate must be signed by.
-func trustCAFile(opt *redis.UniversalOptions) error {
-	file := os.Getenv("REDIS_CA_FILE")
-	if file == "" {
-		return nil
-	}
-	if opt.TLSConfig == nil {
-		return errors.New(caWithoutTLS)
-	}
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		if pe, ok := errors.AsType[*fs.PathError](err); ok {
-			err = pe.Err // without the path, which %q quotes below
-		}
-		return fmt.Errorf("REDIS_CA_FILE %q cannot be read (%v): name the PEM file of the CA that signed the server's certificate", file, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("REDIS_CA_FILE %q holds no PEM certificate (a -----BEGIN CERTIFICATE----- block): name the CA's certificate, not its key", file)
-	}
-	opt.TLSConfig.RootCAs = pool
 	return nil
 }
 
@@ -271,9 +190,6 @@ func fromCluster(o *redis.ClusterOptions) *redis.UniversalOptions {
 	}
 }
 
-// quoted matches what Go's parsers quote with %q.
-var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
-
 // shakeHands opens one connection to a rediss:// server and completes the
 // TLS handshake, then closes it. go-redis dials in the background and, when
 // the handshake hangs, reports only that the caller's context ran out; a
@@ -311,6 +227,7 @@ func (e *tlsError) Unwrap() error { return e.err }
 // names the server as redis://host:port/db (never the user or password),
 // what went wrong and the fix.
 func Connect(ctx context.Context) (redis.UniversalClient, error) {
+	Quiet()
 	opt, err := RedisOptions()
 	if err != nil {
 		return nil, err
@@ -337,63 +254,6 @@ func Connect(ctx context.Context) (redis.UniversalClient, error) {
 		return nil, redisError(opt, err)
 	}
 	return rdb, nil
-}
-
-// escapeAdvice is what to do about a user or password that needs
-// percent-encoding. It does not say which character was found: that would
-// be a piece of the password.
-const escapeAdvice = "percent-encode the special characters of the user and password " +
-	"(@ as %40, : as %3A, / as %2F, ? as %3F, # as %23, % as %25, a space as %20)"
-
-// userinfoNeedsEscaping reports whether the user:password part of a URL
-// holds a character that must be percent-encoded there (RFC 3986 allows
-// letters, digits, -._~!$&'()*+,;= and %XX escapes, and ':' between user
-// and password).
-//
-// The parsers disagree about such URLs, and that is how a password leaks.
-// With two @, Go's url.Parse splits at the last one and pgx, like libpq,
-// at the first, so pgx takes the rest of the password for the host name
-// and its errors print it. An unencoded / ? or # ends the host part early
-// and a bare % is an invalid escape; either way an error would quote a
-// piece of the password. So the caller must refuse such a URL and say
-// what is wrong without quoting any of it.
-//
-// The user info is taken to end at the last @, which covers every split
-// either parser could make: a mistake here shows as this refusal, never
-// as a password in a message.
-func userinfoNeedsEscaping(raw string) bool {
-	_, rest, ok := strings.Cut(raw, "://")
-	at := strings.LastIndex(rest, "@")
-	if !ok || at < 0 {
-		return false
-	}
-	info := rest[:at]
-	if _, err := url.PathUnescape(info); err != nil {
-		return true
-	}
-	for _, r := range info {
-		switch {
-		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
-		case strings.ContainsRune("-._~!$&'()*+,;=:%", r):
-		default:
-			return true
-		}
-	}
-	return false
-}
-
-// validHost reports whether h can be a host name or an IP address. An
-// empty host is valid: go-redis then uses localhost.
-func validHost(h string) bool {
-	if net.ParseIP(h) != nil {
-		return true
-	}
-	for _, r := range h {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // redisURL names the server opt points at, as redis://host:port/db or
@@ -476,23 +336,13 @@ func handshakeError(where string, err error) error {
 	return fmt.Errorf("%s: the TLS handshake failed (%s): check the scheme of REDIS_URL, rediss:// is for a server with TLS, redis:// for one without", where, msg)
 }
 
-// DatabaseURL returns DATABASE_URL, or the default that docker-compose.yml
-// and `make up` (cmd/servers) provide.
+// DatabaseURL is DATABASE_URL, or the default, as the root's
+// postgres.Config reads it: what a program hands on to another (the
+// drill's spenders, behind a forwarder) or names in a command it prints.
 func DatabaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
+	cfg, err := postgres.Config()
+	if err != nil {
+		return DefaultDatabaseURL // ConnectPostgres says what is wrong with it
 	}
-	return DefaultDatabaseURL
-}
-
-// PostgresURL returns DatabaseURL, refused with the fix when its user or
-// password holds a character that must be percent-encoded (pgx would
-// misread it, and quote part of it in its error). wallet/postgres.Config
-// parses what it returns.
-func PostgresURL() (string, error) {
-	raw := DatabaseURL()
-	if userinfoNeedsEscaping(raw) {
-		return "", errors.New("DATABASE_URL: " + escapeAdvice + "; the form is postgres://user:password@host:5432/db?sslmode=disable")
-	}
-	return raw, nil
+	return cfg.ConnString()
 }

@@ -5,8 +5,7 @@
 // password. It also reads the server's version and Redis's command
 // counters for the reports, and REDLOCK_ADDRS, the independent nodes of
 // step 6's Redlock (RedlockAddrs), for the load test and cmd/servers.
-// PostgreSQL's half, which needs pgx, is in wallet/postgres (Connect), so
-// that a program without PostgreSQL does not link it.
+// PostgreSQL's half is postgres.go (ConnectPostgres).
 //
 // Redis may be one server or a Redis Cluster (several addresses, see
 // RedisOptions): Connect returns a redis.UniversalClient either way, and

@@ -1,9 +1,13 @@
 package env_test
 
 import (
+	"regexp"
 	"testing"
+	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/lab/internal/labtest"
 )
 
 func TestParseCommandStats(t *testing.T) {
@@ -39,4 +43,24 @@ func TestCommandStats_Since(t *testing.T) {
 			t.Errorf("%s: got %d, want %d", tt.name, got, tt.want)
 		}
 	}
+}
+
+var versionRE = regexp.MustCompile(`^\d+(\.\d+)*`)
+
+func TestPostgresVersion(t *testing.T) {
+	pool := testenv.Postgres(t)
+	v, err := env.PostgresVersion(labtest.Context(t, 10*time.Second), pool)
+	if err != nil || !versionRE.MatchString(v) {
+		t.Fatalf("PostgresVersion = %q, %v; want a version number", v, err)
+	}
+	t.Logf("PostgreSQL %s", v)
+}
+
+func TestRedisVersion(t *testing.T) {
+	rdb := testenv.Redis(t)
+	v, err := env.RedisVersion(labtest.Context(t, 10*time.Second), rdb)
+	if err != nil || !versionRE.MatchString(v) {
+		t.Fatalf("RedisVersion = %q, %v; want a version number", v, err)
+	}
+	t.Logf("Redis %s", v)
 }

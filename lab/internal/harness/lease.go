@@ -3,7 +3,7 @@
 // kept alive by KeepAliveRetrying and given back with Release. A second
 // run on the same prefix is refused at once, instead of resetting and
 // deleting the first run's keys; PostgreSQL rows carry the prefix as their
-// owner (postgres.Store.Owned), so runs on other prefixes cannot touch
+// owner (ledger.Open), so runs on other prefixes cannot touch
 // them either.
 //
 // A long run must not end because Redis froze for a few seconds or failed
@@ -65,7 +65,7 @@ func TakeLease(ctx context.Context, rdb lock.Client, prefix string) (*Lease, err
 		return nil, fmt.Errorf("runlease: take %s: %w", key, err)
 	}
 	ctx, stop := lock.KeepAliveRetrying(context.Background(), LeaseTTL, func(ctx context.Context) error {
-		err := l.Refresh(ctx)
+		err := l.Refresh(ctx, LeaseTTL)
 		if errors.Is(err, lock.ErrNotHeld) {
 			return fmt.Errorf("runlease: %s is gone (it expired, or someone deleted it): %w", key, err)
 		}

@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
 )
 
 func TestTake_aSecondRunOnThePrefixIsRefusedAtOnce(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	ctx := t.Context()
 
@@ -46,7 +47,7 @@ func TestTake_aSecondRunOnThePrefixIsRefusedAtOnce(t *testing.T) {
 }
 
 func TestLease_contextEndsWhenTheLeaseIsLost(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	l, err := harness.TakeLease(t.Context(), rdb, prefix)
 	if err != nil {

@@ -31,7 +31,7 @@ func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 }
 
 // PostgresDeleteRange returns the command that deletes the wallet rows of
-// owner (a run's prefix, see postgres.Store.Owned) with ids first ..
+// owner (a run's prefix, see ledger.Open) with ids first ..
 // first+n-1:
 //
 //	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:loadtest:'\'' AND id BETWEEN 7 AND 9'

@@ -25,7 +25,7 @@ import (
 	"slices"
 
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // Report collects one run of a step program.

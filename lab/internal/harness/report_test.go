@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"example.com/walletlock/lab/internal/lesson"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // broken and ok are check lines for step3-ttl phase 1 (the lesson: BROKEN).
 var (
-	broken = wallet.CheckUnknown(100, 10, 3, 0, 80)
-	ok     = wallet.CheckUnknown(100, 10, 3, 0, 70)
+	broken = wallet.Check(100, 10, wallet.Tally{Accepted: 3, Unknown: 0}, 80)
+	ok     = wallet.Check(100, 10, wallet.Tally{Accepted: 3, Unknown: 0}, 70)
 )
 
 func finish(t *testing.T, r *Report, asJSON bool) (code int, stdout, stderr string) {
@@ -48,7 +48,7 @@ func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
 	r := NewReport("step2-lock")
 	var errs bytes.Buffer
 	r.Fail(&errs, errors.New("the lock key is still there"))
-	r.Add("lock", wallet.CheckUnknown(100, 10, 10, 0, 0), nil)
+	r.Add("lock", wallet.Check(100, 10, wallet.Tally{Accepted: 10, Unknown: 0}, 0), nil)
 	if errs.String() != "step2-lock: the lock key is still there\n" {
 		t.Errorf("Fail printed %q", errs.String())
 	}
@@ -119,8 +119,8 @@ func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
 // says its level, and a line about a mismatch names it.
 func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
 	r := NewReport("loadtest")
-	r.AddAt("fair", 2, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
-	r.AddAt("fair", 50, wallet.CheckUnknown(100, 10, 3, 0, 80), map[string]int{"n": 1})
+	r.AddAt("fair", 2, wallet.Check(100, 10, wallet.Tally{Accepted: 3, Unknown: 0}, 70), nil)
+	r.AddAt("fair", 50, wallet.Check(100, 10, wallet.Tally{Accepted: 3, Unknown: 0}, 80), map[string]int{"n": 1})
 	code, stdout, stderr := finish(t, r, true)
 	want := "loadtest: phase fair at 50 workers gave BROKEN, the lesson says OK (the fair lock: waiters queue and a release hands off, under load); try the defaults\n"
 	if code != 1 || stderr != want {
@@ -136,7 +136,7 @@ func TestAddAtGivesEachPhaseItsWorkersAndNamesTheLevel(t *testing.T) {
 func TestControlThatDiffersDoesNotFail(t *testing.T) {
 	r := NewReport("loadtest")
 	r.Control("none")
-	res := r.AddAt("none", 4, wallet.CheckUnknown(100, 10, 3, 0, 70), nil)
+	res := r.AddAt("none", 4, wallet.Check(100, 10, wallet.Tally{Accepted: 3, Unknown: 0}, 70), nil)
 	if code, _, stderr := finish(t, r, false); code != 0 || stderr != "" || res.Match() {
 		t.Errorf("Finish = %d, stderr %q, match %v; want 0, nothing, and no match in the result", code, stderr, res.Match())
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"example.com/walletlock/lab/internal/env"
 )
 
 // ExitInterrupted is the exit status of a program stopped by Ctrl-C, as a
@@ -40,7 +42,9 @@ var ErrStdoutClosed = errors.New("its output was closed")
 // SIGPIPE never kills the process: by default Go dies of it on a write to
 // a closed stdout, before any clean-up. Here the write fails instead, and
 // the failure is the end of the run; what run prints after it is lost.
+// And go-redis logs nothing of its own (env.Quiet).
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
+	env.Quiet()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, stops...)

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/labtest"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // hang is how long a check or a page may run past its own time budget
@@ -38,10 +40,10 @@ func within[T any](t *testing.T, budget time.Duration, f func() T) T {
 // same balance, and most of their updates are lost.
 func race(t *testing.T, n int, initial, amount int64) (*history.Recorder, wallet.Verdict) {
 	t.Helper()
-	rdb := labtest.Redis(t)
-	key := wallet.BalanceKey(labtest.Prefix(t, rdb), 1)
+	rdb := testenv.Redis(t)
+	key := ledger.BalanceKey(labtest.Prefix(t, rdb), 1)
 	ctx := labtest.Context(t, time.Minute)
-	if err := wallet.Set(ctx, rdb, key, initial); err != nil {
+	if err := rdb.Set(ctx, key, initial, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder(0)
@@ -54,7 +56,7 @@ func race(t *testing.T, n int, initial, amount int64) (*history.Recorder, wallet
 		wg.Go(func() {
 			<-start
 			ok, err := rec.Spend(ctx, 1, i, amount, func(ctx context.Context) (bool, error) {
-				return wallet.Spend(ctx, rdb, key, amount, 5*time.Millisecond)
+				return wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, amount, 5*time.Millisecond)
 			})
 			mu.Lock()
 			defer mu.Unlock()
@@ -68,12 +70,12 @@ func race(t *testing.T, n int, initial, amount int64) (*history.Recorder, wallet
 	}
 	close(start)
 	wg.Wait()
-	bal, err := wallet.Balance(ctx, rdb, key)
+	bal, err := rdb.Get(ctx, key).Int64()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec.Read(1, bal)
-	return rec, wallet.CheckUnknown(initial, amount, accepted, unknown, bal)
+	return rec, wallet.Check(initial, amount, wallet.Tally{Accepted: accepted, Unknown: unknown}, bal)
 }
 
 // TestRecorder_twoHundredOverlappingSpendsAreJudgedAndDrawnWithinBounds is

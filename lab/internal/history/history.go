@@ -15,7 +15,7 @@
 //	rec := history.NewRecorder(0)
 //	rec.Set(id, 100)                // the wallet's starting balance, just written
 //	ok, err := rec.Spend(ctx, id, worker, 10, func(ctx context.Context) (bool, error) {
-//		return wallet.Spend(ctx, rdb, key, 10, work) // its read is observed through ctx
+//		return wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, 10, work) // its read, observed
 //	})
 //	rec.Read(id, balance)           // the balance read back at the end
 //	v := rec.Check(ctx, history.DefaultLimits) // yes, no or unknown, and why
@@ -34,7 +34,8 @@ import (
 	"math"
 	"time"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // Result is how an operation ended.
@@ -99,7 +100,7 @@ func Now() int64 { return epoch.UnixNano() + int64(time.Since(epoch)) }
 func At(t time.Time) int64 { return epoch.UnixNano() + int64(t.Sub(epoch)) }
 
 // Outcome sorts what a spend returned into a Result: an error matching
-// wallet.ErrUnknownOutcome is Unknown, wallet.ErrStaleFence RefusedStale,
+// wallet.ErrUnknownOutcome is Unknown, ledger.ErrStaleFence RefusedStale,
 // any other error Failed; without one, Accepted when ok, else
 // RefusedFunds. A spend that wrote and then failed to release its lock
 // (ok with an error) is Accepted.
@@ -111,7 +112,7 @@ func Outcome(ok bool, err error) Result {
 		return RefusedFunds
 	case errors.Is(err, wallet.ErrUnknownOutcome):
 		return Unknown
-	case errors.Is(err, wallet.ErrStaleFence):
+	case errors.Is(err, ledger.ErrStaleFence):
 		return RefusedStale
 	default:
 		return Failed

@@ -11,7 +11,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // spend is an operation of wallet 1 from call to ret.
@@ -162,7 +163,7 @@ func TestRecorder_growsInChunks(t *testing.T) {
 
 func TestOutcome(t *testing.T) {
 	unknown := fmt.Errorf("write: %w", wallet.ErrUnknownOutcome)
-	stale := fmt.Errorf("fenced: %w", wallet.ErrStaleFence)
+	stale := fmt.Errorf("fenced: %w", ledger.ErrStaleFence)
 	for _, tt := range []struct {
 		ok   bool
 		err  error

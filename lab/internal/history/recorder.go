@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
 )
 
 // DefaultCap is the most spends a Recorder keeps unless told otherwise:
@@ -59,7 +59,7 @@ func (r *Recorder) Read(id, balance int64) {
 
 // Spend runs one spend of amount from wallet id by client (a worker's
 // number) and records it: its call and return, the balance it read, which
-// spend tells through the ctx it gets (wallet.ObserveReads), and how it
+// spend tells through the ctx it gets (ledger.ObserveReads), and how it
 // ended (Outcome). It returns what spend returned.
 func (r *Recorder) Spend(ctx context.Context, id int64, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
 	if r == nil {
@@ -67,7 +67,7 @@ func (r *Recorder) Spend(ctx context.Context, id int64, client int, amount int64
 	}
 	var read atomic.Int64
 	read.Store(NoRead)
-	ctx = wallet.ObserveReads(ctx, func(b int64) { read.Store(b) })
+	ctx = ledger.ObserveReads(ctx, func(b int64) { read.Store(b) })
 	call := Now()
 	ok, err := spend(ctx)
 	r.Add(Op{Wallet: id, Client: client, Call: call, Return: Now(), Amount: amount, Read: read.Load(), Result: Outcome(ok, err)})

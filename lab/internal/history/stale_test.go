@@ -10,7 +10,8 @@ import (
 
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/labtest"
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/wallet"
 )
 
 // replicaReads sends reads to a replica and writes to the primary, as
@@ -56,12 +57,12 @@ func TestStaleRead_onlyTheHistoryCatchesIt(t *testing.T) {
 	defer cancel()
 	p := client(t, primary.Addr)
 	r := client(t, replica.Addr)
-	key := wallet.BalanceKey("walletlock:stale-read:", 1)
+	key := ledger.BalanceKey("walletlock:stale-read:", 1)
 	const amount = 10
 	log := history.NewRecorder(0)
 	setAt := func(balance int64) {
 		call := history.Now()
-		if err := wallet.Set(ctx, p, key, balance); err != nil {
+		if err := p.Set(ctx, key, balance, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		log.Add(history.Op{Wallet: 1, Call: call, Return: history.Now(), Read: balance, Result: history.Set})
@@ -98,13 +99,13 @@ func TestStaleRead_onlyTheHistoryCatchesIt(t *testing.T) {
 	if !spendVia(1, p) {
 		t.Fatal("the spend that read the primary was refused")
 	}
-	final, err := wallet.Balance(ctx, p, key)
+	final, err := p.Get(ctx, key).Int64()
 	must(t, err)
 	at := history.Now()
 	log.Add(history.Op{Wallet: 1, Call: at, Return: at, Read: final, Result: history.Read})
 
 	// One spend accepted from the 100 of the top-up: 90, as the check wants.
-	if v := wallet.Check(100, amount, 1, final); !v.OK {
+	if v := wallet.Check(100, amount, wallet.Tally{Accepted: 1}, final); !v.OK {
 		t.Errorf("balance check: got %s, want OK", v)
 	}
 	v := log.Check(ctx, history.DefaultLimits)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -29,7 +30,7 @@ const ClusterNodeTimeout = time.Second
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
 	if _, err := launch.RedisBinary(); err != nil {
-		unavailable(t, "redis-server", err)
+		testenv.Missing(t, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -66,7 +67,7 @@ func (c *Cluster) Use(t testing.TB) *redis.ClusterClient {
 	t.Helper()
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("REDIS_ADDR", c.Addrs())
-	return Redis(t).(*redis.ClusterClient)
+	return testenv.Redis(t).(*redis.ClusterClient)
 }
 
 // Promoted reports whether the replica of master i is a master now and

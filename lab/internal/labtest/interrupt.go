@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/harness"
 )
 
@@ -130,7 +131,7 @@ func appears(t *testing.T, rdb redis.UniversalClient, key string, done <-chan in
 // make the first run last a second or so.
 func SecondRunRefused(t *testing.T, run Program, args ...string) {
 	t.Helper()
-	rdb := Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := Prefix(t, rdb)
 	args = append([]string{"-prefix", prefix}, args...)
 	var out, errOut bytes.Buffer

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"example.com/walletlock/internal/testenv"
 )
 
 // JSONKeepsKeys runs a program with -json on a prefix of the test's own and
@@ -17,7 +19,7 @@ import (
 // never renamed or dropped.
 func JSONKeepsKeys(t *testing.T, run Program, args ...string) {
 	t.Helper()
-	rdb := Redis(t)
+	rdb := testenv.Redis(t)
 	args = append([]string{"-json", "-prefix", Prefix(t, rdb)}, args...)
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), args, &stdout, &stderr); code != 0 {

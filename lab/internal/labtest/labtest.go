@@ -1,88 +1,34 @@
-// Package labtest gives integration tests their Redis, PostgreSQL and a key
-// prefix of their own.
-//
-// Without a reachable service a test skips with a message saying how to
-// start one; when the CI variable is set it fails instead, so that a CI run
-// can never pass by skipping.
-//
-// It also holds what the programs' tests check the same way in each
-// (Interrupt, SecondRunRefused, JSONKeepsKeys, ...), and starts servers of
-// a test's own through internal/launch. Used only by tests: of every
-// cmd/ program, lock, wallet and the internal packages.
+// Package labtest is what the lab's tests add to the root's testenv
+// (internal/testenv: the Redis and PostgreSQL of the environment, a key
+// prefix of a test's own, skipping without them or failing under CI):
+// servers of a test's own, started through internal/launch (StartRedis,
+// StartCluster, StartPostgres), what the programs' tests check the same
+// way in each (Interrupt, SecondRunRefused, JSONKeepsKeys, ...), and
+// wallet ids of a test's own. Used only by tests.
 package labtest
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
-// unavailable skips the test, or fails it under CI.
-func unavailable(t testing.TB, what string, err error) {
-	t.Helper()
-	msg := what + " is not available: " + err.Error() + "\n\tstart the services with `make up` (or run `make test`, which does)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg + "\n\tCI is set, so this fails instead of skipping")
-	}
-	t.Skip(msg)
-}
-
-// Redis returns a client for the configured Redis, closed when the test
-// ends: a *redis.Client, or a *redis.ClusterClient when REDIS_ADDR names
-// the nodes of a cluster (see env.RedisOptions).
-func Redis(t testing.TB) redis.UniversalClient {
-	t.Helper()
-	rdb, err := env.Connect(context.Background())
-	if err != nil {
-		unavailable(t, "Redis", err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// Postgres returns a pool for the configured PostgreSQL, closed when the
-// test ends.
-func Postgres(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pool, err := postgres.Connect(context.Background())
-	if err != nil {
-		unavailable(t, "PostgreSQL", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// Prefix returns a Redis key prefix that no other test uses, such as
-// "test:TestSpend_refuses:3f9a1c2e:". Every key under it is deleted when the
-// test ends, and so is every key under "{" + prefix (a lock's companion keys
-// wrap a key that has no hash tag of its own in one); nothing else is
-// touched.
+// Prefix is the root's testenv.Prefix, a key prefix that no other test
+// uses, whose keys are deleted when the test ends; and so are the keys
+// under "{" + prefix, where a lock keeps the companions of a key that has
+// no hash tag of its own (lock.FenceKey).
 func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
-	name := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			return r
-		}
-		return '-'
-	}, t.Name())
-	b := make([]byte, 4)
-	rand.Read(b)
-	prefix := "test:" + name + ":" + hex.EncodeToString(b) + ":"
+	prefix := testenv.Prefix(t, rdb)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		env.DeletePrefix(ctx, rdb, prefix)
 		env.DeletePrefix(ctx, rdb, "{"+prefix)
 	})
 	return prefix

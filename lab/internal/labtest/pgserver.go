@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -30,7 +31,7 @@ func StartPostgres(t testing.TB) *PostgresServer {
 	defer cancel()
 	srv, err := group(t).StartPostgres(ctx, "walletlock")
 	if errors.Is(err, launch.ErrNoPostgres) {
-		unavailable(t, "a PostgreSQL of the test's own", err)
+		testenv.Missing(t, err)
 	}
 	if err != nil {
 		t.Fatalf("labtest: %v", err)
@@ -54,5 +55,5 @@ func StartPostgres(t testing.TB) *PostgresServer {
 func (s *PostgresServer) Use(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	t.Setenv("DATABASE_URL", s.URL)
-	return Postgres(t)
+	return testenv.Postgres(t)
 }

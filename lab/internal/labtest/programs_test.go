@@ -9,7 +9,6 @@ import (
 
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // program behaves as every program here must: its name is this package's
@@ -27,7 +26,7 @@ func program(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var err error
 	if *service == "postgres" {
-		pool, perr := postgres.Connect(ctx)
+		pool, perr := env.ConnectPostgres(ctx)
 		if err = perr; err == nil {
 			pool.Close()
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -47,7 +48,7 @@ func StartTLSRedis(t testing.TB, certFile, keyFile string, args ...string) *Redi
 func tie(t testing.TB, start func(context.Context, *launch.Group) (*launch.Redis, error)) *RedisServer {
 	t.Helper()
 	if _, err := launch.RedisBinary(); err != nil {
-		unavailable(t, "redis-server", err)
+		testenv.Missing(t, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -86,7 +87,7 @@ func (s *RedisServer) Use(t testing.TB) *redis.Client {
 	t.Helper()
 	t.Setenv("REDIS_URL", "")
 	t.Setenv("REDIS_ADDR", s.Addr)
-	return Redis(t).(*redis.Client) // one address: one server
+	return testenv.Redis(t).(*redis.Client) // one address: one server
 }
 
 // Client returns a client of this server alone, closed when the test

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/internal/lesson"
@@ -25,8 +26,8 @@ var short = map[string][]string{"step6-loadtest": {"-duration", "300ms"}}
 // root has phases in the table, and every step of the table is a program
 // at the root.
 func TestPhases_matchTheRootsSteps(t *testing.T) {
-	rdb := labtest.Redis(t)
-	labtest.Postgres(t)
+	rdb := testenv.Redis(t)
+	testenv.Postgres(t)
 	root, _, err := harness.Repo(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -14,20 +14,16 @@ import (
 )
 
 // Hardened is the lab's lock (lab/lock): the article's, plus what
-// production adds. Its Refresh and Watch renew the TTL it was taken with.
+// production adds, with the article's signatures.
 var Hardened = judge.Article[*hlock.Lock, hlock.Client]{
-	Name:    "hardened",
-	Acquire: hlock.Acquire,
-	Release: (*hlock.Lock).Release,
-	Refresh: func(l *hlock.Lock, ctx context.Context, _ time.Duration) error { return l.Refresh(ctx) },
-	Watch: func(l *hlock.Lock, ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
-		return l.Watch(ctx)
-	},
-	AcquireFenced: func(ctx context.Context, rdb hlock.Client, key, _ string, ttl time.Duration) (*hlock.Lock, error) {
-		return hlock.AcquireFenced(ctx, rdb, key, ttl)
-	},
-	Fence:   func(l *hlock.Lock) int64 { return l.Fence },
-	NotHeld: hlock.ErrNotHeld,
+	Name:          "hardened",
+	Acquire:       hlock.Acquire,
+	Release:       (*hlock.Lock).Release,
+	Refresh:       (*hlock.Lock).Refresh,
+	Watch:         (*hlock.Lock).Watch,
+	AcquireFenced: hlock.AcquireFenced,
+	Fence:         func(l *hlock.Lock) int64 { return l.Fence },
+	NotHeld:       hlock.ErrNotHeld,
 }.Adapter()
 
 // Fair is the lab's fair lock (lab/lock/fair): waiters queue in Redis and
@@ -65,12 +61,12 @@ func hardenedLease(l *hlock.Lock, err error) (judge.Lease, error) {
 func (h hLease) Release(ctx context.Context) error {
 	return notHeld(h.l.Release(ctx), hlock.ErrNotHeld)
 }
-func (h hLease) Refresh(ctx context.Context, _ time.Duration) error {
-	return notHeld(h.l.Refresh(ctx), hlock.ErrNotHeld)
+func (h hLease) Refresh(ctx context.Context, ttl time.Duration) error {
+	return notHeld(h.l.Refresh(ctx, ttl), hlock.ErrNotHeld)
 }
 func (h hLease) Fence() int64 { return h.l.Fence }
-func (h hLease) Watch(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
-	return h.l.Watch(ctx)
+func (h hLease) Watch(ctx context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
+	return h.l.Watch(ctx, ttl)
 }
 
 // notHeld marks the lock's own "not held" error as judge.ErrNotHeld.

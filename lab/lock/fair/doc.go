@@ -28,6 +28,6 @@
 // waiter whose entry the queue lost (to a restart, FLUSHDB, a DEL) to
 // queue again. fair.go is the waiting and the scripts' keys, notify.go
 // the reader, queue.lua, acquire.lua and release.lua the scripts. What it
-// needs of package lock that lock does not export lives in
-// lock/internal/core.
+// needs of package lock is in lock's builton.go (Adopt, CheckArgs,
+// FenceRefusal, Handoff).
 package fair

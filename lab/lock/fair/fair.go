@@ -15,11 +15,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/lock/internal/core"
+	"example.com/walletlock/lab/lock/internal/once"
 )
 
 // Each script is queue.lua followed by its own file, joined once here:
-// its source goes with every call (core.Run sends it after NOSCRIPT), and
+// its source goes with every call (once.Run sends it after NOSCRIPT), and
 // joined per call it was 11 KiB of garbage per acquire and release.
 var (
 	//go:embed queue.lua
@@ -134,7 +134,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	if f != nil {
 		rdb = f.rdb
 	}
-	ttl, err := core.Lend.Check(rdb, key, ttl)
+	ttl, err := lock.CheckArgs(rdb, key, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 	defer f.exit(w, g)
 	leave := func() { q.release(ctx, f.rdb, f.name, token, entry) }
 	granted := func(attempts int, fence int64) *lock.Lock {
-		return core.Lend.NewLock(f.rdb, key, token, ttl, attempts, fence, handoff{q, f.rdb, f.name}).(*lock.Lock)
+		return lock.Adopt(f.rdb, key, token, attempts, fence, handoff{q, f.rdb, f.name})
 	}
 	mode, arrived := "join", false
 	var lastErr error
@@ -180,7 +180,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			leave()
 			f.pokeAll(g) // the others learn it at their next try
 			return nil, err
-		case !transient(err) || !arrived && (attempts == arrivalTries || !core.Lost(err)):
+		case !transient(err) || !arrived && (attempts == arrivalTries || !once.Lost(err)):
 			leave()
 			return nil, fmt.Errorf("lock: acquire %s: %w", key, err)
 		case !arrived:
@@ -281,7 +281,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 	for _, e := range queued {
 		args = append(args, e)
 	}
-	reply, err := core.Run(ctx, rdb, acquireScript, acquireSrc, q.keys, args...).Slice()
+	reply, err := once.Run(ctx, rdb, acquireScript, acquireSrc, q.keys, args...).Slice()
 	if err != nil {
 		return tried{}, err
 	}
@@ -304,7 +304,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 		}
 	case len(reply) == 2:
 		if _, ok := reply[0].(string); ok {
-			return tried{}, core.Lend.FenceRefusal(q.keys[0], reply)
+			return tried{}, lock.FenceRefusal(q.keys[0], q.keys[2], reply)
 		}
 	}
 	return tried{}, fmt.Errorf("unexpected reply %v from acquire.lua", reply)
@@ -317,7 +317,7 @@ func (q *fairKeys) try(ctx context.Context, rdb Client, fair, token, entry, mode
 // expiry. The two need not be atomic: while an entry is queued, a release
 // hands the lock to it rather than freeing it.
 func (q *fairKeys) join(ctx context.Context, rdb Client, fair, token, entry string) (tried, error) {
-	n, err := core.Send(ctx, rdb, "rpush", q.keys[1], entry).Int64() // twice would queue us twice
+	n, err := once.Send(ctx, rdb, "rpush", q.keys[1], entry).Int64() // twice would queue us twice
 	if err != nil || n > 1 {
 		return tried{}, err
 	}
@@ -333,10 +333,10 @@ func (q *fairKeys) renewed(ctx context.Context, rdb Client, token string, ttl ti
 	if ifeq, _ := lock.HasDelex(ctx, rdb); !ifeq {
 		return false
 	}
-	return core.Send(ctx, rdb, "set", q.keys[0], token, "IFEQ", token, "PX", ttl.Milliseconds()).Err() == nil
+	return once.Send(ctx, rdb, "set", q.keys[0], token, "IFEQ", token, "PX", ttl.Milliseconds()).Err() == nil
 }
 
-// handoff releases a lock a Lock handed out (see core.Handoff): by
+// handoff releases a lock a Lock handed out (a lock.Handoff): by
 // release.lua, which passes it to the next waiter.
 type handoff struct {
 	q    *fairKeys
@@ -349,7 +349,7 @@ func (h handoff) Release(ctx context.Context, token string) error {
 }
 
 func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *redis.Cmd {
-	return core.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), h.fair, token, "")
+	return once.EvalSha(ctx, p, releaseScript, h.q.keys, kept.Milliseconds(), presence.Milliseconds(), h.fair, token, "")
 }
 
 // release runs release.lua: with an entry, to leave the queue; without,
@@ -363,12 +363,12 @@ func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry s
 	defer cancel()
 	var unanswered error // why an earlier run may have run unanswered
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, tick) {
-		n, err := core.Run(ctx, rdb, releaseScript, releaseSrc, q.keys,
+		n, err := once.Run(ctx, rdb, releaseScript, releaseSrc, q.keys,
 			kept.Milliseconds(), presence.Milliseconds(), fair, token, entry).Int()
 		if err == nil || !transient(err) || ctx.Err() != nil {
 			return q.outcome(n, err, unanswered)
 		}
-		if core.Lost(err) {
+		if once.Lost(err) {
 			unanswered = err
 		}
 		time.Sleep(pause)
@@ -380,7 +380,7 @@ func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry s
 func (q *fairKeys) outcome(n int, err, unanswered error) error {
 	key := q.keys[0]
 	switch {
-	case core.Lost(err):
+	case once.Lost(err):
 		return fmt.Errorf("lock: release %s: %w: %w", key, lock.ErrUnknown, err)
 	case err != nil && unanswered != nil:
 		return fmt.Errorf("lock: release %s: %w: %w (then: %w)", key, lock.ErrUnknown, unanswered, err)

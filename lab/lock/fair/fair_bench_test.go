@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/labtest"
 	"example.com/walletlock/lab/lock"
@@ -67,7 +68,7 @@ type acquireFunc func(ctx context.Context, key string, ttl time.Duration) (*lock
 
 // hotKey runs b.N acquisitions of one key, shared among n contenders.
 func hotKey(b *testing.B, n int, newAcquire func(redis.UniversalClient) acquireFunc) {
-	rdb := labtest.Redis(b)
+	rdb := testenv.Redis(b)
 	key := labtest.Prefix(b, rdb) + "lock:{hot}"
 	var sent env.CallCounter
 	rdb.AddHook(&sent)

@@ -375,10 +375,10 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	if l.Fence < 1 || l.Attempts != 1 || l.Key != key {
 		t.Errorf("got %v with %d attempts, want a fence and 1 attempt", l, l.Attempts)
 	}
-	if err := l.Refresh(ctx); err != nil {
+	if err := l.Refresh(ctx, 300*time.Millisecond); err != nil {
 		t.Errorf("Refresh: %v", err)
 	}
-	work, stop := l.Watch(ctx)
+	work, stop := l.Watch(ctx, 300*time.Millisecond)
 	time.Sleep(600 * time.Millisecond) // two refreshes
 	if work.Err() != nil {
 		t.Errorf("Watch lost the lease: %v", context.Cause(work))
@@ -397,7 +397,7 @@ func TestFair_itsLockRefreshesAndReleasesLikeAnyLock(t *testing.T) {
 	if err := l.Release(ctx); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("second Release: %v, want ErrNotHeld", err)
 	}
-	if err := l.Refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
+	if err := l.Refresh(ctx, 300*time.Millisecond); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("Refresh after Release: %v, want ErrNotHeld", err)
 	}
 	if err := r.l.Release(ctx); err != nil {
@@ -1419,7 +1419,7 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 				}
 			}
 		}
-		l, err := lock.AcquireFenced(ctx, rdb, key, 10*time.Second)
+		l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), 10*time.Second)
 		if err != nil {
 			t.Errorf("AcquireFenced(%q): %v", key, err)
 			continue
@@ -1428,7 +1428,7 @@ func TestKeys_everyAcceptedKeySharesTheLockKeysSlot(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Errorf("Release(%q): %v", key, err)
 		}
-		if _, err := lock.RaiseFence(ctx, rdb, key, 5); err != nil {
+		if _, err := lock.RaiseFence(ctx, rdb, lock.FenceKey(key), 5); err != nil {
 			t.Errorf("RaiseFence(%q): %v", key, err)
 		}
 		// A waiter queues behind the holder, so that the queue and the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
 )
 
@@ -15,7 +16,7 @@ import (
 // own.
 func setup(t *testing.T) (redis.UniversalClient, string) {
 	t.Helper()
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	return rdb, labtest.Prefix(t, rdb) + "lock:{wallet:1}"
 }
 

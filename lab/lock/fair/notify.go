@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/lock/internal/core"
+	"example.com/walletlock/lab/lock/internal/once"
 )
 
 // How a Lock's waiters hear of a hand-off: a release appends "id fence
@@ -281,7 +281,7 @@ func (f *Lock) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	for _, q := range keys {
-		core.Send(ctx, f.rdb, "zrem", q.keys[3], f.name)
+		once.Send(ctx, f.rdb, "zrem", q.keys[3], f.name)
 	}
 	return nil
 }

@@ -1,10 +1,9 @@
-package postgres
+package env
 
-// Where the programs find PostgreSQL: DATABASE_URL (read by
-// internal/env, the one reader of the environment), parsed once
-// (poolConfig), a first connection within env.ConnectTimeout, and a
-// refusal turned into one line that says what is wrong and the fix,
-// never showing the user or the password.
+// Where the programs find PostgreSQL: DATABASE_URL, parsed once
+// (poolConfig), a first connection within ConnectTimeout, and a refusal
+// turned into one line that says what is wrong and the fix, never showing
+// the user or the password.
 
 import (
 	"context"
@@ -19,24 +18,24 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/internal/safe"
-	"example.com/walletlock/lab/internal/env"
+	"example.com/walletlock/wallet/postgres"
 )
 
-// Connect returns a pool for DATABASE_URL (env.DatabaseURL) after
-// checking that the server answers. Like env.Connect for Redis, its error is one line that names the server
+// ConnectPostgres returns a pool for DATABASE_URL (DatabaseURL) after
+// checking that the server answers. Like Connect for Redis, its error is one line that names the server
 // as postgres://host:port/db (never the user or password), what went wrong
 // and the fix.
-func Connect(ctx context.Context) (*pgxpool.Pool, error) {
+func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 	cfg, err := poolConfig()
 	if err != nil {
 		return nil, err
 	}
-	cfg.ConnConfig.ConnectTimeout = env.ConnectTimeout
+	cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", postgresURL(cfg.ConnConfig), safe.Line(err.Error()))
 	}
-	pctx, cancel := context.WithTimeout(ctx, env.ConnectTimeout)
+	pctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
@@ -45,9 +44,9 @@ func Connect(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// Config reads DATABASE_URL (or the default) with the parser Connect
-// uses (cmd/servers asks it what to start). Its errors quote no part of the URL.
-func Config() (*pgx.ConnConfig, error) {
+// PostgresConfig reads DATABASE_URL (or the default) with the parser
+// ConnectPostgres uses (cmd/servers asks it what to start). Its errors quote no part of the URL.
+func PostgresConfig() (*pgx.ConnConfig, error) {
 	cfg, err := poolConfig()
 	if err != nil {
 		return nil, err
@@ -55,25 +54,9 @@ func Config() (*pgx.ConnConfig, error) {
 	return cfg.ConnConfig, nil
 }
 
-// poolConfig is DATABASE_URL (or the default) parsed, the one parser of
-// it: pool settings such as pool_max_conns apart from the connection's.
-func poolConfig() (*pgxpool.Config, error) {
-	raw, err := env.PostgresURL()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(raw)
-	if err != nil {
-		return nil, errDatabaseURLInvalid
-	}
-	return cfg, nil
-}
-
-var (
-	// pgx redacts the password in its parse errors only as far as it can
-	// tell where it is; say only what is wrong.
-	errDatabaseURLInvalid = errors.New("DATABASE_URL is not a valid PostgreSQL URL; the form is postgres://user:password@host:5432/db?sslmode=disable")
-)
+// poolConfig is DATABASE_URL (or the default) parsed by the root's
+// postgres.Config, the one parser of it.
+func poolConfig() (*pgxpool.Config, error) { return postgres.Config() }
 
 // postgresURL names the server cfg points at, as postgres://host:port/db,
 // without the user and password.
@@ -120,15 +103,15 @@ func postgresError(cfg *pgx.ConnConfig, err error) error {
 	return fmt.Errorf("%s is not reachable (%s): is PostgreSQL running? try `make up`", where, msg)
 }
 
-// Version returns the server's version number, such as "15.18" (without
+// PostgresVersion returns the server's version number, such as "15.18" (without
 // the distribution suffix SHOW server_version may add), for the reports.
-func Version(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+func PostgresVersion(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var v string
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
-		return "", fmt.Errorf("postgres: read the PostgreSQL version: %w", err)
+		return "", fmt.Errorf("env: read the PostgreSQL version: %w", err)
 	}
 	if f := strings.Fields(v); len(f) > 0 {
 		return f[0], nil
 	}
-	return "", errors.New("postgres: PostgreSQL reported an empty server_version")
+	return "", errors.New("env: PostgreSQL reported an empty server_version")
 }

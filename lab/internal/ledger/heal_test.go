@@ -1,4 +1,4 @@
-package fencing_test
+package ledger_test
 
 import (
 	"context"
@@ -8,11 +8,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/fencing"
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/lock"
-	"example.com/walletlock/lab/wallet"
-	"example.com/walletlock/lab/wallet/postgres"
 )
 
 // A TTL far longer than any test: leases here end by Release or by the
@@ -21,7 +20,7 @@ const ttl = time.Minute
 
 type fixture struct {
 	rdb   redis.UniversalClient
-	store *postgres.Store
+	store *ledger.Store
 	key   string // the lock key
 	id    int64  // the wallet, holding 100 at the start
 }
@@ -30,36 +29,42 @@ func setup(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rdb := labtest.Redis(t)
-	pool := labtest.Postgres(t)
-	store, err := postgres.OpenStore(ctx, pool)
+	rdb := testenv.Redis(t)
+	pool := testenv.Postgres(t)
+	store, err := ledger.Open(ctx, pool, "")
 	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
+		t.Fatalf("Open: %v", err)
 	}
-	f := fixture{rdb: rdb, store: store, key: wallet.LockKey(labtest.Prefix(t, rdb), 1), id: labtest.WalletID(t)}
+	f := fixture{rdb: rdb, store: store, key: ledger.LockKey(labtest.Prefix(t, rdb), 1), id: labtest.WalletID(t)}
 	if err := store.Reset(ctx, f.id, 100); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := store.Delete(ctx, f.id); err != nil {
+		if err := store.DeleteRange(ctx, f.id, 1); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
 	return f
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
+// fenced takes the lease on key with a fence, runs write with it, heals
+// the counter when PostgreSQL refused the fence, and gives the lease
+// back: the load test's fenced strategy, and the drill's.
+func fenced(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration, write func(ctx context.Context, fence int64) (bool, error)) (bool, error) {
+	l, err := lock.AcquireFenced(ctx, rdb, key, lock.FenceKey(key), ttl)
+	if err != nil {
+		return false, err
+	}
+	defer l.Release(ctx)
+	ok, err := write(ctx, l.Fence)
+	return ok, ledger.Heal(ctx, rdb, lock.FenceKey(key), err)
 }
 
 // spend is one fenced spend of 10 that reports the fence it held.
 func (f fixture) spend(ctx context.Context) (fence int64, ok bool, err error) {
-	ok, err = fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
+	ok, err = fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fc int64) (bool, error) {
 		fence = fc
 		return f.store.SpendFenced(ctx, f.id, fc, 10, 0)
 	})
@@ -88,9 +93,9 @@ func (f fixture) counter(t *testing.T) int64 {
 
 func wantStale(t *testing.T, err error, fence, highest int64) {
 	t.Helper()
-	var stale *wallet.StaleFenceError
+	var stale *ledger.StaleFenceError
 	if !errors.As(err, &stale) {
-		t.Fatalf("err = %v, want a *wallet.StaleFenceError", err)
+		t.Fatalf("err = %v, want a *ledger.StaleFenceError", err)
 	}
 	if stale.Fence != fence || stale.Highest != highest {
 		t.Errorf("refused fence %d with %d in PostgreSQL, want fence %d refused with %d", stale.Fence, stale.Highest, fence, highest)
@@ -102,7 +107,7 @@ func wantStale(t *testing.T, err error, fence, highest int64) {
 // again: PostgreSQL refuses it, and the refusal heals the counter, so the
 // holder after gets fence 4 and spends. A's late write is refused too.
 // Every step waits for the previous one: there is no timing here.
-func TestFenced_healsTheCounterAfterARedisRestart(t *testing.T) {
+func TestHeal_healsTheCounterAfterARedisRestart(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 
@@ -121,7 +126,7 @@ func TestFenced_healsTheCounterAfterARedisRestart(t *testing.T) {
 	}
 	aDone := make(chan result, 1)
 	go func() {
-		ok, err := fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		ok, err := fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			bal, err := f.store.Claim(ctx, f.id, fence)
 			claimed <- fence
 			if err != nil {
@@ -183,11 +188,11 @@ func TestFenced_healsTheCounterAfterARedisRestart(t *testing.T) {
 // fence a paused holder still carries. A (fence 1) claims and stalls;
 // Redis restarts; B draws fence 1 as well. Sharing the row would let A's
 // stale write through, so PostgreSQL refuses a fence it has already seen.
-func TestFenced_restartHandsOutTheSameFenceAgain(t *testing.T) {
+func TestHeal_restartHandsOutTheSameFenceAgain(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 
-	aFence, err := lock.AcquireFenced(ctx, f.rdb, f.key, ttl)
+	aFence, err := lock.AcquireFenced(ctx, f.rdb, f.key, lock.FenceKey(f.key), ttl)
 	if err != nil {
 		t.Fatalf("A: AcquireFenced: %v", err)
 	}
@@ -210,40 +215,19 @@ func TestFenced_restartHandsOutTheSameFenceAgain(t *testing.T) {
 		t.Fatalf("C = fence %d, %v, %v; want a fence above %d, true, nil", fence, ok, err, aFence.Fence)
 	}
 	// A wakes: its write, computed from the 100 it read, is refused.
-	if err := f.store.WriteFenced(ctx, f.id, aFence.Fence, read-10); !errors.Is(err, wallet.ErrStaleFence) {
+	if err := f.store.WriteFenced(ctx, f.id, aFence.Fence, read-10); !errors.Is(err, ledger.ErrStaleFence) {
 		t.Errorf("A's stale write: err = %v, want ErrStaleFence", err)
 	}
 	f.wantBalance(t, 90)
 }
 
-func TestFenced_releasesTheLease(t *testing.T) {
-	tests := []struct {
-		name  string
-		write func(ctx context.Context, fence int64) (bool, error)
-	}{
-		{"after a spend", func(context.Context, int64) (bool, error) { return true, nil }},
-		{"after an error", func(context.Context, int64) (bool, error) { return false, errors.New("boom") }},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rdb := labtest.Redis(t)
-			ctx := testCtx(t)
-			key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
-			fencing.Fenced(ctx, rdb, key, ttl, tt.write) // the error is write's own
-			if n := rdb.Exists(ctx, key).Val(); n != 0 {
-				t.Error("the lock key is still there after Do returned")
-			}
-		})
-	}
-}
-
 // Only a stale fence heals: any other error leaves the counter alone.
-func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
-	rdb := labtest.Redis(t)
+func TestHeal_otherErrorsDoNotTouchTheCounter(t *testing.T) {
+	rdb := testenv.Redis(t)
 	ctx := testCtx(t)
-	key := wallet.LockKey(labtest.Prefix(t, rdb), 1)
+	key := ledger.LockKey(labtest.Prefix(t, rdb), 1)
 	boom := errors.New("boom")
-	_, err := fencing.Fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
+	_, err := fenced(ctx, rdb, key, ttl, func(context.Context, int64) (bool, error) { return false, boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want boom", err)
 	}
@@ -252,11 +236,11 @@ func TestFenced_otherErrorsDoNotTouchTheCounter(t *testing.T) {
 	}
 }
 
-func TestFenced_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
+func TestHeal_withSpendFencedSpendsAndRefusesShortFunds(t *testing.T) {
 	f := setup(t)
 	ctx := testCtx(t)
 	spend := func() (bool, error) {
-		return fencing.Fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
+		return fenced(ctx, f.rdb, f.key, ttl, func(ctx context.Context, fence int64) (bool, error) {
 			return f.store.SpendFenced(ctx, f.id, fence, 10, 0)
 		})
 	}

@@ -1,21 +1,17 @@
-// Package redislockx is github.com/bsm/redislock v0.10.0 as this repo
-// uses it, for step 4 and the step 6 load test, which compare the
-// hand-built lock with the library. It adapts the library to the rules of
-// package lock: the library leaves a few things to its caller, and each
-// name in this file takes one of them on; their errors are lock's
-// sentinels (lock.ErrInvalid, lock.ErrNotHeld...), so that callers tell
-// them apart the same way for both locks. And it measures what a retry
-// strategy costs (cost.go) and runs step 4's comparison (bench.go:
-// Compare).
-package redislockx
+package loadtest
+
+// The redislock strategy: github.com/bsm/redislock v0.10.0 as this repo
+// uses it, beside the hand-built lock. It adapts the library to the rules
+// of package lock: the library leaves a few things to its caller, and each
+// function in this file takes one of them on; their errors are lock's
+// sentinels (lock.ErrInvalid, lock.ErrNotHeld...), so that the load test
+// tells them apart the same way for both locks.
 
 import (
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"math"
-	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +20,7 @@ import (
 	"example.com/walletlock/lab/lock"
 )
 
-// Obtain takes the lock on key with redislock, after the checks
+// obtainRedislock takes the lock on key with redislock, after the checks
 // redislock does not make.
 //
 // The TTL is checked first: given 0, a negative TTL or one under 1 ms and
@@ -56,11 +52,11 @@ import (
 //
 // All are one line (redislock's own joined error spans two) and name the
 // key.
-func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
-	if err := validate(rdb, key, ttl); err != nil {
+func obtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
+	ttl, err := lock.CheckArgs(rdb, key, ttl)
+	if err != nil {
 		return nil, err
 	}
-	ttl = wholeMillis(ttl)
 	// Choose the token here rather than let redislock do it, so that a call
 	// cut short by ctx can be cleaned up below. Copy opt: it is the caller's.
 	o := redislock.Options{Token: rand.Text()}
@@ -76,7 +72,7 @@ func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time
 	}
 	// The wait ran out: ctx ended, or the deadline redislock set itself
 	// (now+ttl) because ctx had none.
-	gaveUp := fmt.Sprintf("redislockx: obtain %s: gave up waiting", key)
+	gaveUp := fmt.Sprintf("redislock: obtain %s: gave up waiting", key)
 	cause := ctx.Err()
 	if cause == nil && errors.Is(err, context.DeadlineExceeded) {
 		gaveUp += fmt.Sprintf(" after the TTL (%v), as ctx had no deadline", ttl)
@@ -98,17 +94,17 @@ func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time
 		cancel()
 		return nil, fmt.Errorf("%s: %w", gaveUp, cause)
 	case errors.Is(err, redislock.ErrNotObtained):
-		return nil, fmt.Errorf("redislockx: obtain %s: retry strategy gave up: %w", key, err)
+		return nil, fmt.Errorf("redislock: obtain %s: retry strategy gave up: %w", key, err)
 	default:
-		return nil, fmt.Errorf("redislockx: obtain %s: %w", key, err)
+		return nil, fmt.Errorf("redislock: obtain %s: %w", key, err)
 	}
 }
 
-// Refresh returns a refresh call for KeepAlive that gives l a
+// refreshRedislock returns a refresh call for KeepAlive that gives l a
 // fresh ttl. redislock has no watchdog of its own; this is how it gets the
 // one lock.Lock.Watch uses:
 //
-//	wctx, stop := lock.KeepAlive(ctx, ttl, redislockx.Refresh(l, ttl))
+//	wctx, stop := lock.KeepAlive(ctx, ttl, refreshRedislock(l, ttl))
 //	defer stop()
 //
 // When the lease is gone, redislock's Refresh returns ErrNotObtained (not
@@ -120,65 +116,45 @@ func Obtain(ctx context.Context, rdb redislock.RedisClient, key string, ttl time
 // returns lock.ErrNotHeld without a call to Redis, and a ttl under 1 ms
 // returns an error matching lock.ErrInvalid (redislock would send PEXPIRE
 // 0, which deletes the lock).
-func Refresh(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
-	bad := lock.CheckTTL(ttl)
-	ttl = wholeMillis(ttl)
+func refreshRedislock(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		switch {
-		case l == nil || l.Token() == "":
+		if l == nil || l.Token() == "" {
 			return lock.ErrNotHeld
-		case bad != nil:
-			return bad
 		}
-		err := l.Refresh(ctx, ttl, nil)
+		// What obtainRedislock refused, and the TTL rounded as it sends it.
+		ttl, err := lock.CheckArgs(l, l.Key(), ttl)
+		if err != nil {
+			return err
+		}
+		err = l.Refresh(ctx, ttl, nil)
 		switch {
 		case err == nil:
 			return nil
 		case errors.Is(err, redislock.ErrNotObtained):
 			return lock.ErrNotHeld
 		default:
-			return fmt.Errorf("redislockx: refresh %s: %w", l.Key(), err)
+			return fmt.Errorf("redislock: refresh %s: %w", l.Key(), err)
 		}
 	}
 }
 
-// CountingRetry is a redislock.RetryStrategy that passes the waits of
+// countingRetry is a redislock.RetryStrategy that passes the waits of
 // Strategy through and counts how often redislock asked for one. redislock
 // asks once after every attempt that found the lock held, so an Obtain
 // that returned the lock made Busy()+1 attempts.
 //
 // Use one per Obtain, like the strategy it wraps. Busy may be read from
 // another goroutine while the Obtain runs.
-type CountingRetry struct {
+type countingRetry struct {
 	Strategy redislock.RetryStrategy
 	busy     atomic.Int64
 }
 
 // NextBackoff counts the call and returns Strategy's wait.
-func (c *CountingRetry) NextBackoff() time.Duration {
+func (c *countingRetry) NextBackoff() time.Duration {
 	c.busy.Add(1)
 	return c.Strategy.NextBackoff()
 }
 
 // Busy returns how many attempts so far found the lock held.
-func (c *CountingRetry) Busy() int { return int(c.busy.Load()) }
-
-// validate refuses what lock.Acquire refuses, before any call to Redis.
-func validate(rdb redislock.RedisClient, key string, ttl time.Duration) error {
-	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
-		return fmt.Errorf("%w: nil client", lock.ErrInvalid)
-	}
-	if key == "" {
-		return fmt.Errorf("%w: empty key", lock.ErrInvalid)
-	}
-	return lock.CheckTTL(ttl)
-}
-
-// wholeMillis rounds ttl up to whole milliseconds, as lock.Acquire does.
-func wholeMillis(ttl time.Duration) time.Duration {
-	r := ttl % time.Millisecond
-	if r == 0 || ttl > math.MaxInt64-time.Millisecond {
-		return ttl - r
-	}
-	return ttl + time.Millisecond - r
-}
+func (c *countingRetry) Busy() int { return int(c.busy.Load()) }

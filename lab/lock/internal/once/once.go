@@ -1,4 +1,6 @@
-package core
+// Package once sends a command to Redis at most once, for package lock
+// and package lock/fair, which both release and queue that way.
+package once
 
 import (
 	"context"

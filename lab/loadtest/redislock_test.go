@@ -1,4 +1,4 @@
-package redislockx_test
+package loadtest
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
-	"example.com/walletlock/lab/internal/redislockx"
 	"example.com/walletlock/lab/lock"
 )
 
@@ -65,7 +65,7 @@ func TestObtain_refusesBadInputBeforeAnyCall(t *testing.T) {
 			rdb.AddHook(hook)
 			t.Cleanup(func() { rdb.Close() })
 
-			l, err := redislockx.Obtain(context.Background(), rdb, tt.key, tt.ttl, nil)
+			l, err := obtainRedislock(context.Background(), rdb, tt.key, tt.ttl, nil)
 			if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(fmt.Sprint(err), tt.want) || l != nil {
 				t.Fatalf("got (%v, %v), want (nil, lock.ErrInvalid: %s)", l, err, tt.want)
 			}
@@ -84,7 +84,7 @@ func TestObtain_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 	rdb.AddHook(hook)
 	t.Cleanup(func() { rdb.Close() })
 
-	_, err := redislockx.Obtain(context.Background(), rdb, "k", time.Millisecond, nil)
+	_, err := obtainRedislock(context.Background(), rdb, "k", time.Millisecond, nil)
 	if !errors.Is(err, errCalled) {
 		t.Fatalf("got %v, want the client's error", err)
 	}
@@ -101,7 +101,7 @@ func TestObtain_acceptsOneMillisecondWithAFailingClient(t *testing.T) {
 // Without one, redislock derives a deadline of now+ttl, already past for
 // these TTLs, and the call fails with context.DeadlineExceeded instead.
 func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -118,9 +118,9 @@ func TestRedislock_bareObtainReturnsALockThatRedisDoesNotHold(t *testing.T) {
 }
 
 func TestObtain_errorsAreToldApart(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
-	held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
+	held, err := obtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestObtain_errorsAreToldApart(t *testing.T) {
 	t.Run("deadline while waiting matches both", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, waitLong)
+		_, err := obtainRedislock(ctx, rdb, key, time.Second, waitLong)
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redislock.ErrNotObtained) {
 			t.Errorf("got %v, want DeadlineExceeded and ErrNotObtained", err)
 		}
@@ -141,7 +141,7 @@ func TestObtain_errorsAreToldApart(t *testing.T) {
 	t.Run("strategy giving up matches ErrNotObtained only", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)})
+		_, err := obtainRedislock(ctx, rdb, key, time.Second, &redislock.Options{RetryStrategy: redislock.LimitRetry(redislock.LinearBackoff(time.Millisecond), 2)})
 		if !errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want ErrNotObtained alone", err)
 		}
@@ -149,7 +149,7 @@ func TestObtain_errorsAreToldApart(t *testing.T) {
 	})
 	t.Run("no deadline stops at the TTL", func(t *testing.T) {
 		start := time.Now()
-		_, err := redislockx.Obtain(context.Background(), rdb, key, 300*time.Millisecond, waitLong)
+		_, err := obtainRedislock(context.Background(), rdb, key, 300*time.Millisecond, waitLong)
 		if !errors.Is(err, redislock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want ErrNotObtained and DeadlineExceeded", err)
 		}
@@ -162,7 +162,7 @@ func TestObtain_errorsAreToldApart(t *testing.T) {
 	t.Run("a cancelled context matches Canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
-		_, err := redislockx.Obtain(ctx, rdb, key, time.Second, waitLong)
+		_, err := obtainRedislock(ctx, rdb, key, time.Second, waitLong)
 		if !errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want Canceled", err)
 		}
@@ -211,13 +211,13 @@ func (h *cutFirstCall) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 func TestObtain_cleansUpACallCutShort(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	hook := &cutFirstCall{}
 	rdb.AddHook(hook)
 	// Load redislock's script first, so that the cut call is the one that
 	// takes the lock rather than a NOSCRIPT miss.
-	warm, err := redislockx.Obtain(context.Background(), rdb, key, time.Second, nil)
+	warm, err := obtainRedislock(context.Background(), rdb, key, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestObtain_cleansUpACallCutShort(t *testing.T) {
 	// the hook holds the call until it passes.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_, err = redislockx.Obtain(ctx, rdb, key, time.Minute, nil)
+	_, err = obtainRedislock(ctx, rdb, key, time.Minute, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
 	}
@@ -241,16 +241,16 @@ func TestObtain_cleansUpACallCutShort(t *testing.T) {
 }
 
 func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
 	// Refreshes come every ttl/3; a stall of two thirds of the TTL would
 	// lose the lease, so keep the TTL well above a noisy machine's stalls.
 	const ttl = time.Second
-	l, err := redislockx.Obtain(context.Background(), rdb, key, ttl, nil)
+	l, err := obtainRedislock(context.Background(), rdb, key, ttl, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	work, stop := lock.KeepAlive(context.Background(), ttl, redislockx.Refresh(l, ttl))
+	work, stop := lock.KeepAlive(context.Background(), ttl, refreshRedislock(l, ttl))
 	defer stop()
 
 	time.Sleep(ttl * 5 / 2)
@@ -274,13 +274,13 @@ func TestRefresh_keepsTheLeaseAliveAndReportsItsLoss(t *testing.T) {
 }
 
 func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	key := labtest.Prefix(t, rdb) + "lock"
-	l, err := redislockx.Obtain(context.Background(), rdb, key, time.Minute, nil)
+	l, err := obtainRedislock(context.Background(), rdb, key, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refresh := redislockx.Refresh(l, time.Minute)
+	refresh := refreshRedislock(l, time.Minute)
 	if err := refresh(context.Background()); err != nil {
 		t.Fatalf("refresh of a held lock: %v", err)
 	}
@@ -288,13 +288,13 @@ func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
 	if err := refresh(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("refresh of a deleted lock: got %v, want lock.ErrNotHeld", err)
 	}
-	if err := redislockx.Refresh(nil, time.Minute)(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
+	if err := refreshRedislock(nil, time.Minute)(context.Background()); !errors.Is(err, lock.ErrNotHeld) {
 		t.Errorf("refresh of a nil lock: got %v, want lock.ErrNotHeld", err)
 	}
 }
 
 func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
-	c := &redislockx.CountingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
+	c := &countingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
 	for i := 1; i <= 3; i++ {
 		if got := c.NextBackoff(); got != 7*time.Millisecond {
 			t.Fatalf("wait %d = %v, want 7ms", i, got)
@@ -306,14 +306,14 @@ func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
 }
 
 func TestCountingRetry_countsAttempts(t *testing.T) {
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
-	obtain := func(t *testing.T, key string) *redislockx.CountingRetry {
+	obtain := func(t *testing.T, key string) *countingRetry {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		retry := &redislockx.CountingRetry{Strategy: lock.Jitter{Min: time.Millisecond, Max: 5 * time.Millisecond}}
-		l, err := redislockx.Obtain(ctx, rdb, key, 10*time.Second, &redislock.Options{RetryStrategy: retry})
+		retry := &countingRetry{Strategy: lock.Jitter{Min: time.Millisecond, Max: 5 * time.Millisecond}}
+		l, err := obtainRedislock(ctx, rdb, key, 10*time.Second, &redislock.Options{RetryStrategy: retry})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestCountingRetry_countsAttempts(t *testing.T) {
 	})
 	t.Run("contention: more attempts", func(t *testing.T) {
 		key := prefix + "busy"
-		held, err := redislockx.Obtain(context.Background(), rdb, key, 10*time.Second, nil)
+		held, err := obtainRedislock(context.Background(), rdb, key, 10*time.Second, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +346,7 @@ func TestObtain_nilClientIsAnError(t *testing.T) {
 	var typedNil *redis.Client // declared, never assigned
 	for name, rdb := range map[string]redislock.RedisClient{"a nil interface": nil, "a nil *redis.Client": typedNil} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := redislockx.Obtain(context.Background(), rdb, "k", time.Second, nil); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "nil client") {
+			if _, err := obtainRedislock(context.Background(), rdb, "k", time.Second, nil); !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), "nil client") {
 				t.Errorf("got %v, want lock.ErrInvalid for a nil client", err)
 			}
 		})
@@ -358,7 +358,7 @@ func TestRefresh_ofNoLockIsNotHeld(t *testing.T) {
 	defer cancel()
 	for name, l := range map[string]*redislock.Lock{"nil": nil, "zero": {}} {
 		t.Run(name, func(t *testing.T) {
-			refresh := redislockx.Refresh(l, time.Second)
+			refresh := refreshRedislock(l, time.Second)
 			if err := refresh(ctx); !errors.Is(err, lock.ErrNotHeld) {
 				t.Errorf("refresh = %v, want ErrNotHeld", err)
 			}
@@ -419,18 +419,18 @@ func TestObtainAndRefresh_roundAFractionOfAMillisecondUp(t *testing.T) {
 	const want = 2 * time.Millisecond
 	calls := map[string]func(ctx context.Context, spy *pttlSpy, key string) error{
 		"Obtain": func(ctx context.Context, spy *pttlSpy, key string) error {
-			_, err := redislockx.Obtain(ctx, spy, key, ttl, nil)
+			_, err := obtainRedislock(ctx, spy, key, ttl, nil)
 			return err
 		},
 		"Refresh": func(ctx context.Context, spy *pttlSpy, key string) error {
-			l, err := redislockx.Obtain(ctx, spy, key, time.Minute, nil)
+			l, err := obtainRedislock(ctx, spy, key, time.Minute, nil)
 			if err != nil {
 				return err
 			}
-			return redislockx.Refresh(l, ttl)(ctx)
+			return refreshRedislock(l, ttl)(ctx)
 		},
 	}
-	rdb := labtest.Redis(t)
+	rdb := testenv.Redis(t)
 	prefix := labtest.Prefix(t, rdb)
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package postgres
+package ledger
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"example.com/walletlock/lab/wallet"
+	"example.com/walletlock/wallet"
 )
 
 // beforeSend stands for pgx's errors that it marks as raised before
@@ -23,7 +23,7 @@ type beforeSend struct{}
 func (beforeSend) Error() string     { return "conn busy" }
 func (beforeSend) SafeToRetry() bool { return true }
 
-func TestPgWriteError(t *testing.T) {
+func TestWriteError(t *testing.T) {
 	pgErr := func(severity, code string) error {
 		return &pgconn.PgError{Severity: severity, SeverityUnlocalized: severity, Code: code, Message: "m"}
 	}
@@ -49,17 +49,14 @@ func TestPgWriteError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := pgWriteError(tt.err)
+			err := writeError(tt.err)
 			if !errors.Is(err, tt.err) {
-				t.Errorf("pgWriteError(%v) = %v, which no longer matches the error", tt.err, err)
+				t.Errorf("writeError(%v) = %v, which no longer matches the error", tt.err, err)
 			}
 			if got := errors.Is(err, wallet.ErrUnknownOutcome); got != tt.unknown {
-				t.Errorf("pgWriteError(%v) = %v: matches wallet.ErrUnknownOutcome = %v, want %v", tt.err, err, got, tt.unknown)
+				t.Errorf("writeError(%v) = %v: matches wallet.ErrUnknownOutcome = %v, want %v", tt.err, err, got, tt.unknown)
 			}
 		})
-	}
-	if err := pgWriteError(nil); err != nil {
-		t.Errorf("pgWriteError(nil) = %v, want nil", err)
 	}
 }
 

@@ -1,0 +1,51 @@
+package lock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What a lock built on this one needs: package lock/fair queues its
+// waiters in Redis, hands out the same *Lock as Acquire, released by a
+// hand-off script of its own, and refuses what Acquire refuses with the
+// same errors.
+
+// Handoff is how a Lock that another lock type handed out is released:
+// lock/fair's script, which passes the lock to the next waiter, instead of
+// a plain compare-and-delete. Release, ReleaseLua and ReleaseAfter call it.
+type Handoff interface {
+	// Release runs the hand-off for token, sent once and resent by
+	// Release itself after a lost reply, bounded as Release is. It
+	// returns what Release returns.
+	Release(ctx context.Context, token string) error
+	// Queue queues the hand-off for token in p, sent at most once, for
+	// ReleaseAfter. The command's reply is 1 when the lock was token's,
+	// 0 otherwise.
+	Queue(ctx context.Context, p redis.Pipeliner, token string) *redis.Cmd
+}
+
+// Adopt returns the Lock of a lease on key that token holds on rdb, taken
+// after attempts tries by another acquirer, with fence (0 for none), and
+// released through h.
+func Adopt(rdb Client, key, token string, attempts int, fence int64, h Handoff) *Lock {
+	l := newLock(rdb, key, token, attempts)
+	l.Fence, l.hold.handoff = fence, h
+	return l
+}
+
+// CheckArgs refuses, before anything talks to Redis, what Acquire refuses,
+// with the same errors, and returns ttl as Acquire sends it: rounded up to
+// whole milliseconds (see CheckTTL).
+func CheckArgs(rdb any, key string, ttl time.Duration) (time.Duration, error) {
+	if err := validate(rdb, key, ttl); err != nil {
+		return 0, err
+	}
+	return wholeMillis(ttl), nil
+}
+
+// FenceRefusal turns what a script answers when it refuses to take a
+// fenced lock on key, {what, detail} (see acquire_fenced.lua), into the
+// error AcquireFenced returns for it; counter is the fence counter's key.
+func FenceRefusal(key, counter string, reply []any) error { return fenceRefusal(key, counter, reply) }

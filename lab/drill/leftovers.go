@@ -4,6 +4,7 @@ package drill
 
 import (
 	"errors"
+	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func MkdirTemp() (string, error) {
 // RemoveLeftovers removes what drills killed before their clean-up left
 // and whose owner is provably dead: their temporary folders (in this
 // process's TMPDIR) and, where this process can make network namespaces
-// (CanPartition), their networks. It returns one line that says what it
+// (netns.CanPartition), their networks. It returns one line that says what it
 // removed, "" when nothing; what it could not remove it names in err.
 // Nothing of a live drill is touched.
 func RemoveLeftovers() (string, error) {
@@ -41,8 +42,8 @@ func RemoveLeftovers() (string, error) {
 		}
 		removed = append(removed, "folder "+p)
 	}
-	if CanPartition() == nil {
-		nets, err := removeDeadNets()
+	if netns.CanPartition() == nil {
+		nets, err := netns.RemoveDead()
 		removed = append(removed, nets...)
 		if err != nil {
 			errs = append(errs, err)

@@ -17,6 +17,7 @@ package drill
 
 import (
 	"context"
+	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"net"
 	"os"
@@ -70,7 +71,7 @@ const sentinelDownAfter = time.Second
 const rejoinBound = 30 * time.Second
 
 // IsPartition reports whether a nemesis is one of the partition nemeses,
-// which need network namespaces (see CanPartition).
+// which need network namespaces (see netns.CanPartition).
 func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
 
 // hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
@@ -93,12 +94,12 @@ type partition struct {
 
 // startPartition makes the network and starts the servers in it.
 func (r *runner) startPartition(ctx context.Context) error {
-	pg, err := PostgresAddr(env.DatabaseURL())
+	pg, err := netns.PostgresAddr(env.DatabaseURL())
 	if err != nil {
 		return err
 	}
 	var left string
-	if r.net, left, err = MakeNet(r.c.Prefix, pg); err != nil {
+	if r.net, left, err = netns.MakeNet(r.c.Prefix, pg); err != nil {
 		return err
 	}
 	if left != "" && r.c.Say != nil {
@@ -108,7 +109,7 @@ func (r *runner) startPartition(ctx context.Context) error {
 	if r.c.Nemesis == PartitionMinReplicas {
 		extra = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", strconv.Itoa(MinReplicasMaxLag)}
 	}
-	for i := range Hosts {
+	for i := range netns.Hosts {
 		args := extra
 		if i > 0 && !isRedlock(r.c.Strategy) {
 			args = append([]string{"--replicaof", r.net.LAN(0), "6379"}, extra...)
@@ -132,7 +133,7 @@ func (r *runner) startPartition(ctx context.Context) error {
 			return fmt.Errorf("drill: the replica in host %d did not sync with the primary: %w", s.host, err)
 		}
 	}
-	for i := range Hosts {
+	for i := range netns.Hosts {
 		conf := fmt.Sprintf("%s/sentinel-h%d-%d.conf", r.c.Dir, i, time.Now().UnixNano())
 		text := fmt.Sprintf("port 26379\nbind %s %s\nprotected-mode no\nsentinel monitor %s %s 6379 2\n"+
 			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
@@ -150,7 +151,7 @@ func (r *runner) startPartition(ctx context.Context) error {
 	for i, s := range r.hostSentinels {
 		ctl[i] = s.Ctl
 	}
-	return awaitSentinels(ctx, ctl, Hosts-1)
+	return awaitSentinels(ctx, ctl, netns.Hosts-1)
 }
 
 // startInHost starts redis-server with args in host i, listening on port
@@ -300,7 +301,7 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 	poll(ctx, time.Until(end), func() bool {
 		first = r.firstGrant(func(s section) bool {
 			if p.old == "" { // Redlock: a grant to the majority
-				return s.proc%Hosts != 0 && s.start > p.cut
+				return s.proc%netns.Hosts != 0 && s.start > p.cut
 			}
 			return s.server == p.new && s.start > p.cut
 		})
@@ -317,7 +318,7 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		// After the cut only the isolated spender reaches the old
 		// primary; for Redlock, only it holds no node of the majority.
 		g, ok := r.grabRead(ctx, time.Until(end), func(e Event) bool {
-			return e.Start > first && (e.Server == p.old && p.old != "" || p.old == "" && e.proc%Hosts == 0)
+			return e.Start > first && (e.Server == p.old && p.old != "" || p.old == "" && e.proc%netns.Hosts == 0)
 		})
 		if !ok {
 			break
@@ -430,7 +431,7 @@ func (r *runner) window() Window {
 			continue
 		}
 		switch {
-		case p.old == "" && s.start < p.healed && s.proc%Hosts == 0:
+		case p.old == "" && s.start < p.healed && s.proc%netns.Hosts == 0:
 			olds = append(olds, s)
 		case p.old == "" && s.start < p.healed:
 			news = append(news, s)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -105,7 +106,7 @@ type runner struct {
 	direct            map[string]string
 
 	// The partition's network, hosts and what its nemesis saw.
-	net                      *Net
+	net                      *netns.Net
 	hostRedis, hostSentinels []*hostServer
 	part                     *partition
 
@@ -315,8 +316,8 @@ func (r *runner) startSpender(n int) error {
 			sc.Nodes = append(sc.Nodes, s.Addr)
 		}
 	case r.net != nil: // the Sentinel beside the spender first
-		for i := range Hosts {
-			sc.Sentinels = append(sc.Sentinels, r.hostSentinels[(n+i)%Hosts].Addr)
+		for i := range netns.Hosts {
+			sc.Sentinels = append(sc.Sentinels, r.hostSentinels[(n+i)%netns.Hosts].Addr)
 		}
 		sc.Identify = true
 	case len(r.nodes) > 0:
@@ -338,12 +339,12 @@ func (r *runner) startSpender(n int) error {
 	js, _ := json.Marshal(sc)
 	cmd := exec.Command(c.Exe)
 	cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js))
-	if r.net != nil { // in host n % Hosts, reaching PostgreSQL over the uplink
+	if r.net != nil { // in host n % netns.Hosts, reaching PostgreSQL over the uplink
 		db, err := r.net.DatabaseURL(env.DatabaseURL())
 		if err != nil {
 			return err
 		}
-		cmd = r.net.Command(n%Hosts, c.Exe)
+		cmd = r.net.Command(n%netns.Hosts, c.Exe)
 		cmd.Env = append(os.Environ(), SpenderEnv+"="+string(js), "DATABASE_URL="+db)
 	}
 	sp := &spenderProc{n: n, ended: make(chan struct{})}

@@ -53,6 +53,7 @@ package main
 import (
 	"context"
 	"errors"
+	"example.com/walletlock/lab/internal/netns"
 	"flag"
 	"fmt"
 	"io"
@@ -136,11 +137,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// code says so.
 	leftOut := ""
 	if asked := slices.DeleteFunc(slices.Clone(nems), func(n string) bool { return !drill.IsPartition(n) }); len(asked) > 0 {
-		if err := drill.CanPartition(); err != nil {
+		if err := netns.CanPartition(); err != nil {
 			nems = slices.DeleteFunc(nems, drill.IsPartition)
 			leftOut = fmt.Sprintf("left out -nemesis %s: %s", strings.Join(asked, ","), oneLine(err))
 			fmt.Fprintln(stderr, prog+": "+leftOut)
-		} else if _, err := drill.PostgresAddr(env.DatabaseURL()); err != nil {
+		} else if _, err := netns.PostgresAddr(env.DatabaseURL()); err != nil {
 			// Its spenders reach PostgreSQL from their namespaces, over
 			// TCP: say so before anything is set up or run.
 			return fail(err)

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +32,7 @@ import (
 // root, no ip), or fails under CI, which runs as root.
 func needsNetns(t *testing.T) {
 	t.Helper()
-	if err := drill.CanPartition(); err != nil {
+	if err := netns.CanPartition(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func awaitNetworkOrHarm(t *testing.T, d *drillProc, other map[string]nsInfo) map
 				return nil // the caller says what
 			}
 		}
-		if found := networkOf(t, d.cmd.Process.Pid); len(found) == drill.Hosts {
+		if found := networkOf(t, d.cmd.Process.Pid); len(found) == netns.Hosts {
 			return found
 		}
 		select {

@@ -1,9 +1,7 @@
 //go:build unix
 
-package drill
-
-// The network of the partition nemesis: three hosts, each a Linux network
-// namespace of the drill's own, on two networks of their own.
+// Package netns is the network of a partition: three hosts, each a Linux
+// network namespace of the run's own, on two networks of their own.
 //
 //   - The LAN (198.18.K.0/24): a bridge that joins the hosts to each other
 //     (host i is 198.18.K.i+1). Redis, its replicas and the Sentinels talk
@@ -12,15 +10,16 @@ package drill
 //   - The uplink (198.19.K.0/24): a second bridge, on which each host
 //     reaches the machine (198.19.K.254) and nothing else (its ports are
 //     isolated from each other). PostgreSQL is reached over it, through a
-//     forwarder the drill runs on 198.19.K.254, and the drill itself calls
+//     forwarder the run has on 198.19.K.254, and the run itself calls
 //     the servers over it. The partition never cuts it: the isolated
-//     spender still writes to PostgreSQL, which is the point.
+//     holder still writes to PostgreSQL, which is the point.
 //
 // Both ranges are RFC 2544's, set aside for network tests. K is the
 // run's network id, which it takes for itself (see claimNet), and the
 // names carry it: the namespaces walletlock-netKKK-hI, the links "wln"
 // and KKK, then "l" or "u" for a bridge and the host's number for its
 // veth, within Linux's 15 characters.
+package netns
 
 import (
 	"bytes"
@@ -50,11 +49,11 @@ import (
 // Hosts is the number of hosts of the partition nemesis.
 const Hosts = 3
 
-// ErrNoNetns is returned by CanPartition where the drill cannot make
+// ErrNoNetns is returned by CanPartition where this process cannot make
 // network namespaces.
-var ErrNoNetns = errors.New("drill: the partition nemesis needs root and iproute2's ip")
+var ErrNoNetns = errors.New("netns: a partition needs root and iproute2's ip")
 
-// CanPartition reports whether this machine lets the drill make network
+// CanPartition reports whether this machine lets this process make network
 // namespaces: Linux, root, and ip on PATH. The error says why not and how.
 func CanPartition() error {
 	if runtime.GOOS != "linux" {
@@ -72,7 +71,7 @@ func CanPartition() error {
 	return nil
 }
 
-// Net is the drill's network for one run: made by MakeNet, removed by
+// Net is the network of one run: made by MakeNet, removed by
 // Remove.
 type Net struct {
 	id    int         // 1 to maxNets: the third byte of both ranges, and the names' number
@@ -81,18 +80,18 @@ type Net struct {
 	fwd   *wire.Proxy // PostgreSQL, on the uplink
 }
 
-// The ids of the drills' networks, and their claims.
+// The ids of the runs' networks, and their claims.
 //
 // An id is taken, never derived from the prefix: ids derived from a
 // hash collide (two prefixes once shared a network, and the second drill
-// deleted the first one's while it ran). A drill takes the first id
+// deleted the first one's while it ran). A run takes the first id
 // whose claim file, netDir/net-NNN, it can lock (flock, which the kernel
 // drops when the process dies, however it dies) and holds the lock
 // until its network is gone. Only the holder of an id's lock makes or
 // removes the namespaces and links named for that id; each of them
 // carries the holder's owner record (see owner.go) as its alias (on its
 // loopback, for a namespace), and nothing whose record names a live
-// process is ever removed. So what a drill finds under an id it has just
+// process is ever removed. So what a run finds under an id it has just
 // locked was left by a dead one: it removes it, and says so.
 const (
 	netDir  = "/run/walletlock-drill"
@@ -127,7 +126,7 @@ func (n *Net) Namespace(i int) string { return netNamespace(n.id, i) }
 // LAN is host i's address on the LAN, where its servers listen.
 func (n *Net) LAN(i int) string { return fmt.Sprintf("198.18.%d.%d", n.id, i+1) }
 
-// Uplink is host i's address on the uplink, where the drill calls its
+// Uplink is host i's address on the uplink, where the run calls its
 // servers: the partition leaves it up, so host 0's too.
 func (n *Net) Uplink(i int) string { return fmt.Sprintf("198.19.%d.%d", n.id, i+1) }
 
@@ -147,7 +146,7 @@ func ip(args ...string) ([]byte, error) {
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("drill: ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
+		return nil, fmt.Errorf("netns: ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(errOut.String()))
 	}
 	return out.Bytes(), nil
 }
@@ -164,7 +163,7 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 			return nil, "", err
 		}
 		if f == nil {
-			continue // a live drill's
+			continue // a live run's
 		}
 		gone, err := clearNet(id, n.mark)
 		removed = append(removed, gone...)
@@ -184,7 +183,7 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 		left = "removed the network a killed drill left: " + strings.Join(removed, ", ")
 	}
 	if n.claim == nil {
-		return nil, left, fmt.Errorf("drill: no network id of %d is free for the partition of prefix %q: other drills hold them, or their address ranges are in use", maxNets, prefix)
+		return nil, left, fmt.Errorf("netns: no network id of %d is free for the partition of prefix %q: other runs hold them, or their address ranges are in use", maxNets, prefix)
 	}
 	made := n // the returns below name a nil *Net
 	defer func() {
@@ -240,21 +239,21 @@ func claimNet(id int) (*os.File, error) {
 	path := claimPath(id)
 	for range 5 {
 		if err := os.MkdirAll(netDir, 0o700); err != nil {
-			return nil, fmt.Errorf("drill: make %s for the network's claims: %w", netDir, err)
+			return nil, fmt.Errorf("netns: make %s for the network's claims: %w", netDir, err)
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // netDir was removed in between (releaseClaim)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("drill: claim network %d: %w", id, err)
+			return nil, fmt.Errorf("netns: claim network %d: %w", id, err)
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("drill: claim network %d: %w", id, err)
+			return nil, fmt.Errorf("netns: claim network %d: %w", id, err)
 		}
 		held, err1 := f.Stat()
 		now, err2 := os.Stat(path)
@@ -293,7 +292,7 @@ func present(id int) ([]netObj, error) {
 	return found, nil
 }
 
-// objID is the id a namespace or link of the drills is named for, 0 for
+// objID is the id a namespace or link of the runs is named for, 0 for
 // anything else.
 func objID(o netObj) int {
 	re := linkName
@@ -308,7 +307,7 @@ func objID(o netObj) int {
 	return id
 }
 
-// netObjects lists the drills' namespaces and links on the machine, each
+// netObjects lists the runs' namespaces and links on the machine, each
 // with its owner record.
 func netObjects() ([]netObj, error) {
 	var found []netObj
@@ -321,7 +320,7 @@ func netObjects() ([]netObj, error) {
 	}
 	if len(bytes.TrimSpace(out)) > 0 {
 		if err := json.Unmarshal(out, &nss); err != nil {
-			return nil, fmt.Errorf("drill: read ip netns list: %w", err)
+			return nil, fmt.Errorf("netns: read ip netns list: %w", err)
 		}
 	}
 	for _, ns := range nss {
@@ -344,7 +343,7 @@ func netObjects() ([]netObj, error) {
 		Alias string `json:"ifalias"`
 	}
 	if err := json.Unmarshal(out, &links); err != nil {
-		return nil, fmt.Errorf("drill: read ip link show: %w", err)
+		return nil, fmt.Errorf("netns: read ip link show: %w", err)
 	}
 	for _, l := range links {
 		if linkName.MatchString(l.Name) {
@@ -386,7 +385,7 @@ func clearNet(id int, mine string) ([]string, error) {
 			continue
 		}
 		if w, err := launch.ParseOwner(o.mark); err != nil || !w.Dead() {
-			return nil, fmt.Errorf("drill: network %d is not ours to remove: %s %s belongs to %q", id, o.kind, o.name, o.mark)
+			return nil, fmt.Errorf("netns: network %d is not ours to remove: %s %s belongs to %q", id, o.kind, o.name, o.mark)
 		}
 	}
 	var removed []string
@@ -412,9 +411,9 @@ func clearNet(id int, mine string) ([]string, error) {
 	return removed, errors.Join(errs...)
 }
 
-// removeDeadNets removes the networks of drills that died: every id with
+// RemoveDead removes the networks of runs that died: every id with
 // a claim file or a namespace or link of its own, whose claim it can lock.
-func removeDeadNets() ([]string, error) {
+func RemoveDead() ([]string, error) {
 	ids := map[int]bool{}
 	files, _ := filepath.Glob(filepath.Join(netDir, "net-[0-9][0-9][0-9]"))
 	for _, f := range files {
@@ -442,7 +441,7 @@ func removeDeadNets() ([]string, error) {
 			continue
 		}
 		if f == nil {
-			continue // a live drill's
+			continue // a live run's
 		}
 		gone, err := clearNet(id, mine)
 		removed = append(removed, gone...)
@@ -457,16 +456,16 @@ func removeDeadNets() ([]string, error) {
 
 // rangeFree returns an error when an interface of the machine has an
 // address in either range of id (198.18.id.0/24, 198.19.id.0/24): a
-// network that is not the drills', or not yet removed.
+// network that is not the runs', or not yet removed.
 func rangeFree(id int) error {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
-		return fmt.Errorf("drill: list the machine's addresses: %w", err)
+		return fmt.Errorf("netns: list the machine's addresses: %w", err)
 	}
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok {
 			if v4 := ipn.IP.To4(); v4 != nil && v4[0] == 198 && (v4[1] == 18 || v4[1] == 19) && int(v4[2]) == id {
-				return fmt.Errorf("drill: %v is in use", v4)
+				return fmt.Errorf("netns: %v is in use", v4)
 			}
 		}
 	}
@@ -525,10 +524,10 @@ func (n *Net) DatabaseURL(raw string) (string, error) {
 func PostgresAddr(raw string) (string, error) {
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
-		return "", errors.New("drill: DATABASE_URL is not a valid PostgreSQL URL")
+		return "", errors.New("netns: DATABASE_URL is not a valid PostgreSQL URL")
 	}
 	if strings.HasPrefix(cfg.ConnConfig.Host, "/") {
-		return "", errors.New("drill: the partition nemesis reaches PostgreSQL over TCP, and DATABASE_URL names a Unix socket: give it host=127.0.0.1")
+		return "", errors.New("netns: the partition nemesis reaches PostgreSQL over TCP, and DATABASE_URL names a Unix socket: give it host=127.0.0.1")
 	}
 	return net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port))), nil
 }
@@ -536,7 +535,7 @@ func PostgresAddr(raw string) (string, error) {
 // withHostPort replaces the host and port of a PostgreSQL URL, in either
 // of its forms: postgres://user:pw@host:port/db?... or "host=... port=...".
 // (sslmode=verify-full would then check the certificate against the new
-// address: the drill's servers run without TLS.)
+// address: the run's servers run without TLS.)
 func withHostPort(raw, hostport string) (string, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -545,7 +544,7 @@ func withHostPort(raw, hostport string) (string, error) {
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
 		u, err := url.Parse(raw)
 		if err != nil {
-			return "", errors.New("drill: DATABASE_URL is not a valid PostgreSQL URL")
+			return "", errors.New("netns: DATABASE_URL is not a valid PostgreSQL URL")
 		}
 		u.Host = hostport
 		q := u.Query()

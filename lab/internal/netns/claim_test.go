@@ -1,6 +1,6 @@
 //go:build unix
 
-package drill
+package netns
 
 import (
 	"os"
@@ -13,13 +13,13 @@ func TestClaimNet_oneHolderAtATime(t *testing.T) {
 	if err := CanPartition(); err != nil {
 		t.Skip(err)
 	}
-	const id = maxNets // drills take the lowest free id: this one is seldom in use
+	const id = maxNets // runs take the lowest free id: this one is seldom in use
 	first, err := claimNet(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first == nil {
-		t.Skipf("network %d is a live drill's", id)
+		t.Skipf("network %d is a live run's", id)
 	}
 	second, err := claimNet(id)
 	if err != nil || second != nil {

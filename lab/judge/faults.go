@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/wire"
 )
 
@@ -77,7 +76,7 @@ var restart = forgetting{what: "a restart",
 		return srv.Addr, nil
 	},
 	forget: func(c *check) (string, error) {
-		return "Redis restarted empty", c.servers[0].Restart(c.ctx)
+		return "Redis was killed and started again empty", c.servers[0].Restart(c.ctx)
 	}}
 
 // failover: a primary, a replica whose replication link runs through a
@@ -108,9 +107,13 @@ var failover = forgetting{what: "a failover",
 				return "", err
 			}
 			c.servers = append(c.servers, s)
+			c.sentinels = append(c.sentinels, s.Addr)
 		}
 		if err := c.poll(10*time.Second, func() bool { return replicaInSync(c.ctx, replica.Addr) }); err != nil {
 			return "", fmt.Errorf("the replica never caught up with the primary: %w", err)
+		}
+		if err := c.sentinelsReady(c.sentinels, 1); err != nil {
+			return "", err
 		}
 		c.link.Cut() // from here the replica gets nothing: not the lease, not the fence
 		return primary.Addr, nil
@@ -119,7 +122,14 @@ var failover = forgetting{what: "a failover",
 		primary, replica := c.servers[0], c.servers[1]
 		primary.Proc().Kill(3 * time.Second)
 		killed := now()
-		err := c.poll(30*time.Second, func() bool { return promoted(c.ctx, c.servers[2:], replica.Addr) })
+		err := c.poll(30*time.Second, func() bool {
+			for _, s := range c.sentinels {
+				if primaryOf(c.ctx, s) == replica.Addr {
+					return true
+				}
+			}
+			return false
+		})
 		if err != nil {
 			return "", fmt.Errorf("the Sentinels did not promote the replica: %w", err)
 		}
@@ -140,17 +150,34 @@ func replicaInSync(ctx context.Context, addr string) bool {
 	return err == nil && strings.Contains(info, "master_link_status:up")
 }
 
-// promoted reports whether a Sentinel names addr as the primary.
-func promoted(ctx context.Context, sentinels []*launch.Redis, addr string) bool {
-	for _, s := range sentinels {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		got, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "judge").StringSlice()
-		c.Close()
-		if err == nil && len(got) == 2 && strings.Join(got, ":") == addr {
-			return true
+// primaryOf is the primary a Sentinel names, host:port; "" when it
+// does not answer.
+func primaryOf(ctx context.Context, sentinel string) string {
+	c := redis.NewClient(&redis.Options{Addr: sentinel, MaxRetries: -1})
+	defer c.Close()
+	got, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", "judge").StringSlice()
+	if err != nil || len(got) != 2 {
+		return ""
+	}
+	return got[0] + ":" + got[1]
+}
+
+// sentinelsReady waits until every Sentinel has found the others and
+// the replicas: before that, a failover may not come.
+func (c *check) sentinelsReady(sentinels []string, replicas int) error {
+	for _, a := range sentinels {
+		sc := redis.NewClient(&redis.Options{Addr: a, MaxRetries: -1})
+		err := c.poll(20*time.Second, func() bool {
+			peers, _ := sc.Do(c.ctx, "SENTINEL", "SENTINELS", "judge").Slice()
+			reps, _ := sc.Do(c.ctx, "SENTINEL", "REPLICAS", "judge").Slice()
+			return len(peers) == len(sentinels)-1 && len(reps) == replicas
+		})
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("the Sentinels did not find each other and the replicas: %w", err)
 		}
 	}
-	return false
+	return nil
 }
 
 // poll polls ok every 20 ms until it holds, at most d.
@@ -202,7 +229,8 @@ func forgotten(f forgetting) func(c *check) (string, string, string) {
 		if err != nil {
 			return unknown, "the judge could not cause " + f.what + ": " + err.Error(), ""
 		}
-		c.tl.fault(down, now(), did)
+		forgot := now()
+		c.tl.fault(down, forgot, did)
 		c.tl.close(a.row(), down, "forgotten by Redis")
 		gb := c.acquire(b, ttl, ttl, fenced)
 		if !gb.OK {
@@ -210,7 +238,7 @@ func forgotten(f forgetting) func(c *check) (string, string, string) {
 		}
 		rb := c.read(id, gb.Fence)
 		var wb dbOp
-		story := fmt.Sprintf("%s at %s, while holder A (granted at %s, TTL %s) held the lock and had read %d; holder B got the lock at %s", did, c.sec(down), c.sec(ga.ret), dur(ttl), ra.balance, c.sec(gb.ret))
+		story := fmt.Sprintf("holder A took the lock at %s (TTL %s) and read %d; then %s, by %s; holder B got the lock at %s", c.sec(ga.ret), dur(ttl), ra.balance, did, c.sec(forgot), c.sec(gb.ret))
 		if rb.err == nil {
 			wb = c.write(id, gb.Fence, rb.balance-10)
 			c.tl.mark(wb.ret, b.row(), fmt.Sprintf("wrote %d", rb.balance-10), false)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lab/internal/wire"
 )
 
@@ -224,9 +225,13 @@ type check struct {
 	key      string
 	keys     int
 
-	servers []*launch.Redis // started for this check (the faults)
-	link    *wire.Proxy     // a replica's link to its primary (the failover)
-	atEnd   []func()
+	servers   []*launch.Redis // started for this check (the faults)
+	link      *wire.Proxy     // a replica's link to its primary (the failover)
+	net       *netns.Net      // the partition's hosts
+	hosts     []string        // the partition's servers, by their uplink addresses
+	sentinels []string        // the Sentinels that watch the check's primary
+	cut       int64           // when the partition began
+	atEnd     []func()
 
 	mu   sync.Mutex
 	lost map[string]answer // lease -> the watchdog's "lost" event
@@ -289,8 +294,8 @@ func (c *check) end() error {
 		}
 	}
 	c.rdb.Close()
-	for _, f := range c.atEnd {
-		f()
+	for i := len(c.atEnd) - 1; i >= 0; i-- { // the servers before their network
+		c.atEnd[i]()
 	}
 	if len(why) == 0 {
 		return nil

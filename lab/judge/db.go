@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,7 +48,9 @@ func (r *runner) openDB(ctx context.Context) (*db, error) {
 		pool.Close()
 		return nil, fmt.Errorf("judge: PostgreSQL: %w", err)
 	}
-	d.sweep(ctx)
+	if gone := d.sweep(ctx); len(gone) > 0 && r.c.note != nil {
+		r.c.note(fmt.Sprintf("judge: removed the PostgreSQL rows of judges killed before their clean-up (%s)", strings.Join(gone, ", ")))
+	}
 	r.db = d
 	return d, nil
 }
@@ -76,10 +79,10 @@ func (r *runner) connect(ctx context.Context) (*pgxpool.Pool, error) {
 
 // sweep deletes the rows of judges that died before their clean-up: those
 // whose advisory lock is free.
-func (d *db) sweep(ctx context.Context) {
+func (d *db) sweep(ctx context.Context) (gone []string) {
 	rows, err := d.pool.Query(ctx, "SELECT DISTINCT owner FROM walletlock_wallets WHERE owner LIKE 'judge:%'")
 	if err != nil {
-		return
+		return nil
 	}
 	var owners []string
 	for rows.Next() {
@@ -93,14 +96,17 @@ func (d *db) sweep(ctx context.Context) {
 		var free bool
 		conn, err := d.pool.Acquire(ctx)
 		if err != nil {
-			return
+			return gone
 		}
 		if conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", o).Scan(&free) == nil && free {
-			conn.Exec(ctx, "DELETE FROM walletlock_wallets WHERE owner = $1", o)
+			if _, err := conn.Exec(ctx, "DELETE FROM walletlock_wallets WHERE owner = $1", o); err == nil {
+				gone = append(gone, o)
+			}
 			conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", o)
 		}
 		conn.Release()
 	}
+	return gone
 }
 
 // wallet makes a wallet of the run's with balance, and returns its id:

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 // folderPrefix names a judge's temporary folders (its servers' files, a
@@ -30,8 +31,12 @@ func removeLeftovers() string {
 	var gone []string
 	for _, d := range launch.DeadTemps(folderPrefix) {
 		if os.RemoveAll(d) == nil {
-			gone = append(gone, d)
+			gone = append(gone, "folder "+d)
 		}
+	}
+	if netns.CanPartition() == nil {
+		nets, _ := netns.RemoveDead() // a dead drill's too: both are provably dead
+		gone = append(gone, nets...)
 	}
 	if len(gone) == 0 {
 		return ""

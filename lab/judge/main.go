@@ -191,7 +191,7 @@ func mainWith(ctx context.Context, args []string, stdout, stderr io.Writer, adap
 	if note := removeLeftovers(); note != "" {
 		fmt.Fprintln(stderr, safe.Line(note))
 	}
-	c := config{adapter: a, o: f.o, exe: exe, workDir: wd}
+	c := config{adapter: a, o: f.o, exe: exe, workDir: wd, note: func(s string) { fmt.Fprintln(stderr, safe.Line(s)) }}
 	if !f.json {
 		fmt.Fprintf(stdout, "judge: %s, seed %d (-seed %d replays this schedule)\n", a.Name, f.o.Seed, f.o.Seed)
 		c.say = func(v Verdict) {

@@ -28,6 +28,7 @@ type config struct {
 	args    []string
 	workDir string        // where holders run
 	say     func(Verdict) // each verdict as soon as it is known, when not nil
+	note    func(string)  // a line about the judging itself (what it cleaned up), when not nil
 }
 
 // chapters are the chapters' names, in the order the judge goes through

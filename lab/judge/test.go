@@ -86,7 +86,7 @@ func Test(t *testing.T, a Adapter, opts ...Options) {
 		t.Log(note)
 	}
 	t.Logf("judge: %s, seed %d (Options{Seed: %d} replays this schedule)", a.Name, o.Seed, o.Seed)
-	rep, err := run(ctx, config{adapter: a, o: o, exe: exe, workDir: wd,
+	rep, err := run(ctx, config{adapter: a, o: o, exe: exe, workDir: wd, note: func(s string) { t.Log(s) },
 		args: []string{"-test.run=" + strings.Join(pattern, "/"), "-test.count=1"}})
 	if err != nil {
 		t.Fatal(err)

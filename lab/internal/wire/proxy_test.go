@@ -452,6 +452,28 @@ func TestLoseReply_closesOnlyThatClient(t *testing.T) {
 	}
 }
 
+// A caller that sees the client fail from a lost reply must find Struck
+// ready: the judge tells "the fault struck" from "the call ended first" by
+// it, and a lost reply ends the call at once.
+func TestLoseReply_struckBeforeTheClose(t *testing.T) {
+	p, _ := setup(t)
+	victim := dial(t, p)
+	for i := range 50 {
+		p.Arm(LoseReply, 1)
+		victim.send("SET", "k", "v")
+		victim.closed()
+		select {
+		case c, ok := <-p.Struck():
+			if !ok || c.Name != "SET" {
+				t.Fatalf("try %d: Struck gave %+v (ok %v), want the SET", i, c, ok)
+			}
+		default:
+			t.Fatalf("try %d: the connection closed before Struck had the command", i)
+		}
+		victim = dial(t, p)
+	}
+}
+
 func TestKillAfter_holdsTheReplyForGood(t *testing.T) {
 	p, direct := setup(t)
 	victim, bystander := dial(t, p), dial(t, p)

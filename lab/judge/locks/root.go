@@ -25,5 +25,5 @@ var Root = judge.Article[*lock.Lock, lock.Client]{
 
 // All is every lock the judge program knows, by name.
 func All() []judge.Adapter {
-	return []judge.Adapter{Root, Hardened, Fair, Redislock, Redsync, RedsyncRedigo, Rueidislock}
+	return []judge.Adapter{Root, Hardened, Fair, Redislock, Redsync, RedsyncRedigo, Rueidislock, RedisPy}
 }

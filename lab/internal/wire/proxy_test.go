@@ -224,6 +224,20 @@ func TestGoRedis_countsAndLogs(t *testing.T) {
 	}
 }
 
+// A client library's topology probe, sent as it connects, is not the
+// lock's first command.
+func TestHousekeeping_clusterSlotsNotCounted(t *testing.T) {
+	p, _ := setup(t)
+	c := dial(t, p)
+	if got := c.do("CLUSTER", "SLOTS"); !strings.HasPrefix(got, "(error)") {
+		t.Fatalf("CLUSTER SLOTS on a server without cluster support = %s, want an error", got)
+	}
+	c.do("SET", "k", "v")
+	if got := short(p.Log()); got != "SET k V -> OK" {
+		t.Errorf("log:\n%s\nwant only the SET", got)
+	}
+}
+
 func TestClientTracking_pushShiftsNoReply(t *testing.T) {
 	p, _ := setup(t)
 	tracked, writer := dial(t, p), dial(t, p)

@@ -2,7 +2,6 @@ package judge
 
 import (
 	mrand "math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -18,26 +17,13 @@ import (
 // in a few of its 30 tries before strike looked at Struck again.
 func TestStrike_lostReplyAnsweredAtOnce(t *testing.T) {
 	a := Article[*lock.Lock, lock.Client]{Name: "strike", Acquire: lock.Acquire, Release: (*lock.Lock).Release}.Adapter()
-	if os.Getenv(holderEnv) == a.Name {
-		os.Exit(serve(a, os.Stdin, os.Stdout))
-	}
-	if _, err := launch.RedisBinary(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
+	r := &runner{c: testConfig(t, a, Options{}), procs: new(launch.Group), rng: mrand.New(mrand.NewPCG(1, 2))}
+	t.Cleanup(func() { r.procs.KillAll(5 * time.Second) })
+	var err error
+	if r.redis, err = r.procs.StartRedis(t.Context(), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	r := &runner{c: config{adapter: a, exe: exe, args: []string{"-test.run=^" + t.Name() + "$", "-test.count=1"}},
-		procs: new(launch.Group), rng: mrand.New(mrand.NewPCG(1, 2))}
-	t.Cleanup(func() { r.procs.KillAll(5 * time.Second) })
-	if r.redis, err = r.procs.StartRedis(ctx, t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
 	c := r.newCheck(ctx, property{id: "strike"})
 	defer c.end()
 	p := c.holder()

@@ -25,7 +25,7 @@ var otherShapes = []Adapter{
 		Acquire: func(ctx context.Context, rdb hlock.Client, key string, ttl time.Duration) (*hlock.Lock, error) {
 			l, err := hlock.Acquire(ctx, rdb, key, ttl)
 			if err == nil {
-				l.Watch(context.Background()) // until Release, which stops it
+				l.Watch(context.Background(), ttl) // until Release, which stops it
 			}
 			return l, err
 		},

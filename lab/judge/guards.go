@@ -6,6 +6,7 @@ package judge
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"example.com/walletlock/lab/internal/wire"
@@ -65,19 +66,46 @@ func lostAcquireReply(c *check) (string, string, string) {
 // wrongType: a key that holds something other than a lock (a hash) is
 // never released by any holder; Acquire must say so, not wait for it.
 func wrongType(c *check) (string, string, string) {
-	if err := c.rdb.HSet(c.ctx, c.key, "not", "a lock").Err(); err != nil {
+	a := c.holder()
+	key := c.lockKey(a)
+	if err := c.rdb.HSet(c.ctx, key, "not", "a lock").Err(); err != nil {
 		return unknown, "the judge could not write its own Redis: " + err.Error(), ""
 	}
-	a := c.holder()
+	if key != c.key {
+		key = c.key + " (the lock keeps it in " + key + ")"
+	}
 	wait := 3 * time.Second
 	ga := c.acquire(a, time.Second, wait, false)
 	took := time.Duration(ga.ret - ga.call)
 	switch {
 	case ga.OK:
 		c.tl.bad(a.row())
-		return fail, fmt.Sprintf("Acquire on %s, which holds a hash, returned a lease", c.key), fixWrongType
+		return fail, fmt.Sprintf("Acquire on %s, which holds a hash, returned a lease", key), fixWrongType
 	case took >= wait*9/10:
-		return fail, fmt.Sprintf("Acquire on %s, which holds a hash no holder will ever release, waited its whole context of %s and answered %s", c.key, dur(wait), quote(ga.Error)), fixWrongType
+		return fail, fmt.Sprintf("Acquire on %s, which holds a hash no holder will ever release, waited its whole context of %s and answered %s", key, dur(wait), quote(ga.Error)), fixWrongType
 	}
 	return pass, fmt.Sprintf("Acquire on a key holding a hash answered at once (%s): %s", dur(took), quote(ga.Error)), ""
+}
+
+// lockKey learns the key p's lock keeps a lease in, for the check's next
+// key: the name Acquire is given, or one that holds it (rueidislock's
+// rueidislock:0:<name>), as the first command of an Acquire on the
+// current key named it. It moves the check to the next key, untouched.
+func (c *check) lockKey(p *proc) string {
+	probe := c.key
+	p.wire.Arm(wire.None, 0)
+	g := c.acquire(p, time.Second, 2*time.Second, false)
+	cmds := p.wire.Log()
+	if g.OK {
+		c.release(p, g, request{})
+	}
+	next := c.newKey()
+	for _, cmd := range cmds {
+		for _, arg := range cmd.Args {
+			if strings.Contains(arg, probe) {
+				return strings.Replace(arg, probe, next, 1)
+			}
+		}
+	}
+	return next
 }

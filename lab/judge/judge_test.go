@@ -39,7 +39,7 @@ var misbehaving = []Adapter{
 
 func TestMain(m *testing.M) {
 	if name, ok := os.LookupEnv(holderEnv); ok {
-		for _, a := range misbehaving {
+		for _, a := range append(misbehaving, otherShapes...) {
 			if a.Name == name {
 				os.Exit(serve(a, os.Stdin, os.Stdout))
 			}
@@ -91,8 +91,8 @@ type blockLease struct{ Lease }
 
 func (blockLease) Release(context.Context) error { select {} }
 
-// judged judges adapter name (of misbehaving) on the properties only,
-// with holders that are this test binary.
+// judged judges adapter name (of misbehaving or otherShapes) on the
+// properties only, with holders that are this test binary.
 func judged(t *testing.T, ctx context.Context, name string, only ...string) Report {
 	t.Helper()
 	if _, err := launch.RedisBinary(); err != nil {
@@ -103,7 +103,7 @@ func judged(t *testing.T, ctx context.Context, name string, only ...string) Repo
 	}
 	testenv.Postgres(t)
 	var a Adapter
-	for _, b := range misbehaving {
+	for _, b := range append(misbehaving, otherShapes...) {
 		if b.Name == name {
 			a = b
 		}

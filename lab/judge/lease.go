@@ -284,18 +284,25 @@ func releaseOwn(c *check) (string, string, string) {
 	}
 	c.release(b, gb, request{})
 
-	// A's lease lapses; B takes the lock; A releases late.
+	// A stands still, as a paused process does, and its lease lapses; B
+	// takes the lock; A releases late. Standing still is at the wire: a
+	// lock that renews its lease by itself from Acquire on (rueidislock)
+	// sends nothing either, and its lease lapses too.
 	c.newKey()
 	short := 300 * time.Millisecond
 	ga = c.acquire(a, short, 5*time.Second, false)
 	if !ga.OK {
 		return fail, "holder A could not take a free lock: " + ga.Error, ""
 	}
+	stood := now()
+	a.wire.Freeze()
 	c.sleep(c.jitter(2 * short))
 	c.lapse(a, ga.call+int64(short))
 	gb = c.acquire(b, long, 3*time.Second, false)
+	a.wire.Thaw()
+	c.tl.fault(stood, now(), "holder A stood still")
 	if !gb.OK {
-		return fail, fmt.Sprintf("holder A's lease (TTL %s) should have expired at %s, and holder B could not take the lock by %s: %s", dur(short), c.sec(ga.call+int64(short)), c.sec(gb.ret), gb.Error), ""
+		return fail, fmt.Sprintf("holder A's lease (TTL %s) should have expired at %s, with A standing still, and holder B could not take the lock by %s: %s", dur(short), c.sec(ga.call+int64(short)), c.sec(gb.ret), gb.Error), ""
 	}
 	late := c.call(a, request{Op: "release", Lease: ga.Lease})
 	c.tl.mark(late.call, a.row(), "late release", false)

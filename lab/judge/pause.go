@@ -107,6 +107,16 @@ func (c *check) strike(p *proc, pt point, q request) (pd pending, at wire.Comman
 		}
 		return pd, wire.Command{}, false, c.wait(pd)
 	case a := <-ch:
+		select { // a lost reply ends the operation at once: both may be ready
+		case cmd, ok := <-p.wire.Struck():
+			if ok {
+				again := make(chan answer, 1)
+				again <- a
+				pd.ch = again
+				return pd, cmd, true, answer{}
+			}
+		default:
+		}
 		a.call = call
 		p.wire.Arm(wire.None, 0)
 		return pd, wire.Command{}, false, a

@@ -42,10 +42,12 @@ func (c Command) String() string {
 
 // housekeeping are the commands a client library sends to set up and
 // keep its connection, not the lock's: they are forwarded, and neither
-// counted nor logged.
+// counted nor logged. CLUSTER is how a client learns the topology
+// (rueidis sends CLUSTER SLOTS as it connects, go-redis's cluster client
+// too); a lock never sends it.
 var housekeeping = map[string]bool{
 	"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "PING": true, "READONLY": true,
-	"READWRITE": true, "COMMAND": true, "QUIT": true, "RESET": true, "ECHO": true,
+	"READWRITE": true, "COMMAND": true, "QUIT": true, "RESET": true, "ECHO": true, "CLUSTER": true,
 }
 
 // passthrough are the commands after which a connection carries messages

@@ -557,11 +557,11 @@ func (p *Proxy) replied(c *conn, f frame) bool {
 	if fault == None {
 		return true
 	}
+	ch <- cmd // before a lost reply's close: a client that sees the close finds Struck ready
+	close(ch)
 	if fault == LoseReply {
 		c.close()
 	}
-	ch <- cmd
-	close(ch)
 	switch fault {
 	case HoldReply:
 		select {

@@ -224,6 +224,20 @@ func TestGoRedis_countsAndLogs(t *testing.T) {
 	}
 }
 
+// A client library's topology probe, sent as it connects, is not the
+// lock's first command.
+func TestHousekeeping_clusterSlotsNotCounted(t *testing.T) {
+	p, _ := setup(t)
+	c := dial(t, p)
+	if got := c.do("CLUSTER", "SLOTS"); !strings.HasPrefix(got, "(error)") {
+		t.Fatalf("CLUSTER SLOTS on a server without cluster support = %s, want an error", got)
+	}
+	c.do("SET", "k", "v")
+	if got := short(p.Log()); got != "SET k V -> OK" {
+		t.Errorf("log:\n%s\nwant only the SET", got)
+	}
+}
+
 func TestClientTracking_pushShiftsNoReply(t *testing.T) {
 	p, _ := setup(t)
 	tracked, writer := dial(t, p), dial(t, p)
@@ -449,6 +463,28 @@ func TestLoseReply_closesOnlyThatClient(t *testing.T) {
 	}
 	if got := bystander.do("GET", "k"); got != `"v"` {
 		t.Errorf("the other connection's GET = %s, want \"v\"", got)
+	}
+}
+
+// A caller that sees the client fail from a lost reply must find Struck
+// ready: the judge tells "the fault struck" from "the call ended first" by
+// it, and a lost reply ends the call at once.
+func TestLoseReply_struckBeforeTheClose(t *testing.T) {
+	p, _ := setup(t)
+	victim := dial(t, p)
+	for i := range 50 {
+		p.Arm(LoseReply, 1)
+		victim.send("SET", "k", "v")
+		victim.closed()
+		select {
+		case c, ok := <-p.Struck():
+			if !ok || c.Name != "SET" {
+				t.Fatalf("try %d: Struck gave %+v (ok %v), want the SET", i, c, ok)
+			}
+		default:
+			t.Fatalf("try %d: the connection closed before Struck had the command", i)
+		}
+		victim = dial(t, p)
 	}
 }
 

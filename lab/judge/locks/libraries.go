@@ -9,6 +9,8 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	rsredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/judge"
@@ -52,12 +54,26 @@ func (l rlLease) Refresh(ctx context.Context, ttl time.Duration) error {
 // renews the expiry it was made with.
 var Redsync = judge.Adapter{Name: "redsync", New: func(addr string) (judge.Lock, error) {
 	rdb := client(addr)
-	return rsLock{redsync.New(goredis.NewPool(rdb)), rdb}, nil
+	return rsLock{redsync.New(goredis.NewPool(rdb)), rdb.Close}, nil
+}}
+
+// RedsyncRedigo is the same mutex on a github.com/gomodule/redigo v1.9.3
+// pool: a lock on another client library, whose commands the judge sees
+// at the wire all the same. Redigo sends each command once and bounds it
+// by its connection's read and write timeouts, not by ctx (redsync's
+// redigo pool calls Do): ctx bounds the wait for a connection and
+// redsync's tries.
+var RedsyncRedigo = judge.Adapter{Name: "redsync-redigo", New: func(addr string) (judge.Lock, error) {
+	pool := &redigo.Pool{MaxIdle: 8, IdleTimeout: time.Minute, Dial: func() (redigo.Conn, error) {
+		return redigo.Dial("tcp", addr, redigo.DialConnectTimeout(time.Second),
+			redigo.DialReadTimeout(2*time.Second), redigo.DialWriteTimeout(2*time.Second))
+	}}
+	return rsLock{redsync.New(rsredigo.NewPool(pool)), pool.Close}, nil
 }}
 
 type rsLock struct {
-	rs  *redsync.Redsync
-	rdb *redis.Client
+	rs    *redsync.Redsync
+	close func() error // the client's or the pool's
 }
 
 func (l rsLock) Acquire(ctx context.Context, key string, ttl time.Duration) (judge.Lease, error) {
@@ -68,7 +84,7 @@ func (l rsLock) Acquire(ctx context.Context, key string, ttl time.Duration) (jud
 	return rsLease{m}, nil
 }
 
-func (l rsLock) Close() error { return l.rdb.Close() }
+func (l rsLock) Close() error { return l.close() }
 
 type rsLease struct{ m *redsync.Mutex }
 

@@ -24,4 +24,6 @@ var Root = judge.Article[*lock.Lock, lock.Client]{
 }.Adapter()
 
 // All is every lock the judge program knows, by name.
-func All() []judge.Adapter { return []judge.Adapter{Root, Hardened, Fair, Redislock, Redsync} }
+func All() []judge.Adapter {
+	return []judge.Adapter{Root, Hardened, Fair, Redislock, Redsync, RedsyncRedigo, Rueidislock, RedisPy}
+}

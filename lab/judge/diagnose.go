@@ -72,7 +72,7 @@ const (
 	fixNoExpiry     = "set the expiry in the same command that takes the lock (SET key token NX PX ttl): a holder that dies before a second command leaves a key that never expires"
 	fixDelNoToken   = "delete the key only while it holds your token, in one script (release.lua), so a late release cannot delete the next holder's lease"
 	fixLostNotHeld  = "return the error itself when a release gets no reply: a lost reply is an unknown outcome, and \"not held\" tells the caller something nobody knows"
-	fixBadTTL       = "refuse a TTL under 1ms before any command (ErrBadTTL): go-redis sends 0 as no expiry at all"
+	fixBadTTL       = "refuse a TTL under 1ms before any command: a TTL of 0 is no expiry at all to go-redis and redis-py, and a library's default to others"
 	fixUnbounded    = "stop waiting when ctx ends: select on ctx.Done() between tries"
 	fixRecreate     = "extend only while the key holds your token (PEXPIRE in a script that checks it), and never SET it again: a lease that lapsed is gone"
 	fixWatchdogDies = "renew every third of the TTL, bound each renewal by a third of the TTL, and cancel the work only when a renewal fails"

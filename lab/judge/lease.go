@@ -218,7 +218,7 @@ func killedFrees(c *check) (string, string, string) {
 		q := request{Op: "acquire", Lease: a.name + "1", TTL: ms(ttl), Wait: 5000}
 		_, at, struck, early := c.strike(a, point{wire.KillAfter, k}, q)
 		var when string
-		killedAt := now()
+		var killedAt int64
 		if struck {
 			a.prog.Kill(3 * time.Second)
 			killedAt = now()

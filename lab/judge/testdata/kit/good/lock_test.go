@@ -9,6 +9,8 @@ import (
 )
 
 func TestJudge(t *testing.T) {
-	judge.Test(t, judge.Article[*Lock, *redis.Client]{Name: "good", Acquire: Acquire, Release: (*Lock).Release, NotHeld: ErrNotHeld}.Adapter(),
-		judge.Options{Chapters: []string{"lease"}, Only: []string{"release-own"}, Seed: 1})
+	judge.Test(t, judge.Article[*Lock, *redis.Client]{
+		Name: "good", Acquire: Acquire, Release: (*Lock).Release,
+		NotHeld: ErrNotHeld,
+	}.Adapter(), judge.Options{Chapters: []string{"lease"}, Only: []string{"release-own"}, Seed: 1})
 }

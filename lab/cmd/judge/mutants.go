@@ -64,7 +64,7 @@ var mutants = []mutant{
 				"\tif err := l.rdb.Del(ctx, l.Key).Err(); err != nil { // then DEL: a second command\n\t\treturn fmt.Errorf(\"lock: release %s: %w\", l.Key, err)\n\t}\n\treturn nil\n"}}},
 	{name: "lost-reply-not-held", property: "lost-reply",
 		mistake: "a release whose reply was lost is read as \"not held\": the caller believes its lease had lapsed, when nobody knows",
-		edits: []edit{{"lock.go", "return fmt.Errorf(\"lock: release %s: %w\", l.Key, err)", "return ErrNotHeld // no reply: read as not held"}}},
+		edits:   []edit{{"lock.go", "return fmt.Errorf(\"lock: release %s: %w\", l.Key, err)", "return ErrNotHeld // no reply: read as not held"}}},
 	{name: "refresh-recreates", property: "refresh-own",
 		mistake: "Refresh sets the key again without checking it is still ours: a lease that expired comes back, over the next holder's",
 		edits: []edit{{"refresh.lua", "if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n  return redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\nend\nreturn 0",

@@ -140,14 +140,7 @@ func TestJudge_theNextJudgeRemovesWhatAKilledOneLeft(t *testing.T) {
 	if left := processesGone(tmp); len(left) > 0 {
 		t.Errorf("processes left by the killed judge: %q", left)
 	}
-	next := runJudge(t, root, tmp, "-root", root, "-chapter", "lease", "-only", "ttl-refused")
-	if next.code != 0 {
-		t.Errorf("the next judge = %d, want 0; stderr:\n%s", next.code, next.stderr)
-	}
-	oneLine(t, "the next judge's stderr", next.stderr, "judge: removed what judges killed before their clean-up left: "+folder)
-	if left := files(t, tmp); len(left) > 0 {
-		t.Errorf("left in TMPDIR: %q", left)
-	}
+	theNextJudgeRemoves(t, root, tmp, folder)
 }
 
 // A judge of a folder killed with SIGKILL while its program judges: the
@@ -167,11 +160,19 @@ func TestJudge_theNextJudgeRemovesTheBuildOfAKilledOne(t *testing.T) {
 	if left := processesGone(tmp); len(left) > 0 {
 		t.Errorf("processes left by the killed judge: %q", left)
 	}
+	theNextJudgeRemoves(t, root, tmp, build)
+}
+
+// theNextJudgeRemoves runs a judge with TMPDIR tmp, and requires that it
+// removes folder, left by a killed judge, says so in one line, and leaves
+// nothing.
+func theNextJudgeRemoves(t *testing.T, root, tmp, folder string) {
+	t.Helper()
 	next := runJudge(t, root, tmp, "-root", root, "-chapter", "lease", "-only", "ttl-refused")
 	if next.code != 0 {
 		t.Errorf("the next judge = %d, want 0; stderr:\n%s", next.code, next.stderr)
 	}
-	oneLine(t, "the next judge's stderr", next.stderr, "judge: removed what judges killed before their clean-up left: "+build)
+	oneLine(t, "the next judge's stderr", next.stderr, "judge: removed what judges killed before their clean-up left: "+folder)
 	if left := files(t, tmp); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %q", left)
 	}

@@ -50,7 +50,7 @@ func needsRedisServer(t *testing.T) {
 	}
 }
 
-// judgeRun is one run of the judge program.
+// judgeRun is one run of the judge program, or of make.
 type judgeRun struct {
 	stdout, stderr string
 	code           int
@@ -71,11 +71,15 @@ func judgeCmd(t *testing.T, dir, tmp string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// runJudge runs the judge program to its end (or a minute, then kills
-// it).
+// runJudge runs the judge program to its end.
 func runJudge(t *testing.T, dir, tmp string, args ...string) judgeRun {
 	t.Helper()
-	cmd := judgeCmd(t, dir, tmp, args...)
+	return runToEnd(t, judgeCmd(t, dir, tmp, args...))
+}
+
+// runToEnd runs cmd to its end (or a minute, then kills it).
+func runToEnd(t *testing.T, cmd *exec.Cmd) judgeRun {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

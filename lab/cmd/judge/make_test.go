@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +12,8 @@ import (
 
 // makeRun is one run of make in a mirror of the repository.
 type makeRun struct {
-	stdout, stderr string
-	code           int
-	made           []string // the files it left in the mirror, or in its folders
+	judgeRun
+	made []string // the files it left in the mirror, or in its folders
 }
 
 // runMake runs make with args in dir (a mirror), the judge being this
@@ -28,17 +25,7 @@ func runMake(t *testing.T, dir, tmp string, args ...string) makeRun {
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "-o", "up", "-o", "judge-bin"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), asJudge+"=1", "TMPDIR="+tmp)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := makeRun{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatal(err)
-	}
+	r := makeRun{judgeRun: runToEnd(t, cmd)}
 	for _, f := range files(t, dir) {
 		if !slices.Contains(before, f) {
 			r.made = append(r.made, f)

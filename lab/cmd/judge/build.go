@@ -186,8 +186,10 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 // compiler's first lines with the package's folder as LOCK= names it, and
 // no temporary file's name.
 func buildError(name, tmp, out string, lines map[int]string, api api) error {
+	// The package compiled, and the program that hands it to the judge
+	// did not: the first error there names the line, so the function.
 	re := regexp.MustCompile(`(?m)^\./main\.go:(\d+):\d+: (.*)$`)
-	for _, m := range re.FindAllStringSubmatch(out, -1) {
+	if m := re.FindStringSubmatch(out); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if fn, ok := lines[n]; ok {
 			return refusal{fmt.Errorf("judge: %s: its %s is %s; the judge expects %s", safe.Line(name), fn, api.sigs[fn], expected[fn])}

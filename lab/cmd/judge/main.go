@@ -14,9 +14,12 @@
 //
 // make judge, make exercise and make judge-matrix run it from the repo's
 // folder. It exits 0 when no property failed, 1 when one did (or the
-// judging could not run), 2 on bad flags and 130 after Ctrl-C, once every
-// holder process and server it started is gone and its PostgreSQL rows
-// are deleted.
+// judging could not run, or the package does not compile), 2 on what is
+// wrong with its input (a flag, a LOCK= folder that does not exist, a
+// function of the package's with another signature than the judge's, a
+// STEP= with no exercise), refused in one line before any work, and 130
+// after Ctrl-C, once every holder process and server it started is gone
+// and its PostgreSQL rows are deleted.
 package main
 
 import (

@@ -94,4 +94,3 @@ func TestDeadTemps_onlyThoseOfDeadOwners(t *testing.T) {
 		t.Errorf("DeadTemps = %q, want only %q (live %q)", got, dead, live)
 	}
 }
-

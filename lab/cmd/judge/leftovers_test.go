@@ -48,8 +48,8 @@ func (s *started) exit(t *testing.T) int {
 	select {
 	case <-s.done:
 		return s.cmd.ProcessState.ExitCode()
-	case <-time.After(time.Minute):
-		t.Fatalf("the judge still runs a minute after it was stopped; stderr:\n%s", s.stderr.String())
+	case <-time.After(hangGuard):
+		t.Fatalf("the judge still runs %v after it was stopped; stderr:\n%s", hangGuard, s.stderr.String())
 		return 0
 	}
 }
@@ -58,7 +58,7 @@ func (s *started) exit(t *testing.T) int {
 // runs, and returns it.
 func (s *started) await(t *testing.T, pattern string) string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(hangGuard)
 	for time.Now().Before(deadline) {
 		if m, _ := filepath.Glob(pattern); len(m) > 0 {
 			return m[0]
@@ -69,7 +69,7 @@ func (s *started) await(t *testing.T, pattern string) string {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatalf("%s did not appear within a minute", pattern)
+	t.Fatalf("%s did not appear within %v", pattern, hangGuard)
 	return ""
 }
 

@@ -14,6 +14,10 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
+// hangGuard bounds a run of the judge or make, a build among its work,
+// on a busy machine: it catches a hang; it is no speed test.
+const hangGuard = 5 * time.Minute
+
 // asJudge, set in a test binary's environment, makes it the judge
 // program: main, for the tests that run the judge as a process (a Ctrl-C,
 // a SIGKILL, make), and for the processes the judge starts from its own
@@ -77,7 +81,7 @@ func runJudge(t *testing.T, dir, tmp string, args ...string) judgeRun {
 	return runToEnd(t, judgeCmd(t, dir, tmp, args...))
 }
 
-// runToEnd runs cmd to its end (or a minute, then kills it).
+// runToEnd runs cmd to its end (or hangGuard, then kills it).
 func runToEnd(t *testing.T, cmd *exec.Cmd) judgeRun {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
@@ -85,7 +89,7 @@ func runToEnd(t *testing.T, cmd *exec.Cmd) judgeRun {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	timer := time.AfterFunc(hangGuard, func() { cmd.Process.Kill() })
 	defer timer.Stop()
 	err := cmd.Wait()
 	r := judgeRun{stdout: stdout.String(), stderr: stderr.String()}

@@ -165,7 +165,9 @@ test-cluster: up $(SERVICES) ## the locks' tests and short runs of steps 2, 5 an
 # Built into .services/bin and run from here, so that LOCK= and HTML= are
 # paths from this folder. A value given to make goes to the judge as one
 # argument, whatever it holds: $(value) keeps make from expanding it, and
-# the quoting keeps the shell from reading it.
+# the quoting keeps the shell from reading it. Make exports what the
+# command line sets into every recipe's environment, expanding it then,
+# so a $(shell ...) in LOCK= would run even in `make help`: unexport.
 JUDGE = .services/bin/judge
 arg = '$(subst ','\'',$(value $1))'
 LOCK ?=
@@ -173,6 +175,7 @@ STEP ?=
 SEED ?=
 ONLY ?=
 HTML ?=
+unexport LOCK STEP SEED ONLY HTML
 judge-bin:
 	@cd lab && $(GO) build -o ../$(JUDGE) ./cmd/judge
 

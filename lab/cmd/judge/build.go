@@ -16,6 +16,7 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,11 +58,15 @@ func buildPackage(ctx context.Context, root, dir, name string) (*built, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("judge: LOCK=%s: %s does not exist", safe.Quote(name), safe.Quote(dir))
+		where := ""
+		if filepath.Clean(name) != dir {
+			where = " (no folder " + safe.Quote(dir) + ")"
+		}
+		return nil, refusal{fmt.Errorf("judge: LOCK=%s does not exist%s", safe.Quote(name), where)}
 	case err != nil:
-		return nil, fmt.Errorf("judge: LOCK=%s: %v", safe.Quote(name), err)
+		return nil, refusal{fmt.Errorf("judge: LOCK=%s: %v", safe.Quote(name), err)}
 	case !fi.IsDir():
-		return nil, fmt.Errorf("judge: LOCK=%s is a file: name the folder of the package", safe.Quote(name))
+		return nil, refusal{fmt.Errorf("judge: LOCK=%s is a file: name the folder of the package", safe.Quote(name))}
 	}
 	modDir, modPath, err := findModule(dir)
 	if err != nil {
@@ -102,7 +107,7 @@ func findModule(dir string) (modDir, modPath string, err error) {
 			return "", "", fmt.Errorf("judge: %s has no module line", safe.Quote(filepath.Join(d, "go.mod")))
 		}
 		if d == filepath.Dir(d) {
-			return "", "", fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))
+			return "", "", refusal{fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))}
 		}
 	}
 }
@@ -114,7 +119,7 @@ func findModule(dir string) (modDir, modPath string, err error) {
 func build(ctx context.Context, root, name string, files map[string]string, extra []module, serverArgs []string) (*built, error) {
 	api, err := readAPI(files)
 	if err != nil {
-		return nil, fmt.Errorf("judge: %s: %w", safe.Line(name), err)
+		return nil, fmt.Errorf("judge: %s: %w", safe.Line(name), err) // a refusal, unless the package does not parse
 	}
 	tmp, err := launch.OwnedTemp("walletlock-judge-build-")
 	if err != nil {
@@ -170,28 +175,38 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		return fail(buildError(name, string(out), lines, api))
+		return fail(buildError(name, tmp, string(out), lines, api))
 	}
 	return b, nil
 }
 
 // buildError says why the program did not build: a function of the
 // package's whose signature is not the one the judge expects (named, with
-// what it expects), or the package's own compile error.
-func buildError(name, out string, lines map[int]string, api api) error {
+// what it expects: a refusal), or the package's own compile error, in the
+// compiler's first lines with the package's folder as LOCK= names it, and
+// no temporary file's name.
+func buildError(name, tmp, out string, lines map[int]string, api api) error {
+	// The package compiled, and the program that hands it to the judge
+	// did not: the first error there names the line, so the function.
 	re := regexp.MustCompile(`(?m)^\./main\.go:(\d+):\d+: (.*)$`)
-	for _, m := range re.FindAllStringSubmatch(out, -1) {
+	if m := re.FindStringSubmatch(out); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if fn, ok := lines[n]; ok {
-			return fmt.Errorf("judge: %s's %s is %s, and the judge expects %s (%s)", safe.Line(name), fn, api.sigs[fn], expected[fn], safe.Line(m[2]))
+			return refusal{fmt.Errorf("judge: %s: its %s is %s; the judge expects %s", safe.Line(name), fn, api.sigs[fn], expected[fn])}
 		}
+		return refusal{fmt.Errorf("judge: %s: the judge's program does not compile with it: %s", safe.Line(name), safe.Line(m[2]))}
 	}
+	where := strings.TrimSuffix(name, "/")
+	if strings.HasPrefix(name, "mutant:") {
+		where = "lock"
+	}
+	inLK := regexp.MustCompile(`^(\./)?lk/`)
 	var first []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if strings.HasPrefix(l, "#") {
 			continue
 		}
-		l = strings.ReplaceAll(l, "lk/", "")
+		l = inLK.ReplaceAllLiteralString(strings.ReplaceAll(l, tmp+string(filepath.Separator), ""), where+"/")
 		first = append(first, safe.Line(l))
 		if len(first) == 3 {
 			break
@@ -202,13 +217,13 @@ func buildError(name, out string, lines map[int]string, api api) error {
 
 // expected are the signatures the judge takes, as a learner reads them.
 var expected = map[string]string{
-	"Acquire":       "func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error)",
-	"Release":       "func (l *Lock) Release(ctx context.Context) error",
-	"Refresh":       "func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error",
-	"Watch":         "func (l *Lock) Watch(ctx context.Context, ttl time.Duration) (context.Context, context.CancelFunc)",
-	"AcquireFenced": "func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error)",
-	"Fence":         "a field Fence int64 of Lock",
-	"ErrNotHeld":    "var ErrNotHeld = errors.New(...)",
+	"Acquire":       "`func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error)`",
+	"Release":       "`func (l *Lock) Release(ctx context.Context) error`",
+	"Refresh":       "`func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error`",
+	"Watch":         "`func (l *Lock) Watch(ctx context.Context, ttl time.Duration) (context.Context, context.CancelFunc)`",
+	"AcquireFenced": "`func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error)`",
+	"Fence":         "a field `Fence int64` of Lock",
+	"ErrNotHeld":    "an error, `var ErrNotHeld = errors.New(...)`",
 }
 
 // api is what a package declares of the root lock's API: the source of
@@ -250,16 +265,18 @@ func readAPI(files map[string]string) (api, error) {
 		parsed = append(parsed, f)
 	}
 	if len(parsed) == 0 {
-		return a, errors.New("it holds no Go files")
+		return a, refusal{errors.New("it holds no Go files")}
 	}
-	src := func(e ast.Node, qual bool) string {
-		if ex, ok := e.(ast.Expr); ok && qual {
-			e = qualify(ex)
-		}
+	// A declaration as the learner wrote it, for a message; a type as the
+	// judge's program names it (qualified, and on one line: printed with
+	// the file's positions, "lk." and the name it qualifies would be put on
+	// two).
+	decl := func(n ast.Node) string {
 		var buf bytes.Buffer
-		printer.Fprint(&buf, fset, e)
-		return buf.String()
+		printer.Fprint(&buf, fset, n)
+		return "`" + buf.String() + "`"
 	}
+	typ := func(e ast.Expr) string { return types.ExprString(qualify(e)) }
 	var acquire *ast.FuncDecl
 	for _, f := range parsed {
 		fileImports := map[string]string{}
@@ -278,14 +295,14 @@ func readAPI(files map[string]string) (api, error) {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
 				name := d.Name.Name
-				if _, ok := expected[name]; ok && (d.Recv == nil) == (name == "Acquire" || name == "AcquireFenced") {
-					a.sigs[name] = "`" + src(&ast.FuncDecl{Recv: d.Recv, Name: d.Name, Type: d.Type}, false) + "`"
+				if (d.Recv == nil) == (name == "Acquire" || name == "AcquireFenced") {
+					a.sigs[name] = decl(&ast.FuncDecl{Recv: d.Recv, Name: d.Name, Type: d.Type})
 				}
 				switch {
 				case d.Recv == nil && name == "Acquire":
 					acquire = d
 					if d.Type.Params.NumFields() >= 2 {
-						a.client = src(d.Type.Params.List[paramIndex(d.Type.Params, 1)].Type, true)
+						a.client = typ(d.Type.Params.List[paramIndex(d.Type.Params, 1)].Type)
 						collectImports(d.Type.Params, fileImports, a.imports)
 					}
 				case d.Recv == nil && name == "AcquireFenced":
@@ -303,12 +320,14 @@ func readAPI(files map[string]string) (api, error) {
 					case *ast.ValueSpec:
 						if slices.ContainsFunc(s.Names, func(id *ast.Ident) bool { return id.Name == "ErrNotHeld" }) {
 							a.notHel = true
+							a.sigs["ErrNotHeld"] = decl(&ast.GenDecl{Tok: d.Tok, Specs: []ast.Spec{s}})
 						}
 					case *ast.TypeSpec:
 						if st, ok := s.Type.(*ast.StructType); ok && s.Name.Name == "Lock" {
 							for _, fld := range st.Fields.List {
 								if slices.ContainsFunc(fld.Names, func(id *ast.Ident) bool { return id.Name == "Fence" }) {
 									a.fence = true
+									a.sigs["Fence"] = "`Fence " + types.ExprString(fld.Type) + "`"
 								}
 							}
 						}
@@ -318,14 +337,14 @@ func readAPI(files map[string]string) (api, error) {
 		}
 	}
 	if acquire == nil {
-		return a, fmt.Errorf("it has no Acquire; the judge expects %s", expected["Acquire"])
+		return a, refusal{fmt.Errorf("it has no Acquire; the judge expects %s", expected["Acquire"])}
 	}
 	if acquire.Type.Params.NumFields() != 4 || acquire.Type.Results.NumFields() != 2 {
-		return a, fmt.Errorf("its Acquire is %s; the judge expects %s", a.sigs["Acquire"], expected["Acquire"])
+		return a, refusal{fmt.Errorf("its Acquire is %s; the judge expects %s", a.sigs["Acquire"], expected["Acquire"])}
 	}
-	a.lease = src(acquire.Type.Results.List[0].Type, true)
+	a.lease = typ(acquire.Type.Results.List[0].Type)
 	if !a.release {
-		return a, fmt.Errorf("it has no Release; the judge expects %s", expected["Release"])
+		return a, refusal{fmt.Errorf("it has no Release; the judge expects %s", expected["Release"])}
 	}
 	return a, nil
 }

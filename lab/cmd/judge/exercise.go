@@ -80,14 +80,22 @@ var exercises = map[int]struct {
 	}, scripts: map[string]string{"acquire_fenced.lua": "SET KEYS[1] ARGV[1] NX PX ARGV[2]; if it was set, return INCR KEYS[2] (and if INCR fails, DEL KEYS[1] and return the error: a failed call holds nothing); else return 0"}},
 }
 
-// exercise stubs step's functions in root's lock/ and says what it did
-// and how to get the originals back. It changes nothing unless the root
-// module builds before and after: a compile error of the learner's own is
-// named as such, and lock/ is left as it was.
-func exercise(ctx context.Context, root string, step int) (string, error) {
+// exercise stubs the functions of the step stepArg names (2, 3 or 5) in
+// root's lock/, and says what it did and how to get the originals back.
+// It changes nothing unless the root module builds before and after: a
+// compile error of the learner's own is named as such, and lock/ is left
+// as it was.
+func exercise(ctx context.Context, root, stepArg string) (string, error) {
+	step, err := strconv.Atoi(stepArg)
 	ex, ok := exercises[step]
-	if !ok {
-		return "", fmt.Errorf("judge: STEP=%d: the exercises are steps 2, 3 and 5, e.g. make exercise STEP=2", step)
+	if err != nil || !ok {
+		// make exercise with no STEP= gives an empty one: ask for it,
+		// never judge instead.
+		what := "say which step's exercise"
+		if stepArg != "" {
+			what = "STEP=" + safe.Quote(stepArg) + " has no exercise"
+		}
+		return "", refusal{fmt.Errorf("judge: %s: STEP=2, 3 or 5, e.g. make exercise STEP=2", what)}
 	}
 	dir := filepath.Join(root, "lock")
 	git := exec.CommandContext(ctx, "git", "status", "--porcelain", "--", ".")

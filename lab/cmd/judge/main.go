@@ -14,13 +14,18 @@
 //
 // make judge, make exercise and make judge-matrix run it from the repo's
 // folder. It exits 0 when no property failed, 1 when one did (or the
-// judging could not run), 2 on bad flags and 130 after Ctrl-C, once every
-// holder process and server it started is gone and its PostgreSQL rows
-// are deleted.
+// judging could not run, or the package does not compile), 2 on what is
+// wrong with its input (a flag, a LOCK= folder that does not exist, a
+// function of the package's with another signature than the judge's, a
+// STEP= with no exercise), refused in one line before any work, and 130
+// after Ctrl-C, once every holder process and server it started is gone
+// and its PostgreSQL rows are deleted.
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,12 +46,14 @@ import (
 // or a mutant.
 type own struct {
 	root, exercise, matrix, lock string
-	rest                         []string // the judge's flags, -lock among them when it names a known lock
+	given                        map[string]bool // which of them the command line names, with a value or an empty one
+	rest                         []string        // the judge's flags, -lock among them when it names a known lock
 }
 
 // split takes this program's own flags out of args (-name value or
 // -name=value, one or two dashes).
 func split(args []string) (o own, err error) {
+	o.given = map[string]bool{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -83,6 +90,7 @@ func split(args []string) (o own, err error) {
 			value = args[i]
 		}
 		*into = value
+		o.given[name] = true
 	}
 	return o, nil
 }
@@ -96,7 +104,7 @@ func main() {
 	}
 	isMutant := strings.HasPrefix(o.lock, "mutant:")
 	isPath := strings.ContainsRune(o.lock, '/') || strings.HasPrefix(o.lock, ".")
-	if o.exercise == "" && o.matrix == "" && !isMutant && !isPath {
+	if !o.given["exercise"] && !o.given["matrix"] && !isMutant && !isPath {
 		if o.lock != "" {
 			o.rest = append([]string{"-lock", o.lock}, o.rest...)
 		}
@@ -122,20 +130,15 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 		root = strings.TrimSpace(string(out))
 	}
 	switch {
-	case o.exercise != "":
-		n, err := strconv.Atoi(o.exercise)
+	case o.given["exercise"]:
+		msg, err := exercise(ctx, root, o.exercise)
 		if err != nil {
-			fmt.Fprintln(stderr, "judge: say which step's exercise: STEP=2, 3 or 5, e.g. make exercise STEP=2")
-			return 2
-		}
-		msg, err := exercise(ctx, root, n)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
+			fmt.Fprintln(stderr, safe.Line(err.Error()))
+			return exitCode(err)
 		}
 		fmt.Fprintln(stdout, msg)
 		return 0
-	case o.matrix != "":
+	case o.given["matrix"]:
 		seed := int64(1)
 		for i, a := range o.rest {
 			if (a == "-seed" || a == "--seed") && i+1 < len(o.rest) {
@@ -144,9 +147,9 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 		}
 		return matrix(ctx, root, o.matrix, seed, stdout, stderr)
 	}
-	if err := checkFlags(o.rest); err != nil {
+	if err := checkFlags(ctx, o.rest); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return exitCode(err)
 	}
 	var b *built
 	var err error
@@ -180,7 +183,7 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 			return 130
 		}
 		fmt.Fprintln(stderr, safe.Line(err.Error()))
-		return 1
+		return exitCode(err)
 	}
 	defer b.remove()
 	cmd := exec.Command(b.exe, o.rest...)
@@ -197,16 +200,40 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 	return 0
 }
 
-// checkFlags refuses the judge's bad flags before a program is built for
-// them: the built program would refuse them anyway, after seconds.
-func checkFlags(args []string) error {
-	for i, a := range args {
-		switch strings.TrimLeft(a, "-") {
-		case "seed", "chapter", "step", "only", "html":
-			if i+1 >= len(args) || args[i+1] == "" {
-				return fmt.Errorf("judge: flag %s needs a value", a)
-			}
-		}
+// checkFlags has the judge's flags read by the kit (judge.Main) before a
+// program is built for them: the build takes seconds, and the program
+// would only refuse them then. This program is a judging program too, so
+// it starts itself with -lock set to a name no lock has: the kit reads
+// and checks every flag first (the -html page's folder among them), so it
+// either refuses one in one line, or says that no lock has that name.
+func checkFlags(ctx context.Context, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("judge: %w", err)
 	}
-	return nil
+	const none = "(only-checking-flags)"
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, append([]string{"-lock", none}, args...)...)
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 2 && strings.Contains(stderr.String(), none) {
+		return nil
+	}
+	if msg := strings.TrimSpace(stderr.String()); msg != "" {
+		return refusal{errors.New(msg)}
+	}
+	return fmt.Errorf("judge: check the flags: %v", err)
+}
+
+// refusal is an error in what the user gave (a flag, a step, a path, a
+// signature): the exit code is 2, as for a bad flag, never 1, which says
+// that the lock failed or the judging could not run.
+type refusal struct{ error }
+
+// exitCode is 2 for a refusal, and 1 for any other error.
+func exitCode(err error) int {
+	if errors.As(err, new(refusal)) {
+		return 2
+	}
+	return 1
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/judge"
 )
 
@@ -42,7 +42,7 @@ func judgeMutant(t *testing.T, name, property string) judge.Verdict {
 // names the boundary it was stopped at and the likely fix.
 func TestMutants_failTheirPropertyAtTheBoundary(t *testing.T) {
 	needsRedisServer(t)
-	labtest.Postgres(t) // the fencing chapter's
+	testenv.Postgres(t) // the fencing chapter's
 	for _, c := range []struct {
 		mutant, property, first, second string
 		// racy: the mistake also breaks the property in the burst of
@@ -78,7 +78,7 @@ func TestMutants_failTheirPropertyAtTheBoundary(t *testing.T) {
 // and held replies included.
 func TestVariants_passTheirProperty(t *testing.T) {
 	needsRedisServer(t)
-	labtest.Postgres(t)
+	testenv.Postgres(t)
 	for _, c := range []struct{ variant, property string }{
 		{"release-watch", "release-own"},
 		{"refresh-watch", "refresh-own"},

@@ -44,6 +44,8 @@ func main() { harness.Main(run) }
 type options struct {
 	json, save, compare bool
 	host, html, prefix  string
+	serve               bool   // the live room
+	addr, room          string // where it listens; the join line a laptop hands its document in with
 }
 
 func flags() (*flag.FlagSet, *options) {
@@ -55,6 +57,9 @@ func flags() (*flag.FlagSet, *options) {
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
 	fs.StringVar(&o.prefix, "prefix", "walletlock:workshop:", "where the run keeps its Redis keys and owns its PostgreSQL rows, under a tag of its own")
+	fs.BoolVar(&o.serve, "serve", false, "run the live room: serve the room's page and take the laptops' documents (the files named after the flags are read beside the folder's)")
+	fs.StringVar(&o.addr, "addr", "", "with -serve, the `host:port` the room listens on, and nothing else; empty: this machine's address on its network, port 8080")
+	fs.StringVar(&o.room, "room", "", "the room's join `line` (make room prints it): hand the document in to the room as well as writing it")
 	return fs, &o
 }
 
@@ -75,8 +80,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var bad error
 	switch {
-	case !opt.compare && len(files) > 0:
-		bad = fmt.Errorf("unexpected argument %q (files go with -compare)", files[0])
+	case !opt.compare && !opt.serve && len(files) > 0:
+		bad = fmt.Errorf("unexpected argument %q (files go with -compare or -serve)", files[0])
+	case opt.serve && (opt.compare || opt.json || opt.save || opt.room != ""):
+		bad = errors.New("-serve runs the room, so it takes neither -compare, -json, -save nor -room")
+	case !opt.serve && opt.addr != "":
+		bad = errors.New("-addr goes with -serve: it is where the room listens")
+	case opt.compare && opt.room != "":
+		bad = errors.New("-compare runs nothing, so it has no document to hand in with -room")
 	case opt.compare && len(files) == 0:
 		bad = errors.New("-compare needs the workshop JSON files to read, e.g. -compare workshop-*.json")
 	case !opt.compare && opt.html != "":
@@ -100,5 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	return workshop.Run(ctx, strings.TrimSpace(opt.host), opt.prefix, opt.json, opt.save, stdout, stderr)
+	if opt.serve {
+		return serve(ctx, opt, files, stdout, stderr)
+	}
+	return workshop.Run(ctx, strings.TrimSpace(opt.host), opt.prefix, opt.room, opt.json, opt.save, stdout, stderr)
 }

@@ -1,11 +1,13 @@
-package main
-
-// Judging a package that is not linked into this program: a learner's
-// (make judge LOCK=./mylock), or a mutant of the root's lock (LOCK=
-// mutant:NAME). The judge copies the package's files into a temporary
-// module, whatever its folder is called, writes a small program there
-// with the adapter made from what the package declares (judge.Article),
-// builds it, and runs it with the same flags.
+// Package lockbuild builds a lock package that is not linked into the
+// program that wants it into a judging program of its own: a learner's
+// (make judge LOCK=./mylock, make race LOCK=./mylock), or a mutant of the
+// root's lock (LOCK=mutant:NAME, mutants.go). It copies the package's
+// files into a temporary module, whatever its folder is called, writes a
+// small program there with the adapter made from what the package
+// declares (judge.Article), and builds it. The judge runs that program
+// with its own flags; the program is also the lock's holder process
+// (judge.Main), which is how the workshop's race drives the lock.
+package lockbuild
 
 import (
 	"bytes"
@@ -29,16 +31,17 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
-// built is a judging program made for one package: run exe with the
+// Built is a judging program made for one package: run exe with the
 // judge's flags, then remove it.
-type built struct {
-	exe    string
-	claims []string // what the package declares: "Release", "Refresh", ...
+type Built struct {
+	Exe    string
+	Claims []string // what the package declares: "Release", "Refresh", ...
+	Name   string   // the adapter's: a holder of it runs with WALLETLOCK_JUDGE_HOLDER=Name
 	dir    string
 }
 
-// remove deletes the program and its module.
-func (b *built) remove() { os.RemoveAll(b.dir) }
+// Remove deletes the program and its module.
+func (b *Built) Remove() { os.RemoveAll(b.dir) }
 
 const (
 	rootModule = "example.com/walletlock"
@@ -47,13 +50,13 @@ const (
 
 type module struct{ path, dir string }
 
-// buildPackage makes the judging program of the package in dir, which has
+// Package makes the judging program of the package in dir, which has
 // the root lock's API: Acquire(ctx, rdb, key, ttl) (*Lock, error) and, as
 // far as it has them, (*Lock).Release(ctx), Refresh(ctx, ttl),
 // Watch(ctx, ttl), AcquireFenced(ctx, rdb, key, fenceKey, ttl), a Fence
 // field and ErrNotHeld. root is the repo (the root module's folder); name
 // is how LOCK= named the package.
-func buildPackage(ctx context.Context, root, dir, name string) (*built, error) {
+func Package(ctx context.Context, root, dir, name string) (*Built, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -111,7 +114,7 @@ func findModule(dir string) (modDir, modPath string, err error) {
 // judgeexec/lk, with the program that judges it, and builds it. Go's
 // temporary files go into the same folder, so that a judge killed while
 // it builds leaves one folder, which the next judge removes.
-func build(ctx context.Context, root, name string, files map[string]string, extra []module, serverArgs []string) (*built, error) {
+func build(ctx context.Context, root, name string, files map[string]string, extra []module, serverArgs []string) (*Built, error) {
 	api, err := readAPI(files)
 	if err != nil {
 		return nil, fmt.Errorf("judge: %s: %w", safe.Line(name), err)
@@ -120,8 +123,8 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
-	b := &built{exe: filepath.Join(tmp, "judge"), dir: tmp, claims: api.claims()}
-	fail := func(err error) (*built, error) { b.remove(); return nil, err }
+	b := &Built{Exe: filepath.Join(tmp, "judge"), dir: tmp, Claims: api.claims(), Name: name}
+	fail := func(err error) (*Built, error) { b.Remove(); return nil, err }
 	root, err = filepath.Abs(root)
 	if err != nil {
 		return fail(err)
@@ -163,7 +166,7 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 	if err := os.Mkdir(gotmp, 0o755); err != nil {
 		return fail(err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.exe, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.Exe, ".")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTMPDIR="+gotmp)
 	if out, err := cmd.CombinedOutput(); err != nil {

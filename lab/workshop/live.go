@@ -43,7 +43,8 @@ const (
 	codeHeader = "Room-Code"
 )
 
-// Room is the live room: its page, and the documents it takes.
+// Room is the live room: its page, the documents it takes and, with the
+// race, the laptops that join it (race.go).
 type Room struct {
 	// Line is what a participant gives as ROOM=: the room's address and
 	// its join code, "192.168.1.10:8080/k7d2-p9xq".
@@ -52,10 +53,14 @@ type Room struct {
 	code   string
 	dir    string
 	files  []string // named by hand on the command line, read beside the folder's
+	asked  string   // the address the facilitator chose, as given
 	ln     net.Listener
+	mux    *http.ServeMux
 	srv    *http.Server
+	race   *race    // nil: a room without the race
 	listen []string // every address the room listens on, with what for
 	closed chan struct{}
+	once   sync.Once
 
 	mu    sync.Mutex
 	sent  map[string]string // a file the room saved, and the address that sent it
@@ -72,15 +77,14 @@ func OpenRoom(addr, dir string, files []string) (*Room, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w (name another address with ADDR=host:port)", harness.Printable(addr), err)
 	}
-	r := &Room{code: newCode(), dir: dir, files: files, ln: ln, sent: map[string]string{}, closed: make(chan struct{})}
+	r := &Room{code: newCode(), dir: dir, files: files, asked: addr, ln: ln, mux: http.NewServeMux(), sent: map[string]string{}, closed: make(chan struct{})}
 	r.Line = ln.Addr().String() + "/" + r.code
 	r.listen = []string{ln.Addr().String() + " (this page, documents, joins)"}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", r.servePage)
-	mux.HandleFunc("POST /doc", r.takeDoc)
+	r.mux.HandleFunc("GET /{$}", r.servePage)
+	r.mux.HandleFunc("POST /doc", r.takeDoc)
 	// A stray client's bad request is no business of the facilitator's
 	// terminal: the server's own log goes nowhere.
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+	r.srv = &http.Server{Handler: r.mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		MaxHeaderBytes: 16 << 10, ErrorLog: log.New(io.Discard, "", 0)}
 	return r, nil
 }
@@ -93,13 +97,18 @@ func (r *Room) Serve() error {
 	return nil
 }
 
-// Close stops listening, ends the requests that wait (a race's), and
-// waits a few seconds for the others.
+// Close stops listening, ends the requests that wait (a race's), waits a
+// few seconds for the others, and removes the race's servers.
 func (r *Room) Close() {
-	close(r.closed)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	r.srv.Shutdown(ctx)
+	r.once.Do(func() {
+		close(r.closed)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		r.srv.Shutdown(ctx)
+		if r.race != nil {
+			r.race.s.close() // the race's servers, their keys and rows with them
+		}
+	})
 }
 
 // Listen says every address the room listens on, with what for.
@@ -285,6 +294,9 @@ func (r *Room) draw() []byte {
 			fmt.Fprintf(&sig, "%s %d %d\n", n, fi.Size(), fi.ModTime().UnixNano())
 		}
 	}
+	if r.race != nil {
+		fmt.Fprintf(&sig, "race %d %s\n", r.race.version(), r.race.view().State)
+	}
 	r.mu.Lock()
 	fmt.Fprintf(&sig, "notes %q\n", r.notes)
 	notes := slices.Clone(r.notes)
@@ -305,6 +317,9 @@ func (r *Room) draw() []byte {
 	}
 	uniqueLabels(machines)
 	live := &charts.Live{Refresh: refresh, Listen: r.listen, Updated: time.Now().Format("15:04:05"), Notes: notes}
+	if r.race != nil {
+		live.Race = r.race.view()
+	}
 	var b bytes.Buffer
 	room, err := charts.Judge(machines)
 	if err == nil {
@@ -327,7 +342,7 @@ func (r *Room) draw() []byte {
 func SendDoc(ctx context.Context, line string, doc *Doc) error {
 	var b bytes.Buffer
 	doc.WriteJSON(&b)
-	return call(ctx, line, "/doc", b.Bytes(), nil)
+	return call(ctx, line, "/doc", b.Bytes(), nil, nil)
 }
 
 // splitLine reads a join line: the room's base URL and its code.
@@ -340,9 +355,11 @@ func splitLine(line string) (base, code string, err error) {
 	return "http://" + addr, strings.TrimSpace(code), nil
 }
 
-// call sends body (JSON) to the room's path and decodes its answer into
-// out, unless out is nil. A refusal is an error with the room's reason.
-func call(ctx context.Context, line, path string, body []byte, out any) error {
+// call sends body (JSON; nil: a GET) to the room's path and decodes its
+// answer into out, unless out is nil or the room had nothing to say
+// (204). who, when set, is the laptop that asks. A refusal is an error
+// with the room's reason.
+func call(ctx context.Context, line, path string, body []byte, out any, who *Creds) error {
 	base, code, err := splitLine(line)
 	if err != nil {
 		return err
@@ -357,17 +374,21 @@ func call(ctx context.Context, line, path string, body []byte, out any) error {
 	}
 	req.Header.Set(codeHeader, code)
 	req.Header.Set("Content-Type", "application/json")
+	if who != nil {
+		req.Header.Set("Room-Name", who.Name)
+		req.Header.Set("Room-Password", who.Password)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("the room at %s did not answer (%v): is the facilitator's make room running, and this laptop on its network?", strings.TrimPrefix(base, "http://"), errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(harness.Printable(strings.TrimSpace(string(answer))))
-	}
-	if out == nil {
+	switch {
+	case resp.StatusCode == http.StatusNoContent || out == nil && resp.StatusCode == http.StatusOK:
 		return nil
+	case resp.StatusCode != http.StatusOK:
+		return errors.New(harness.Printable(strings.TrimSpace(string(answer))))
 	}
 	return json.Unmarshal(answer, out)
 }

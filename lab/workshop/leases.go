@@ -209,6 +209,9 @@ func (ls *leases) of(user string) string {
 	case 1:
 		return s[0]
 	}
+	if len(s) == 2 {
+		return s[0] + " (and once more)"
+	}
 	return fmt.Sprintf("%s (and %d more times)", s[0], len(s)-1)
 }
 

@@ -61,7 +61,7 @@ func TestReadLeases(t *testing.T) {
 			},
 			want: []string{"ana's lease ran out at 0.6 s; bob then got the lock at 0.7 s while ana held it (its next command on the key came at 0.9 s)",
 				"ana's Release (EVALSHA of a script that does not check the token) deleted bob's lease at 0.9 s; cy then got the lock at 0.9 s while bob held it (its next command on the key came at 0.9 s)"},
-			rows: map[string]string{"room-ana": "ana's lease ran out at 0.6 s; bob then got the lock at 0.7 s while ana held it (its next command on the key came at 0.9 s) (and 1 more times)", "room-bob": "", "room-cy": ""}},
+			rows: map[string]string{"room-ana": "ana's lease ran out at 0.6 s; bob then got the lock at 0.7 s while ana held it (its next command on the key came at 0.9 s) (and once more)", "room-bob": "", "room-cy": ""}},
 		{name: "a DEL deletes whoever holds the lease; a GET before it is named",
 			log: []string{
 				"50 a1 SET " + key + " TA px 500 nx -> OK",

@@ -20,6 +20,7 @@ package workshop
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,25 +184,30 @@ func (r *Room) join(w http.ResponseWriter, req *http.Request) {
 	}
 	rc := r.race
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
 	i := slices.IndexFunc(rc.laptops, func(l *laptop) bool { return l.Name == ask.Name })
-	if i >= 0 && rc.laptops[i].from != from {
-		rc.mu.Unlock()
-		r.refuse(w, req, http.StatusConflict, what, "the name "+ask.Name+" is another laptop's: run again with LABEL=another-name")
-		rc.mu.Lock()
-		return
-	}
+	taken := i >= 0 && rc.laptops[i].from != from
+	var err error
 	if i < 0 {
-		c, err := rc.s.addUser(req.Context(), ask.Name, int64(100+len(rc.laptops)))
-		if err != nil {
-			http.Error(w, "workshop room: "+harness.Printable(err.Error()), http.StatusInternalServerError)
-			return
+		var c Creds
+		if c, err = rc.s.addUser(req.Context(), ask.Name, int64(100+len(rc.laptops))); err == nil {
+			rc.laptops = append(rc.laptops, &laptop{Creds: c, from: from, house: house})
+			rc.ver++
+			i = len(rc.laptops) - 1
 		}
-		rc.laptops = append(rc.laptops, &laptop{Creds: c, from: from, house: house})
-		rc.ver++
-		i = len(rc.laptops) - 1
 	}
-	json.NewEncoder(w).Encode(rc.laptops[i].Creds)
+	var c Creds
+	if err == nil && !taken {
+		c = rc.laptops[i].Creds
+	}
+	rc.mu.Unlock()
+	switch {
+	case taken:
+		r.refuse(w, req, http.StatusConflict, what, "the name "+ask.Name+" is another laptop's: run again with LABEL=another-name")
+	case err != nil:
+		http.Error(w, "workshop room: "+harness.Printable(err.Error()), http.StatusInternalServerError)
+	default:
+		json.NewEncoder(w).Encode(c)
+	}
 }
 
 // houseOf is the house's lock named name, when it joins from the room
@@ -218,8 +224,10 @@ func (r *Room) houseOf(name, from string) *House {
 
 // laptopOf is the laptop a request comes from, by its name and password.
 func (rc *race) laptopOf(req *http.Request) *laptop {
-	name, pass := req.Header.Get("Room-Name"), req.Header.Get("Room-Password")
-	i := slices.IndexFunc(rc.laptops, func(l *laptop) bool { return l.Name == name && l.Password == pass })
+	name, pass := req.Header.Get("Room-Name"), []byte(req.Header.Get("Room-Password"))
+	i := slices.IndexFunc(rc.laptops, func(l *laptop) bool {
+		return l.Name == name && subtle.ConstantTimeCompare([]byte(l.Password), pass) == 1
+	})
 	if i < 0 {
 		return nil
 	}
@@ -274,20 +282,19 @@ func (r *Room) result(w http.ResponseWriter, req *http.Request) {
 	var res Result
 	err := json.NewDecoder(http.MaxBytesReader(w, req.Body, 64<<10)).Decode(&res)
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
 	l := rc.laptopOf(req)
+	ok := l != nil && err == nil && res.Round >= 1 && res.Round <= 2 && r.codeOK(req)
+	if ok {
+		l.results[res.Round] = &res
+		rc.ver++
+	}
+	rc.mu.Unlock()
 	switch {
 	case l == nil || !r.codeOK(req):
-		rc.mu.Unlock()
 		r.refuse(w, req, http.StatusForbidden, "a race report", "not a laptop that joined, or not its password")
-		rc.mu.Lock()
-		return
-	case err != nil || res.Round < 1 || res.Round > 2:
+	case !ok:
 		http.Error(w, "workshop room: not a race report", http.StatusBadRequest)
-		return
 	}
-	l.results[res.Round] = &res
-	rc.ver++
 }
 
 // RunRound orders round n (1 or 2) to every laptop that joined, waits for

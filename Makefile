@@ -4,7 +4,10 @@
 #   then scan Redis and PostgreSQL for test: keys and rows left behind.
 # make drills: real processes, real faults (lab/cmd/drill), short; SEEDS=20 for more.
 # make workshop: every step briefly, held to the lesson (JSON=1 also writes
-#   workshop-<host>.json here); make compare: those files side by side.
+#   workshop-<host>.json here); make compare: those files side by side;
+#   make room: the live room, its page filled in as laptops hand them in
+#   (make workshop ROOM=...), and with RACE=1 the race of their locks
+#   (make race ROOM=...).
 # make cluster-up: a Redis Cluster (3 masters, 3 replicas) on 127.0.0.1:7001-7006
 #   (CLUSTER_PORT=8001 for others); make test-cluster: the locks' tests and
 #   short runs of steps 2, 5 and 6 on it, then the cluster is stopped.
@@ -18,7 +21,7 @@
 
 GO ?= go
 
-.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop workshop-bin compare drills \
+.PHONY: help up compose-up down compose-down status redlock-up redlock-down demo lint test transcripts workshop workshop-bin compare room race drills \
 	cluster-up cluster-down cluster-status test-cluster judge judge-bin judge-matrix exercise
 
 help: ## list the targets
@@ -107,14 +110,32 @@ WORKSHOP = .services/bin/workshop
 workshop-bin:
 	@cd lab && $(GO) build -o ../$(WORKSHOP) ./cmd/workshop
 
-workshop: up workshop-bin ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json here; LABEL=name)
-	@$(WORKSHOP) $(if $(JSON),-save) $(if $(LABEL),-host '$(LABEL)')
+workshop: up workshop-bin ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json here; LABEL=name; ROOM=<join line>: hand it in to the live room too)
+	@$(WORKSHOP) $(if $(JSON)$(value ROOM),-save) $(if $(LABEL),-host '$(LABEL)') $(if $(value ROOM),-room $(call arg,ROOM))
 
 # The facilitator's page: every collected workshop-*.json side by side.
+# ROOM names the page here; for make workshop and make race it is the
+# live room's join line.
 FILES ?= $(wildcard workshop-*.json)
-ROOM ?= room.html
 compare: workshop-bin ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
-	@$(WORKSHOP) -compare -html '$(ROOM)' $(FILES)
+	@$(WORKSHOP) -compare -html '$(or $(ROOM),room.html)' $(FILES)
+
+# The live room (docs/workshop.md): the room's page over HTTP on ADDR
+# (host:port; by default this machine's address on its network, port
+# 8080), filled in as the laptops hand in their documents, with the files
+# of this folder, and FILES when given. RACE=1 adds the race of the
+# laptops' locks, on a Redis and a PostgreSQL of the room's own, removed
+# when it ends.
+#   make room RACE=1                the facilitator: the page, and a join line
+#   make workshop ROOM=<join line>  a laptop: the workshop, handed in
+#   make race ROOM=<join line>      a laptop: its lock/ in the race (LOCK=./mylock for another)
+ADDR ?=
+RACE ?=
+room: workshop-bin ## the live room: its page on ADDR, filled in as laptops hand their documents in (RACE=1: the race of their locks too)
+	@$(WORKSHOP) -serve $(if $(value ADDR),-addr $(call arg,ADDR)) $(if $(RACE),-race) $(if $(filter command line,$(origin FILES)),$(FILES))
+
+race: workshop-bin ## race this laptop's lock/ (LOCK=./mylock) in the live room's race (ROOM=<join line>, LABEL=name)
+	@$(WORKSHOP) -race -room $(call arg,ROOM) $(if $(value LOCK),-lock $(call arg,LOCK)) $(if $(value LABEL),-host $(call arg,LABEL))
 
 SEEDS ?= 3
 drills: up ## pause and restart against lock and fenced, real processes (SEEDS=3, under 2 minutes)

@@ -23,55 +23,25 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/holder"
 )
 
 const (
 	// redisEnv gives a holder its Redis: the judge's proxy in front of
 	// the judge's redis-server.
-	redisEnv = "JUDGE_REDIS_ADDR"
+	redisEnv = holder.RedisEnv
 	// holderEnv marks a Go holder process, and names its adapter.
-	holderEnv = "WALLETLOCK_JUDGE_HOLDER"
+	holderEnv = holder.AdapterEnv
 )
 
 // request is one line the judge writes to a holder.
-type request struct {
-	ID int64  `json:"id"`
-	Op string `json:"op"` // hello, acquire, release, refresh, watch, stop, quit
-	// Lease is the judge's name for a lease: acquire takes it, the other
-	// requests name it.
-	Lease string `json:"lease,omitempty"`
-	Key   string `json:"key,omitempty"`
-	// TTL and Wait are milliseconds, fractions allowed (0.5 is 500µs):
-	// the lease's time to live, and how long the call may take (its
-	// context's timeout).
-	TTL    float64 `json:"ttl_ms"`
-	Wait   float64 `json:"wait_ms,omitempty"`
-	Fenced bool    `json:"fenced,omitempty"` // acquire with a fence (AcquireFenced)
-	// Cancelled: send the call on a context that has already ended, as a
-	// `defer l.Release(ctx)` does after the work's ctx ran out.
-	Cancelled bool `json:"cancelled,omitempty"`
-}
+type request = holder.Request
 
-// answer is one line a holder writes: the answer to a request (ID set),
-// or an event (Event set): "lost", a watchdog cancelled the work.
+// answer is one line a holder writes, with when the judge wrote the
+// request and read the answer (Unix ns): the judge's clock, not the
+// holder's.
 type answer struct {
-	ID      int64  `json:"id,omitempty"`
-	Event   string `json:"event,omitempty"`
-	Lease   string `json:"lease,omitempty"`
-	OK      bool   `json:"ok,omitempty"`
-	Error   string `json:"error,omitempty"`
-	NotHeld bool   `json:"not_held,omitempty"` // the lock answered that the lease was not the caller's
-	Unknown bool   `json:"unknown,omitempty"`  // the holder cannot tell whether the call took effect
-	// NotClaimed: the lock has no such call (a refresh, a fence).
-	NotClaimed bool  `json:"not_claimed,omitempty"`
-	Fence      int64 `json:"fence,omitempty"`
-	// Can, in hello's answer: what the lock offers beyond acquire and
-	// release ("refresh", "watch", "fence"), and "concurrent" when the
-	// holder answers several requests at once.
-	Can []string `json:"can,omitempty"`
-
-	// When the judge wrote the request, and read the answer (Unix ns):
-	// the judge's clock, not the holder's.
+	holder.Answer
 	call, ret int64
 }
 
@@ -134,9 +104,9 @@ func (h *goHolder) lease(name string) Lease {
 	return h.leases[name]
 }
 
-// ctx is the context of one request: ended already when it says so,
-// bounded by its wait otherwise.
-func (q request) ctx() (context.Context, context.CancelFunc) {
+// requestCtx is the context of one request: ended already when it says
+// so, bounded by its wait otherwise.
+func requestCtx(q request) (context.Context, context.CancelFunc) {
 	if q.Cancelled {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -150,8 +120,8 @@ func (q request) ctx() (context.Context, context.CancelFunc) {
 }
 
 func (h *goHolder) do(q request) {
-	a := answer{ID: q.ID, Lease: q.Lease}
-	ctx, cancel := q.ctx()
+	a := answer{Answer: holder.Answer{ID: q.ID, Lease: q.Lease}}
+	ctx, cancel := requestCtx(q)
 	defer cancel()
 	var err error
 	switch q.Op {
@@ -276,7 +246,7 @@ func (h *goHolder) watch(l Lease, q request) error {
 	h.mu.Unlock()
 	h.ops.Go(func() {
 		<-work.Done()
-		e := answer{Event: "lost", Lease: q.Lease}
+		e := answer{Answer: holder.Answer{Event: "lost", Lease: q.Lease}}
 		if cause := context.Cause(work); cause != nil {
 			e.Error = safe.Line(cause.Error())
 		}
@@ -295,7 +265,7 @@ func (h *goHolder) quit(q request) {
 	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() { h.ops.Wait(); close(done) }()
-	a := answer{ID: q.ID, OK: true}
+	a := answer{Answer: holder.Answer{ID: q.ID, OK: true}}
 	select {
 	case <-done:
 	case <-time.After(3 * time.Second):

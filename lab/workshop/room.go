@@ -62,15 +62,21 @@ func Compare(files []string, page string, stdout io.Writer) error {
 // say), of a newer format, or with a step 6 report the page cannot show
 // is refused, naming the file.
 func readMachine(name string) (charts.Machine, error) {
-	shown := harness.Printable(name)
 	data, err := os.ReadFile(name)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return charts.Machine{}, fmt.Errorf("read %s: %w", shown, err)
+		return charts.Machine{}, fmt.Errorf("read %s: %w", harness.Printable(name), err)
 	}
+	return parseMachine(data, name)
+}
+
+// parseMachine is readMachine of a document already read, from the file
+// name (or, for one sent to the live room, the file it will be saved as).
+func parseMachine(data []byte, name string) (charts.Machine, error) {
+	shown := harness.Printable(name)
 	var rep Doc
 	if err := json.Unmarshal(data, &rep); err != nil {
 		var syntax *json.SyntaxError

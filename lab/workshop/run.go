@@ -42,10 +42,11 @@ var plan = []struct {
 
 // Run runs the plan on this machine, labelled host, under keys and rows
 // of prefix: the table on stdout (the JSON document with asJSON), the
-// document in workshop-<host>.json too with save. It returns the exit
+// document in workshop-<host>.json too with save, and handed in to the
+// live room on the join line room, unless it is "". It returns the exit
 // code: 1 when a phase differs from the lesson or a step failed, 130 after
 // Ctrl-C (ctx ended).
-func Run(ctx context.Context, host, prefix string, asJSON, save bool, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, host, prefix, room string, asJSON, save bool, stdout, stderr io.Writer) int {
 	fail := func(err error) int { fmt.Fprintln(stderr, "workshop:", err); return 1 }
 	doc, err := New(ctx, host)
 	if err != nil {
@@ -116,6 +117,13 @@ func Run(ctx context.Context, host, prefix string, asJSON, save bool, stdout, st
 	if save {
 		if err := doc.Save(stderr); err != nil {
 			return fail(err)
+		}
+	}
+	if room != "" { // the file is written; the room's is a second copy
+		if err := SendDoc(ctx, room, doc); err != nil {
+			fmt.Fprintf(stderr, "workshop: not handed in to the room: %v; hand the file in by hand instead\n", err)
+		} else {
+			fmt.Fprintln(stderr, "workshop: handed in to the room: it is on the facilitator's page")
 		}
 	}
 	if doc.Interrupted != "" {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"example.com/walletlock/lab/internal/lockbuild"
 )
 
 // replace is an edit of the learner's source: old, found exactly once,
@@ -78,16 +80,16 @@ func TestBuildPackage_namesTheFunctionWithTheWrongSignature(t *testing.T) {
 	} {
 		t.Run(c.fn, func(t *testing.T) {
 			pkg := learner(t, root, class(t), "mine", c.edit(t))
-			b, err := buildPackage(t.Context(), root, pkg, "./mine")
+			b, err := lockbuild.Package(t.Context(), root, pkg, "./mine")
 			if err == nil {
-				b.remove()
-				t.Fatalf("buildPackage built a program for a %s of the wrong type", c.fn)
+				b.Remove()
+				t.Fatalf("the build made a program for a %s of the wrong type", c.fn)
 			}
 			if !errors.As(err, new(refusal)) {
 				t.Errorf("the error is not a refusal (exit 2): %v", err)
 			}
 			msg := err.Error()
-			for _, want := range []string{"judge: ./mine: its " + c.fn + " is `" + c.is + "`; the judge expects ", expected[c.fn]} {
+			for _, want := range []string{"judge: ./mine: its " + c.fn + " is `" + c.is + "`; the judge expects ", lockbuild.Expected[c.fn]} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error = %q, want it to contain %q", msg, want)
 				}
@@ -107,10 +109,10 @@ func TestBuildPackage_showsTheLearnersCompileError(t *testing.T) {
 	pkg := learner(t, root, class(t), "mine", func(src string) string {
 		return replace(t, "return nil, ctx.Err()", "return nil, ctx.Errr()")(src)
 	})
-	b, err := buildPackage(t.Context(), root, pkg, "./mine")
+	b, err := lockbuild.Package(t.Context(), root, pkg, "./mine")
 	if err == nil {
-		b.remove()
-		t.Fatal("buildPackage built a package that does not compile")
+		b.Remove()
+		t.Fatal("the build made a package that does not compile")
 	}
 	msg := err.Error()
 	if errors.As(err, new(refusal)) {

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/lockbuild"
 )
 
 // stub is one function to take out: its file, and the body a learner
@@ -95,7 +96,7 @@ func exercise(ctx context.Context, root, stepArg string) (string, error) {
 		if stepArg != "" {
 			what = "STEP=" + safe.Quote(stepArg) + " has no exercise"
 		}
-		return "", refusal{fmt.Errorf("judge: %s: STEP=2, 3 or 5, e.g. make exercise STEP=2", what)}
+		return "", lockbuild.Refuse(fmt.Errorf("judge: %s: STEP=2, 3 or 5, e.g. make exercise STEP=2", what))
 	}
 	dir := filepath.Join(root, "lock")
 	git := exec.CommandContext(ctx, "git", "status", "--porcelain", "--", ".")

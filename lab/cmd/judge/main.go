@@ -37,6 +37,7 @@ import (
 	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
+	"example.com/walletlock/lab/internal/lockbuild"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
 )
@@ -151,30 +152,30 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, err)
 		return exitCode(err)
 	}
-	var b *built
+	var b *lockbuild.Built
 	var err error
 	if isMutant {
 		name := strings.TrimPrefix(o.lock, "mutant:")
-		m, ok := mutantNamed(name)
+		m, ok := lockbuild.MutantNamed(name)
 		if !ok {
-			fmt.Fprintf(stderr, "judge: no mutant %s; the mutants and variants are %s\n", safe.Quote(name), mutantNames())
+			fmt.Fprintf(stderr, "judge: no mutant %s; the mutants and variants are %s\n", safe.Quote(name), lockbuild.MutantNames())
 			return 2
 		}
-		if m.property != "" {
-			fmt.Fprintf(stdout, "judge: mutant %s, the root's lock with one mistake: %s\n", m.name, m.mistake)
+		if m.Property != "" {
+			fmt.Fprintf(stdout, "judge: mutant %s, the root's lock with one mistake: %s\n", m.Name, m.Mistake)
 		} else {
-			fmt.Fprintf(stdout, "judge: variant %s, the root's lock written correctly another way: %s\n", m.name, m.mistake)
+			fmt.Fprintf(stdout, "judge: variant %s, the root's lock written correctly another way: %s\n", m.Name, m.Mistake)
 		}
-		b, err = buildMutant(ctx, root, m)
+		b, err = lockbuild.BuildMutant(ctx, root, m)
 	} else {
 		path := o.lock
 		if !filepath.IsAbs(path) {
 			wd, _ := os.Getwd()
 			path = filepath.Join(wd, path)
 		}
-		b, err = buildPackage(ctx, root, path, o.lock)
+		b, err = lockbuild.Package(ctx, root, path, o.lock)
 		if err == nil {
-			fmt.Fprintf(stdout, "judge: %s declares %s; what it lacks is \"not claimed\"\n", safe.Line(o.lock), strings.Join(b.claims, ", "))
+			fmt.Fprintf(stdout, "judge: %s declares %s; what it lacks is \"not claimed\"\n", safe.Line(o.lock), strings.Join(b.Claims, ", "))
 		}
 	}
 	if err != nil {
@@ -185,8 +186,8 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, safe.Line(err.Error()))
 		return exitCode(err)
 	}
-	defer b.remove()
-	cmd := exec.Command(b.exe, o.rest...)
+	defer b.Remove()
+	cmd := exec.Command(b.Exe, o.rest...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// The program shares this one's process group: a Ctrl-C reaches both,
 	// and it cleans up its own before it exits.
@@ -220,15 +221,16 @@ func checkFlags(ctx context.Context, args []string) error {
 		return nil
 	}
 	if msg := strings.TrimSpace(stderr.String()); msg != "" {
-		return refusal{errors.New(msg)}
+		return lockbuild.Refuse(errors.New(msg))
 	}
 	return fmt.Errorf("judge: check the flags: %v", err)
 }
 
 // refusal is an error in what the user gave (a flag, a step, a path, a
 // signature): the exit code is 2, as for a bad flag, never 1, which says
-// that the lock failed or the judging could not run.
-type refusal struct{ error }
+// that the lock failed or the judging could not run. The build of a lock
+// package refuses with the same type.
+type refusal = lockbuild.Refusal
 
 // exitCode is 2 for a refusal, and 1 for any other error.
 func exitCode(err error) int {

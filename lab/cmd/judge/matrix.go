@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/lockbuild"
 	"example.com/walletlock/lab/judge"
 	"example.com/walletlock/lab/judge/locks"
 	"example.com/walletlock/wallet/postgres"
@@ -30,7 +31,7 @@ const allChapters = "lease,watchdog,fencing,faults,guards"
 // row is one judged lock of the matrix.
 type row struct {
 	lock    string // as -lock and LOCK= name it
-	mutant  *mutant
+	mutant  *lockbuild.Mutant
 	report  judge.Report
 	err     error
 	elapsed time.Duration
@@ -86,16 +87,16 @@ func matrix(ctx context.Context, root, file string, seed int64, stdout, stderr i
 			return 130
 		}
 	}
-	for i := range mutants {
-		m := &mutants[i]
+	for i := range lockbuild.Mutants {
+		m := &lockbuild.Mutants[i]
 		t := time.Now()
-		r := row{lock: "mutant:" + m.name, mutant: m}
-		b, err := buildMutant(ctx, root, *m)
+		r := row{lock: "mutant:" + m.Name, mutant: m}
+		b, err := lockbuild.BuildMutant(ctx, root, *m)
 		if err == nil {
 			// A mutant changes the code, not how Redis forgets: the slow
 			// faults say of it what they say of the article's lock.
-			r.report, err = judgeJSON(ctx, b.exe, seed, "-only", quickIDs(rows))
-			b.remove()
+			r.report, err = judgeJSON(ctx, b.Exe, seed, "-only", quickIDs(rows))
+			b.Remove()
 		}
 		r.err, r.elapsed = err, time.Since(t)
 		judged(r)
@@ -162,7 +163,7 @@ func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
 		switch {
 		case r.mutant == nil:
 			locks = append(locks, r)
-		case r.mutant.property == "":
+		case r.mutant.Property == "":
 			variants = append(variants, r)
 		default:
 			muts = append(muts, r)
@@ -177,11 +178,11 @@ func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
 		p("- **%s**: %s%s\n", r.lock, means[r.lock], summary(r))
 	}
 	p("\n### The mutants: one mistake each in the article's lock\n\n")
-	p("Each is the root's lock/ with one change, applied to a temporary copy when the judge builds it (lab/cmd/judge/mutants.go). Each fails the property its mistake breaks; the fix column is what the judge says. The slow faults (failover, partition) are judged for the locks only: \"as root's\" in a mutant's column.\n\n")
+	p("Each is the root's lock/ with one change, applied to a temporary copy when the judge builds it (lab/internal/lockbuild/mutants.go). Each fails the property its mistake breaks; the fix column is what the judge says. The slow faults (failover, partition) are judged for the locks only: \"as root's\" in a mutant's column.\n\n")
 	p("| mutant | the one change | fails | the judge's fix | reproduce |\n|---|---|---|---|---|\n")
 	for _, r := range muts {
-		v := find(r.report, r.mutant.property)
-		p("| %s | %s | %s: **%s** | %s | `make judge LOCK=mutant:%s ONLY=%s SEED=%d` |\n", r.mutant.name, cell(r.mutant.mistake), cell(v.Title), v.Outcome, cell(v.Fix), r.mutant.name, r.mutant.property, seed)
+		v := find(r.report, r.mutant.Property)
+		p("| %s | %s | %s: **%s** | %s | `make judge LOCK=mutant:%s ONLY=%s SEED=%d` |\n", r.mutant.Name, cell(r.mutant.Mistake), cell(v.Title), v.Outcome, cell(v.Fix), r.mutant.Name, r.mutant.Property, seed)
 	}
 	p("\n")
 	table(b, muts, seed)
@@ -189,7 +190,7 @@ func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
 	p("Each must pass everything the article's lock passes: a check and an act in separate commands is safe when WATCH makes EXEC fail after the key changed.\n\n")
 	p("| variant | written how | verdicts | reproduce |\n|---|---|---|---|\n")
 	for _, r := range variants {
-		p("| %s | %s | %s | `make judge LOCK=mutant:%s SEED=%d` |\n", r.mutant.name, cell(r.mutant.mistake), r.report.Count(), r.mutant.name, seed)
+		p("| %s | %s | %s | `make judge LOCK=mutant:%s SEED=%d` |\n", r.mutant.Name, cell(r.mutant.Mistake), r.report.Count(), r.mutant.Name, seed)
 	}
 	p("\n### The hardened lock's guards\n\n")
 	p("Where the article's lock fails and the lab's hardened lock holds: what production adds.\n\n")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"example.com/walletlock/internal/testenv"
+	"example.com/walletlock/lab/internal/lockbuild"
 	"example.com/walletlock/lab/judge"
 )
 
@@ -16,16 +17,16 @@ import (
 // name, runs it on property (seed 1, -json), and returns its verdict.
 func judgeMutant(t *testing.T, name, property string) judge.Verdict {
 	t.Helper()
-	m, ok := mutantNamed(name)
+	m, ok := lockbuild.MutantNamed(name)
 	if !ok {
 		t.Fatalf("no mutant %s", name)
 	}
-	b, err := buildMutant(t.Context(), repo(t), m)
+	b, err := lockbuild.BuildMutant(t.Context(), repo(t), m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.remove()
-	cmd := exec.CommandContext(t.Context(), b.exe, "-json", "-seed", "1", "-only", property)
+	defer b.Remove()
+	cmd := exec.CommandContext(t.Context(), b.Exe, "-json", "-seed", "1", "-only", property)
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
@@ -44,6 +45,9 @@ func main() { harness.Main(run) }
 type options struct {
 	json, save, compare bool
 	host, html, prefix  string
+	serve, race         bool   // the live room; the race, with it or on a laptop
+	addr, room, lock    string // where it listens; the join line; the race's lock
+	round               time.Duration
 }
 
 func flags() (*flag.FlagSet, *options) {
@@ -55,6 +59,12 @@ func flags() (*flag.FlagSet, *options) {
 	fs.BoolVar(&o.compare, "compare", false, "run nothing: compare the workshop JSON files named after the flags")
 	fs.StringVar(&o.html, "html", "", "with -compare, also write the room's page to this file")
 	fs.StringVar(&o.prefix, "prefix", "walletlock:workshop:", "where the run keeps its Redis keys and owns its PostgreSQL rows, under a tag of its own")
+	fs.BoolVar(&o.serve, "serve", false, "run the live room: serve the room's page and take the laptops' documents (the files named after the flags are read beside the folder's)")
+	fs.StringVar(&o.addr, "addr", "", "with -serve, the `host:port` the room listens on, and nothing else; empty: this machine's address on its network, port 8080")
+	fs.StringVar(&o.room, "room", "", "the room's join `line` (make room prints it): hand the document in to the room as well as writing it; with -race, join its race")
+	fs.BoolVar(&o.race, "race", false, "with -serve, also run the race of the room's locks; with -room, join it with -lock")
+	fs.StringVar(&o.lock, "lock", "lock", "with -race and -room, the lock to race: the folder of a package with the root lock's API, or mutant:NAME")
+	fs.DurationVar(&o.round, "round", 30*time.Second, "with -serve -race, the length of each of the race's two rounds")
 	return fs, &o
 }
 
@@ -75,8 +85,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var bad error
 	switch {
-	case !opt.compare && len(files) > 0:
-		bad = fmt.Errorf("unexpected argument %q (files go with -compare)", files[0])
+	case !opt.compare && !opt.serve && len(files) > 0:
+		bad = fmt.Errorf("unexpected argument %q (files go with -compare or -serve)", files[0])
+	case opt.serve && (opt.compare || opt.json || opt.save || opt.room != ""):
+		bad = errors.New("-serve runs the room, so it takes neither -compare, -json, -save nor -room")
+	case opt.race && !opt.serve && opt.room == "":
+		bad = errors.New("-race joins the race of the room on -room's join line (make race ROOM=...), or runs one with -serve (make room RACE=1)")
+	case opt.race && !opt.serve && (opt.compare || opt.json || opt.save):
+		bad = errors.New("-race runs the race alone, so it takes neither -compare, -json nor -save")
+	case opt.round < 5*time.Second:
+		bad = fmt.Errorf("-round %v: a round of the race lasts 5s or more, so that the room's stop can happen in it", opt.round)
+	case !opt.serve && opt.addr != "":
+		bad = errors.New("-addr goes with -serve: it is where the room listens")
+	case opt.compare && opt.room != "":
+		bad = errors.New("-compare runs nothing, so it has no document to hand in with -room")
 	case opt.compare && len(files) == 0:
 		bad = errors.New("-compare needs the workshop JSON files to read, e.g. -compare workshop-*.json")
 	case !opt.compare && opt.html != "":
@@ -100,5 +122,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	return workshop.Run(ctx, strings.TrimSpace(opt.host), opt.prefix, opt.json, opt.save, stdout, stderr)
+	if opt.serve {
+		return serve(ctx, opt, files, stdout, stderr)
+	}
+	if opt.race {
+		return race(ctx, opt, stdout, stderr)
+	}
+	return workshop.Run(ctx, strings.TrimSpace(opt.host), opt.prefix, opt.room, opt.json, opt.save, stdout, stderr)
 }

@@ -21,6 +21,11 @@ func TestRun_badFlags(t *testing.T) {
 		{Name: "-compare with -save", Args: []string{"-compare", "-save", "a.json"}, Want: "neither -json nor -save"},
 		{Name: "an empty -host", Args: []string{"-host", " "}, Want: "-host must not be empty"},
 		{Name: "an empty -prefix", Args: []string{"-prefix", ""}, Want: harness.ErrEmptyPrefix.Error()},
+		{Name: "-addr without -serve", Args: []string{"-addr", "127.0.0.1:8080"}, Want: "-addr goes with -serve"},
+		{Name: "-serve with -room", Args: []string{"-serve", "-room", "127.0.0.1:8080/abcd-efgh"}, Want: "-serve runs the room"},
+		{Name: "-race without a room", Args: []string{"-race"}, Want: "-race joins the race of the room on -room's join line"},
+		{Name: "-race with -save", Args: []string{"-race", "-room", "127.0.0.1:8080/abcd-efgh", "-save"}, Want: "-race runs the race alone"},
+		{Name: "a round too short", Args: []string{"-serve", "-race", "-round", "1s"}, Want: "a round of the race lasts 5s or more"},
 	})
 }
 

@@ -14,9 +14,16 @@ import (
 // lesson highlighted and every phase left out shown as not checked, then
 // how each machine ran step 6 and its figures charted across the
 // machines. Like WriteLoad's, the page fetches nothing.
-func WriteRoom(w io.Writer, r *Room) error {
-	page := roomPage{Room: r, SameLoad: r.SameLoad()}
+func WriteRoom(w io.Writer, r *Room) error { return WriteLive(w, r, nil) }
+
+// WriteLive writes the room's page (WriteRoom) with what the live room
+// adds: see Live.
+func WriteLive(w io.Writer, r *Room, live *Live) error {
+	page := roomPage{Room: r, SameLoad: r.SameLoad(), Live: live}
 	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(r.Machines), Plural(len(r.Machines), "machine"))
+	if live != nil {
+		page.Title = fmt.Sprintf("walletlock workshop, live: %d %s so far", len(r.Machines), Plural(len(r.Machines), "machine"))
+	}
 	usual := usualSetup(r.Setups)
 	for i, m := range r.Machines {
 		s := r.Setups[i]
@@ -39,6 +46,7 @@ type roomPage struct {
 	Setup    string // the first machine's step 6 load, which with SameLoad is every machine's
 	Load     []loadLine
 	Charts   []template.HTML
+	Live     *Live // nil: a page made once (make compare)
 }
 
 // HasFormer reports whether a row is a phase the lesson no longer has.

@@ -18,7 +18,12 @@ func (g *Group) StartPostgres(context.Context, string) (*Postgres, error) {
 	return nil, errors.Join(ErrNoPostgres, errors.New("not supported on this system"))
 }
 
+func (g *Group) StartPostgresLocked(ctx context.Context, user string) (*Postgres, error) {
+	return g.StartPostgres(ctx, user)
+}
+
 func (s *Postgres) URL(db string) string        { return "" }
+func (s *Postgres) SocketURL(db string) string  { return "" }
 func (s *Postgres) Start(context.Context) error { return ErrNoPostgres }
 func (s *Postgres) Stop()                       {}
 func (s *Postgres) Close()                      {}

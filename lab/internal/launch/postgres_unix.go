@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -39,6 +40,19 @@ type Postgres struct {
 // run as root: as root they run as the user postgres, from a folder that
 // user owns. Close stops it and removes its folder.
 func (g *Group) StartPostgres(ctx context.Context, user string) (*Postgres, error) {
+	return g.startPostgres(ctx, user, "--auth=trust")
+}
+
+// StartPostgresLocked is StartPostgres for a server that other machines
+// reach, through a proxy: a connection over TCP must give a password
+// (scram-sha-256), so the superuser, which has none, comes in through the
+// Unix socket alone (SocketURL), and the roles it creates with passwords
+// over TCP.
+func (g *Group) StartPostgresLocked(ctx context.Context, user string) (*Postgres, error) {
+	return g.startPostgres(ctx, user, "--auth-local=trust", "--auth-host=scram-sha-256")
+}
+
+func (g *Group) startPostgres(ctx context.Context, user string, auth ...string) (*Postgres, error) {
 	initdb, err := PostgresBinary("initdb")
 	if err != nil {
 		return nil, err
@@ -62,7 +76,7 @@ func (g *Group) StartPostgres(ctx context.Context, user string) (*Postgres, erro
 		return nil, err
 	}
 	data := filepath.Join(s.dir, "data")
-	cmd := exec.CommandContext(ctx, initdb, "-D", data, "-U", user, "--auth=trust", "--no-sync", "-E", "UTF8")
+	cmd := exec.CommandContext(ctx, initdb, append([]string{"-D", data, "-U", user, "--no-sync", "-E", "UTF8"}, auth...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	cmd.Dir = s.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -108,6 +122,13 @@ func lookupPostgres() (*syscall.Credential, error) {
 // URL is a connection URL for the database db, as the superuser.
 func (s *Postgres) URL(db string) string {
 	return "postgres://" + s.User + "@" + s.Addr + "/" + db + "?sslmode=disable"
+}
+
+// SocketURL is a connection URL for the database db, as the superuser,
+// over the server's Unix socket.
+func (s *Postgres) SocketURL(db string) string {
+	_, port, _ := net.SplitHostPort(s.Addr)
+	return "postgres://" + s.User + "@/" + db + "?host=" + url.QueryEscape(s.dir) + "&port=" + port + "&sslmode=disable"
 }
 
 // Start starts a stopped server again, on the same port, and waits, at

@@ -1,7 +1,8 @@
 //go:build unix
 
-// Package netns is the network of a partition: three hosts, each a Linux
-// network namespace of the run's own, on two networks of their own.
+// Package netns is the network of a partition: three hosts (or up to ten,
+// MakeNetOf), each a Linux network namespace of the run's own, on two
+// networks of their own.
 //
 //   - The LAN (198.18.K.0/24): a bridge that joins the hosts to each other
 //     (host i is 198.18.K.i+1). Redis, its replicas and the Sentinels talk
@@ -48,6 +49,10 @@ import (
 
 // Hosts is the number of hosts of the partition nemesis.
 const Hosts = 3
+
+// maxHosts is the most hosts a network has: a host's number is one digit
+// of its names.
+const maxHosts = 10
 
 // ErrNoNetns is returned by CanPartition where this process cannot make
 // network namespaces.
@@ -107,7 +112,7 @@ func netNamespace(id, i int) string { return fmt.Sprintf("walletlock-net%03d-h%d
 func netLinks(id int) []string {
 	stem := fmt.Sprintf("wln%03d", id)
 	l := []string{stem + "l", stem + "u"}
-	for i := range Hosts {
+	for i := range maxHosts {
 		l = append(l, fmt.Sprintf("%sl%d", stem, i), fmt.Sprintf("%su%d", stem, i))
 	}
 	return l
@@ -125,6 +130,10 @@ func (n *Net) Namespace(i int) string { return netNamespace(n.id, i) }
 
 // LAN is host i's address on the LAN, where its servers listen.
 func (n *Net) LAN(i int) string { return fmt.Sprintf("198.18.%d.%d", n.id, i+1) }
+
+// Machine is the machine's address on the uplink, which every host
+// reaches.
+func (n *Net) Machine() string { return fmt.Sprintf("198.19.%d.254", n.id) }
 
 // Uplink is host i's address on the uplink, where the run calls its
 // servers: the partition leaves it up, so host 0's too.
@@ -155,6 +164,16 @@ func ip(args ...string) ([]byte, error) {
 // id (see claimNet); what a dead drill left under it, it removes first,
 // and says so in left. The prefix only names the run in errors.
 func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
+	return MakeNetOf(prefix, Hosts, pgAddr)
+}
+
+// MakeNetOf is MakeNet with hosts hosts, at most maxHosts, and the
+// forwarder to PostgreSQL only when pgAddr is not "": a room of laptops
+// that reach the machine (Machine) over the uplink.
+func MakeNetOf(prefix string, hosts int, pgAddr string) (n *Net, left string, err error) {
+	if hosts > maxHosts {
+		return nil, "", fmt.Errorf("netns: %d hosts; a network has at most %d", hosts, maxHosts)
+	}
 	n = &Net{mark: launch.Self().String()}
 	var removed []string
 	for id := 1; id <= maxNets && n.claim == nil; id++ {
@@ -202,7 +221,7 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 		{"link", "set", n.lanBridge(), "up"},
 		{"link", "set", n.uplinkBridge(), "up"},
 	}
-	for i := range Hosts {
+	for i := range hosts {
 		ns := n.Namespace(i)
 		steps = append(steps,
 			[]string{"netns", "add", ns},
@@ -226,7 +245,10 @@ func MakeNet(prefix, pgAddr string) (n *Net, left string, err error) {
 			return nil, left, err
 		}
 	}
-	if n.fwd, err = wire.ListenRaw(fmt.Sprintf("198.19.%d.254:0", n.id), pgAddr); err != nil {
+	if pgAddr == "" {
+		return n, left, nil
+	}
+	if n.fwd, err = wire.ListenRaw(n.Machine()+":0", pgAddr); err != nil {
 		return nil, left, err
 	}
 	return n, left, nil

@@ -20,7 +20,7 @@ func TestNetLinks_namesFitLinuxAndTellTheID(t *testing.T) {
 		for _, l := range netLinks(id) {
 			names = append(names, netObj{kind: "link", name: l})
 		}
-		for i := range Hosts {
+		for i := range maxHosts {
 			names = append(names, netObj{kind: "namespace", name: netNamespace(id, i)})
 		}
 		for _, o := range names {

@@ -22,6 +22,8 @@
 //
 // ListenRaw starts a proxy that copies bytes and parses nothing, for a
 // replication link: Cut stops what the upstream sends, Drop closes.
+// ListenAs is one that logs every connection in as an ACL user first,
+// for a client that knows only an address.
 package wire
 
 import (
@@ -61,6 +63,7 @@ func (f Fault) String() string {
 type Proxy struct {
 	ln        net.Listener
 	raw       bool
+	login     []string // ListenAs: the AUTH sent on every connection to Redis
 	max       int
 	wg        sync.WaitGroup // the accept loop and each connection's two goroutines
 	closeOnce sync.Once
@@ -129,12 +132,21 @@ func Listen(addr, upstream string) (*Proxy, error) { return listen(addr, upstrea
 // and Drop partition it.
 func ListenRaw(addr, upstream string) (*Proxy, error) { return listen(addr, upstream, true, maxFrame) }
 
-func listen(addr, upstream string, raw bool, max int) (*Proxy, error) {
+// ListenAs starts a raw proxy (ListenRaw) that logs every connection it
+// makes to the redis-server at upstream in as user (AUTH user password)
+// before it copies a byte: a client that knows only an address, such as
+// a judge's holder, then has that user's rights on a Redis of ACL users,
+// and nothing more. A refused login is the client's first reply.
+func ListenAs(addr, upstream, user, password string) (*Proxy, error) {
+	return listen(addr, upstream, true, maxFrame, "AUTH", user, password)
+}
+
+func listen(addr, upstream string, raw bool, max int, login ...string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen on %s for a proxy to %s: %w", addr, upstream, err)
 	}
-	p := &Proxy{ln: ln, raw: raw, max: max, upstream: upstream, conns: map[*conn]bool{},
+	p := &Proxy{ln: ln, raw: raw, max: max, upstream: upstream, login: login, conns: map[*conn]bool{},
 		struck: make(chan Command, 1), resume: make(chan struct{})}
 	p.wg.Add(1)
 	go p.serve()
@@ -286,6 +298,14 @@ func (p *Proxy) serve() {
 			}
 			client.Close()
 			continue
+		}
+		if p.login != nil {
+			if err := logIn(up, p.login); err != nil {
+				up.Close()
+				p.wg.Add(1)
+				go p.refuseAll(client, err) // every command it sends, for a few seconds
+				continue
+			}
 		}
 		p.mu.Lock()
 		if p.closed {
@@ -573,4 +593,49 @@ func (p *Proxy) replied(c *conn, f frame) bool {
 		<-c.done
 	}
 	return false
+}
+
+// refuseAll answers every command a client sends with err, for a few
+// seconds, then hangs up: a client that ignores the error of its first
+// command (go-redis's HELLO) still reads it.
+func (p *Proxy) refuseAll(client net.Conn, err error) {
+	defer p.wg.Done()
+	defer client.Close()
+	client.SetDeadline(time.Now().Add(3 * time.Second))
+	reply := "-ERR wire: " + strings.NewReplacer("\r", " ", "\n", " ").Replace(err.Error()) + "\r\n"
+	r := newReader(client, 1<<20)
+	for {
+		if _, err := r.readCommand(); err != nil {
+			return
+		}
+		if _, err := io.WriteString(client, reply); err != nil {
+			return
+		}
+	}
+}
+
+// logIn sends a command on a new connection to Redis and reads its reply,
+// a line: +OK, or the error it is.
+func logIn(up net.Conn, args []string) error {
+	cmd := fmt.Sprintf("*%d\r\n", len(args))
+	for _, a := range args {
+		cmd += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	up.SetDeadline(time.Now().Add(2 * time.Second))
+	defer up.SetDeadline(time.Time{})
+	if _, err := io.WriteString(up, cmd); err != nil {
+		return fmt.Errorf("log in as %s: %w", args[1], err)
+	}
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 512 && !strings.HasSuffix(string(line), "\r\n") {
+		if _, err := up.Read(b); err != nil {
+			return fmt.Errorf("log in as %s: %w", args[1], err)
+		}
+		line = append(line, b[0])
+	}
+	if reply := strings.TrimSpace(string(line)); reply != "+OK" {
+		return fmt.Errorf("the login as %s was refused: %s", args[1], strings.TrimPrefix(reply, "-"))
+	}
+	return nil
 }

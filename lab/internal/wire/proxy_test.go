@@ -712,3 +712,41 @@ func TestClose_leavesNothing(t *testing.T) {
 		return strings.Count(direct.ClientList(t.Context()).Val(), "\n") == 1 // this client's alone
 	})
 }
+
+// A client that knows only the proxy's address has the rights of the
+// user the proxy logs in as, and nothing more; a password the server
+// refuses is the client's first reply, in one line.
+func TestListenAs_logsEveryConnectionIn(t *testing.T) {
+	srv := labtest.StartRedis(t)
+	direct := srv.Client(t)
+	if err := direct.Do(t.Context(), "ACL", "SETUSER", "ana", "on", ">secret", "~ana:*", "+@all", "-flushall").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ListenAs("127.0.0.1:0", srv.Addr, "ana", "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	rdb := client(t, p, redis.Options{})
+	if who, err := rdb.Do(t.Context(), "ACL", "WHOAMI").Text(); err != nil || who != "ana" {
+		t.Errorf("ACL WHOAMI = %q, %v; want ana", who, err)
+	}
+	if err := rdb.Set(t.Context(), "ana:k", "v", 0).Err(); err != nil {
+		t.Errorf("SET of one of ana's keys: %v", err)
+	}
+	for _, cmd := range [][]any{{"SET", "bob:k", "v"}, {"FLUSHALL"}} {
+		if err := rdb.Do(t.Context(), cmd...).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("%v as ana: %v, want NOPERM", cmd, err)
+		}
+	}
+
+	wrong, err := ListenAs("127.0.0.1:0", srv.Addr, "ana", "guess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wrong.Close() })
+	err = client(t, wrong, redis.Options{}).Ping(t.Context()).Err()
+	if err == nil || !strings.Contains(err.Error(), "the login as ana was refused: WRONGPASS") || strings.Contains(err.Error(), "guess") {
+		t.Errorf("PING through a proxy with the wrong password: %v", err)
+	}
+}

@@ -1,11 +1,13 @@
-package main
-
-// Judging a package that is not linked into this program: a learner's
-// (make judge LOCK=./mylock), or a mutant of the root's lock (LOCK=
-// mutant:NAME). The judge copies the package's files into a temporary
-// module, whatever its folder is called, writes a small program there
-// with the adapter made from what the package declares (judge.Article),
-// builds it, and runs it with the same flags.
+// Package lockbuild builds a lock package that is not linked into the
+// program that wants it into a judging program of its own: a learner's
+// (make judge LOCK=./mylock, make race LOCK=./mylock), or a mutant of the
+// root's lock (LOCK=mutant:NAME, mutants.go). It copies the package's
+// files into a temporary module, whatever its folder is called, writes a
+// small program there with the adapter made from what the package
+// declares (judge.Article), and builds it. The judge runs that program
+// with its own flags; the program is also the lock's holder process
+// (judge.Main), which is how the workshop's race drives the lock.
+package lockbuild
 
 import (
 	"bytes"
@@ -30,16 +32,17 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
-// built is a judging program made for one package: run exe with the
+// Built is a judging program made for one package: run exe with the
 // judge's flags, then remove it.
-type built struct {
-	exe    string
-	claims []string // what the package declares: "Release", "Refresh", ...
+type Built struct {
+	Exe    string
+	Claims []string // what the package declares: "Release", "Refresh", ...
+	Name   string   // the adapter's: a holder of it runs with WALLETLOCK_JUDGE_HOLDER=Name
 	dir    string
 }
 
-// remove deletes the program and its module.
-func (b *built) remove() { os.RemoveAll(b.dir) }
+// Remove deletes the program and its module.
+func (b *Built) Remove() { os.RemoveAll(b.dir) }
 
 const (
 	rootModule = "example.com/walletlock"
@@ -48,13 +51,13 @@ const (
 
 type module struct{ path, dir string }
 
-// buildPackage makes the judging program of the package in dir, which has
+// Package makes the judging program of the package in dir, which has
 // the root lock's API: Acquire(ctx, rdb, key, ttl) (*Lock, error) and, as
 // far as it has them, (*Lock).Release(ctx), Refresh(ctx, ttl),
 // Watch(ctx, ttl), AcquireFenced(ctx, rdb, key, fenceKey, ttl), a Fence
 // field and ErrNotHeld. root is the repo (the root module's folder); name
 // is how LOCK= named the package.
-func buildPackage(ctx context.Context, root, dir, name string) (*built, error) {
+func Package(ctx context.Context, root, dir, name string) (*Built, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -62,11 +65,11 @@ func buildPackage(ctx context.Context, root, dir, name string) (*built, error) {
 		if filepath.Clean(name) != dir {
 			where = " (no folder " + safe.Quote(dir) + ")"
 		}
-		return nil, refusal{fmt.Errorf("judge: LOCK=%s does not exist%s", safe.Quote(name), where)}
+		return nil, Refusal{fmt.Errorf("judge: LOCK=%s does not exist%s", safe.Quote(name), where)}
 	case err != nil:
-		return nil, refusal{fmt.Errorf("judge: LOCK=%s: %v", safe.Quote(name), err)}
+		return nil, Refusal{fmt.Errorf("judge: LOCK=%s: %v", safe.Quote(name), err)}
 	case !fi.IsDir():
-		return nil, refusal{fmt.Errorf("judge: LOCK=%s is a file: name the folder of the package", safe.Quote(name))}
+		return nil, Refusal{fmt.Errorf("judge: LOCK=%s is a file: name the folder of the package", safe.Quote(name))}
 	}
 	modDir, modPath, err := findModule(dir)
 	if err != nil {
@@ -107,7 +110,7 @@ func findModule(dir string) (modDir, modPath string, err error) {
 			return "", "", fmt.Errorf("judge: %s has no module line", safe.Quote(filepath.Join(d, "go.mod")))
 		}
 		if d == filepath.Dir(d) {
-			return "", "", refusal{fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))}
+			return "", "", Refusal{fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))}
 		}
 	}
 }
@@ -116,7 +119,7 @@ func findModule(dir string) (modDir, modPath string, err error) {
 // judgeexec/lk, with the program that judges it, and builds it. Go's
 // temporary files go into the same folder, so that a judge killed while
 // it builds leaves one folder, which the next judge removes.
-func build(ctx context.Context, root, name string, files map[string]string, extra []module, serverArgs []string) (*built, error) {
+func build(ctx context.Context, root, name string, files map[string]string, extra []module, serverArgs []string) (*Built, error) {
 	api, err := readAPI(files)
 	if err != nil {
 		return nil, fmt.Errorf("judge: %s: %w", safe.Line(name), err) // a refusal, unless the package does not parse
@@ -125,8 +128,8 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 	if err != nil {
 		return nil, fmt.Errorf("judge: %w", err)
 	}
-	b := &built{exe: filepath.Join(tmp, "judge"), dir: tmp, claims: api.claims()}
-	fail := func(err error) (*built, error) { b.remove(); return nil, err }
+	b := &Built{Exe: filepath.Join(tmp, "judge"), dir: tmp, Claims: api.claims(), Name: name}
+	fail := func(err error) (*Built, error) { b.Remove(); return nil, err }
 	root, err = filepath.Abs(root)
 	if err != nil {
 		return fail(err)
@@ -168,7 +171,7 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 	if err := os.Mkdir(gotmp, 0o755); err != nil {
 		return fail(err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.exe, ".")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.Exe, ".")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOTMPDIR="+gotmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -192,9 +195,9 @@ func buildError(name, tmp, out string, lines map[int]string, api api) error {
 	if m := re.FindStringSubmatch(out); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		if fn, ok := lines[n]; ok {
-			return refusal{fmt.Errorf("judge: %s: its %s is %s; the judge expects %s", safe.Line(name), fn, api.sigs[fn], expected[fn])}
+			return Refusal{fmt.Errorf("judge: %s: its %s is %s; the judge expects %s", safe.Line(name), fn, api.sigs[fn], Expected[fn])}
 		}
-		return refusal{fmt.Errorf("judge: %s: the judge's program does not compile with it: %s", safe.Line(name), safe.Line(m[2]))}
+		return Refusal{fmt.Errorf("judge: %s: the judge's program does not compile with it: %s", safe.Line(name), safe.Line(m[2]))}
 	}
 	where := strings.TrimSuffix(name, "/")
 	if strings.HasPrefix(name, "mutant:") {
@@ -215,8 +218,8 @@ func buildError(name, tmp, out string, lines map[int]string, api api) error {
 	return fmt.Errorf("judge: %s does not compile: %s", safe.Line(name), strings.Join(first, "; "))
 }
 
-// expected are the signatures the judge takes, as a learner reads them.
-var expected = map[string]string{
+// Expected are the signatures the judge takes, as a learner reads them.
+var Expected = map[string]string{
 	"Acquire":       "`func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error)`",
 	"Release":       "`func (l *Lock) Release(ctx context.Context) error`",
 	"Refresh":       "`func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error`",
@@ -265,7 +268,7 @@ func readAPI(files map[string]string) (api, error) {
 		parsed = append(parsed, f)
 	}
 	if len(parsed) == 0 {
-		return a, refusal{errors.New("it holds no Go files")}
+		return a, Refusal{errors.New("it holds no Go files")}
 	}
 	// A declaration as the learner wrote it, for a message; a type as the
 	// judge's program names it (qualified, and on one line: printed with
@@ -337,14 +340,14 @@ func readAPI(files map[string]string) (api, error) {
 		}
 	}
 	if acquire == nil {
-		return a, refusal{fmt.Errorf("it has no Acquire; the judge expects %s", expected["Acquire"])}
+		return a, Refusal{fmt.Errorf("it has no Acquire; the judge expects %s", Expected["Acquire"])}
 	}
 	if acquire.Type.Params.NumFields() != 4 || acquire.Type.Results.NumFields() != 2 {
-		return a, refusal{fmt.Errorf("its Acquire is %s; the judge expects %s", a.sigs["Acquire"], expected["Acquire"])}
+		return a, Refusal{fmt.Errorf("its Acquire is %s; the judge expects %s", a.sigs["Acquire"], Expected["Acquire"])}
 	}
 	a.lease = typ(acquire.Type.Results.List[0].Type)
 	if !a.release {
-		return a, refusal{fmt.Errorf("it has no Release; the judge expects %s", expected["Release"])}
+		return a, Refusal{fmt.Errorf("it has no Release; the judge expects %s", Expected["Release"])}
 	}
 	return a, nil
 }
@@ -446,3 +449,10 @@ func (a api) program(name string, serverArgs []string) (string, map[int]string) 
 	add("", "}")
 	return strings.Join(lines, "\n") + "\n", fn
 }
+
+// Refusal is an error in what the user gave (a path, a package, a
+// signature): a program says it in one line and exits 2, before any work.
+type Refusal struct{ error }
+
+// Refuse marks err as a Refusal.
+func Refuse(err error) error { return Refusal{err} }

@@ -56,20 +56,6 @@ const (
 	RedlockFenced = "redlock-fenced"
 )
 
-// The custom strategies take the lock CustomLock gives (the judge's adapter of
-// any lock), with a fence checked by PostgreSQL or without. They are in no
-// list: only a program that sets Custom runs them.
-const (
-	CustomLease  = "custom"
-	CustomFenced = "custom-fenced"
-)
-
-// CustomLock takes the lock of the custom strategies on key for ttl, with a
-// fence when fenced, on the spender's client; a program sets it in the
-// spender process before RunSpender. holder names the holding in the
-// reports; fence is 0 without one.
-var CustomLock func(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration, fenced bool) (holder string, fence int64, release func(context.Context), err error)
-
 // Strategies lists them in the order of the report.
 var Strategies = []string{Lock, Wait, Fenced, Version, Fair, Redlock, RedlockFenced}
 
@@ -330,7 +316,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		e.Server = serverOf(ctx, s.rdb)
 	}
 	var bal int64
-	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced || s.c.Strategy == CustomFenced
+	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced
 	if s.c.Strategy == RedlockFenced {
 		// The lock is held: now take a number no holder has had, from
 		// the database that will check it.
@@ -382,9 +368,6 @@ func (s *spender) acquire(ctx context.Context, key string) (holder string, fence
 			return "", 0, nil, err
 		}
 		return holderID(rl.Token()), 0, func(ctx context.Context) { rl.Release(ctx) }, nil
-	}
-	if (s.c.Strategy == CustomLease || s.c.Strategy == CustomFenced) && CustomLock != nil {
-		return CustomLock(ctx, s.rdb, key, s.c.TTL, s.c.Strategy == CustomFenced)
 	}
 	var l *lock.Lock
 	switch s.c.Strategy {

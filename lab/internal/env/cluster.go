@@ -167,47 +167,6 @@ func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx c
 	return nil
 }
 
-// DeleteKeys deletes keys. On a single server that is one DEL. On a
-// cluster the keys of one DEL must share a slot (else CROSSSLOT), so each
-// key gets a DEL of its own, in one pipeline that go-redis splits by node.
-func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, keys ...string) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if _, ok := rdb.(*redis.ClusterClient); !ok {
-		return rdb.Del(ctx, keys...).Err()
-	}
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Del(ctx, k)
-		}
-		return nil
-	})
-	return err
-}
-
-// DeletePrefix deletes every key that starts with prefix, scanning every
-// master of a cluster (SCAN sees one node only) and deleting what each
-// batch found key by key.
-func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
-	pattern := GlobEscape(prefix) + "*"
-	return ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
-		var cursor uint64
-		for {
-			keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
-			if err != nil {
-				return fmt.Errorf("services: scan %s: %w", pattern, err)
-			}
-			if err := DeleteKeys(ctx, rdb, keys...); err != nil {
-				return fmt.Errorf("services: delete keys under %s: %w", prefix, err)
-			}
-			if cursor = next; cursor == 0 {
-				return nil
-			}
-		}
-	})
-}
-
 // GlobEscape escapes the characters that SCAN MATCH (and KEYS) would read
 // as a pattern.
 func GlobEscape(s string) string {

@@ -29,7 +29,13 @@ func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		env.DeletePrefix(ctx, rdb, "{"+prefix)
+		env.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+			iter := node.Scan(ctx, 0, env.GlobEscape("{"+prefix)+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				node.Del(ctx, iter.Val()) // one key, one slot
+			}
+			return iter.Err()
+		})
 	})
 	return prefix
 }

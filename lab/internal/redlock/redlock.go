@@ -267,9 +267,6 @@ func walkErrors(err error, f func(error)) {
 // holder. Never print it whole.
 func (l *Lock) Token() string { return l.m.Value() }
 
-// Key is the key the lock set on the nodes.
-func (l *Lock) Key() string { return l.m.Name() }
-
 // Extend gives the lock its full TTL again on every node that still holds
 // it. It fails with an error wrapping lock.ErrNotHeld when fewer than a
 // majority still hold it, or ErrNoQuorum when fewer than a majority

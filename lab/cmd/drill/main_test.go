@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -358,11 +359,20 @@ func (d *drillProc) leftNothing(t *testing.T, prefix string) {
 // folder (redis-server overwrites its environment with its title). Without
 // /proc it returns none.
 func (d *drillProc) marked() []int {
-	return labtest.Processes(func(dir string) bool {
-		env, err := os.ReadFile(filepath.Join(dir, "environ"))
-		cwd, _ := os.Readlink(filepath.Join(dir, "cwd"))
-		return err == nil && bytes.Contains(env, []byte("WALLETLOCK_TEST_MARKER="+d.marker+"\x00")) || strings.HasPrefix(cwd, d.tmp+"/")
-	})
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err == nil && bytes.Contains(env, []byte("WALLETLOCK_TEST_MARKER="+d.marker+"\x00")) || strings.HasPrefix(cwd, d.tmp+"/") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // waitRows waits until the drill has set up its rows and started its

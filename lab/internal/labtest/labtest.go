@@ -2,7 +2,7 @@
 // (internal/testenv: the Redis and PostgreSQL of the environment, a key
 // prefix of a test's own, skipping without them or failing under CI):
 // servers of a test's own, started through internal/launch (StartRedis,
-// StartCluster, StartPostgres), what the programs' tests check the same
+// StartCluster), what the programs' tests check the same
 // way in each (Interrupt, SecondRunRefused, JSONKeepsKeys, ...), and
 // wallet ids of a test's own. Used only by tests.
 package labtest

@@ -202,28 +202,15 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	var ports []string
 	for _, p := range c.ports {
 		ports = append(ports, strconv.Itoa(p))
-		if err := os.MkdirAll(c.nodeDir(p), 0o700); err != nil {
-			return fail(fmt.Errorf("cannot make %s: %w; make .services writable", c.nodeDir(p), err))
-		}
 		if err := os.WriteFile(c.started, []byte(strings.Join(ports, "\n")+"\n"), 0o644); err != nil {
 			return fail(fmt.Errorf("cannot write %s: %w; make .services writable", c.started, err))
-		}
-		rec := m.newRecord(filepath.Join(c.nodeDir(p), "started"), "redis-server", p, c.nodeDir(p))
-		if err := rec.save(); err != nil {
-			return fail(err)
 		}
 		// Failover after 3 s without a master, not the default 15 s: a
 		// teaching cluster on one machine, where a silent node is a
 		// stopped one. A replica gets its first copy at once, not 5 s
 		// later: cluster-up waits for it.
-		d, err := launch.StartRedisDaemon(ctx, c.nodeDir(p), "127.0.0.1", p,
-			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0")
-		if err != nil {
-			return fail(err)
-		}
-		rec.Daemon = *d
-		if err := rec.save(); err != nil {
-			d.Stop()
+		if _, err := m.startRedis(ctx, c.nodeDir(p), "127.0.0.1", p,
+			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0"); err != nil {
 			return fail(err)
 		}
 	}

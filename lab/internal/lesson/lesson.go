@@ -272,59 +272,25 @@ const (
 	NotLinearizable = "no"
 )
 
-// HistoryCell is the history verdict a phase must give, beside its
-// balance verdict in LoadTest or Drills.
-type HistoryCell struct {
-	Step, Phase string
-	Want        string // Linearizable or NotLinearizable
-	// Why says why Want is not what the balance verdict pairs with
-	// (BROKEN: not linearizable, OK: linearizable); "" where it is.
-	Why string
-}
-
-// Histories lists the phases whose programs record a history: the lab's
-// load test's strategies; the drill's cells follow from Drills (see
-// WantHistory). (The root's steps record none.) Where the balance check is
-// BROKEN the history is not linearizable: a lost update is two spends that
-// read one balance, and the balance read back is one no order of the
-// accepted spends leaves. Where a correct strategy is OK the history is
-// linearizable: a refused stale write (a fenced drill cell) read a balance
-// the wallet held while it waited. The two differ in no cell of this table
-// (every Why is ""): the case where they do, a refusal computed from a
-// stale replica read (balance OK, linearizable=no), is internal/history's
-// stale-read test. The load test's none is a control, as in LoadTest: with
-// little contention it may lose no update and give OK and yes.
-var Histories = []HistoryCell{
-	{LoadTestStep, "none", NotLinearizable, ""},
-	{LoadTestStep, "lock", Linearizable, ""},
-	{LoadTestStep, "redislock", Linearizable, ""},
-	{LoadTestStep, "redsync", Linearizable, ""},
-	{LoadTestStep, "redlock", Linearizable, ""},
-	{LoadTestStep, "fair", Linearizable, ""},
-	{LoadTestStep, "fenced", Linearizable, ""},
-	{LoadTestStep, "atomic", Linearizable, ""},
-	{LoadTestStep, "version", Linearizable, ""},
-	{LoadTestStep, "forupdate", Linearizable, ""},
-}
-
 // WantHistory returns the history verdict a phase must give, and whether
-// the table has one. A drill cell (DrillStep, "nemesis/strategy") that
-// Histories does not list pairs with its balance verdict in Drills: a
-// BROKEN cell is not linearizable, an OK one is.
+// it has one: the phases whose programs record a history are the lab's
+// load test's (LoadTestStep) and the drill's cells (DrillStep); the
+// root's steps record none. Each pairs with its balance verdict. Where the
+// balance check is BROKEN the history is not linearizable: a lost update
+// is two spends that read one balance, and the balance read back is one
+// no order of the accepted spends leaves. Where a correct strategy is OK
+// the history is linearizable: a refused stale write (a fenced drill
+// cell) read a balance the wallet held while it waited. The case where
+// the two differ, a refusal computed from a stale replica read (balance
+// OK, linearizable=no), is no phase here: it is internal/history's
+// stale-read test. The load test's none is a control, as in LoadTest:
+// with little contention it may lose no update and give OK and yes.
 func WantHistory(step, phase string) (string, bool) {
-	for _, c := range Histories {
-		if c.Step == step && c.Phase == phase {
-			return c.Want, true
-		}
-	}
-	if step != DrillStep {
-		return "", false
-	}
 	p, ok := Lookup(step, phase)
-	if !ok {
+	switch {
+	case !ok || step != LoadTestStep && step != DrillStep:
 		return "", false
-	}
-	if p.Want == Broken {
+	case p.Want == Broken:
 		return NotLinearizable, true
 	}
 	return Linearizable, true

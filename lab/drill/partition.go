@@ -47,11 +47,10 @@ const (
 const MinReplicasMaxLag = 1
 
 // The partition's bounds (see Config.Partition): how long it lasts once
-// the majority's Sentinels have promoted a replica, which takes them about
-// 3 s (promoteBound at most). Redlock's partition lasts as long as a
-// typical one with Sentinel: redlockCut more. Where the lesson has two
-// holders meet, it lasts until they have, at most strikeBound more (see
-// mustStrike).
+// the majority's Sentinels have promoted a replica (about 3 s after the
+// cut, promoteBound at most). Redlock's lasts redlockCut more. Where the
+// lesson has two holders meet, it lasts until they have, at most
+// strikeBound more (see mustStrike).
 const (
 	DefaultPartition = 3 * time.Second
 	MinPartition     = time.Second
@@ -71,7 +70,7 @@ const sentinelDownAfter = time.Second
 const rejoinBound = 30 * time.Second
 
 // IsPartition reports whether a nemesis is one of the partition nemeses,
-// which need network namespaces (see netns.CanPartition).
+// which need network namespaces (netns.CanPartition).
 func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
 
 // hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
@@ -277,11 +276,9 @@ func (r *runner) promotedHost(ctx context.Context) int {
 
 // mustStrike reports whether the lesson has the old primary's holder and
 // a new one's meet in this run (partition, with a lock that a primary
-// grants alone: lock, fenced, fair), so that the partition lasts until
-// they have. Elsewhere nothing is granted on the isolated side (redlock,
-// wait), or nothing is granted at all (version), or the old primary stops
-// granting a lag after the cut (partition-min-replicas): waiting would
-// prove nothing more.
+// grants alone), so that the partition lasts until they have. Elsewhere
+// the isolated side is granted nothing, or only for a lag after the cut:
+// waiting would prove nothing more.
 func (r *runner) mustStrike() bool {
 	switch r.c.Strategy {
 	case Lock, Fenced, Fair:
@@ -291,11 +288,10 @@ func (r *runner) mustStrike() bool {
 }
 
 // strike waits for a grant by the new side, then holds a spend of an
-// isolated spender that the old primary granted, until a spender of the
-// majority has spent from the same wallet (at most half the TTL, so that
-// the held lock is still valid where it was granted): two holders at once,
-// each told by a primary that it holds the lock. It tries until end, and
-// says what it did.
+// isolated spender that the old primary granted until a spender of the
+// majority has spent from the same wallet (at most half the TTL, while the
+// held lock is still valid where it was granted): two holders at once. It
+// tries until end, and says what it did.
 func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string {
 	var first int64
 	poll(ctx, time.Until(end), func() bool {
@@ -327,8 +323,8 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		grabbed := time.Now().UnixNano()
 		// A spend whose lock the new primary granted (for Redlock, p.new
 		// is "": any majority spender's).
-		poll(ctx, r.c.TTL/2, func() bool { return r.spentOn(g.e.Wallet, grabbed, g.s, p.new) })
-		landed := r.spentOn(g.e.Wallet, grabbed, g.s, p.new)
+		poll(ctx, r.c.TTL/2, func() bool { return r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0 })
+		landed := r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0
 		r.ack(g.s, g.e)
 		if landed {
 			return fmt.Sprintf("spender %d, granted wallet %d by the old primary, wrote after a majority spender spent from it (try %d)", g.s.n, g.e.Wallet, tries)
@@ -341,20 +337,6 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		return "the old primary granted no lock once the new one did"
 	}
 	return fmt.Sprintf("%d isolated holders struck, none overlapped a majority spend", tries)
-}
-
-// firstGrant returns when the first critical section that ok accepts
-// began, 0 when there is none.
-func (r *runner) firstGrant(ok func(section) bool) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var first int64
-	for _, s := range r.sections {
-		if ok(s) && (first == 0 || s.start < first) {
-			first = s.start
-		}
-	}
-	return first
 }
 
 // probeKey is the key the drill writes to the old primary just before
@@ -404,11 +386,8 @@ func (r *runner) rejoined(ctx context.Context, promoted int) bool {
 		strings.Contains(info, "master_link_status:up")
 }
 
-// Window is what the partition's report adds: how long two primaries
-// granted locks at once, measured from the spenders' own reports (each
-// says which server granted its lock, see SpenderConfig.Identify), the
-// double grants of an old primary's holder and a new primary's, and
-// what the old primary accepted in the partition and lost at the heal.
+// Window is what the partition's report adds, measured from the spenders'
+// reports of which server granted each lock (SpenderConfig.Identify).
 type Window struct {
 	Both         time.Duration // from the new primary's first grant to the old one's last
 	OldFor       time.Duration // from the cut to the old primary's last grant
@@ -418,9 +397,9 @@ type Window struct {
 	Lost         string        // what the healed primary lost
 }
 
-// window measures the partition from the sections. For Redlock the two
-// sides stand for the two primaries: the isolated spender's grants
-// between cut and heal, and the majority's.
+// window measures the partition from the sections. For Redlock the
+// isolated spender's grants stand for the old primary's, the majority's
+// for the new one's.
 func (r *runner) window() Window {
 	p := r.part
 	r.mu.Lock()
@@ -501,8 +480,8 @@ func (r *runner) lost(olds []section, p *partition) string {
 	return what + ", none replicated to the new primary, which the old one resynced from; " + p.probe
 }
 
-// serverOf names the server a spender's lock came from: the address the
-// server was reached at, as CLIENT INFO's laddr says.
+// serverOf names the server a spender's lock came from, as CLIENT INFO's
+// laddr says.
 func serverOf(ctx context.Context, rdb redis.UniversalClient) string {
 	c, ok := rdb.(*redis.Client)
 	if !ok {

@@ -28,10 +28,8 @@ type ClusterSpec struct {
 	NodeTimeout time.Duration // how long a master may stay silent before a replica takes over
 
 	// Announce, when not nil, is called with each master as soon as it
-	// runs (i counts from 0) and returns the port the master announces
-	// instead of its own: its replicas, and clients that ask the cluster
-	// where a slot lives, reach it there. The drill puts a replication
-	// proxy it can cut on that port.
+	// runs and returns the port the master announces instead of its own,
+	// to its replicas and to clients (the drill's replication proxy).
 	Announce func(i int, master *Redis) (port int, err error)
 }
 
@@ -43,11 +41,8 @@ type Cluster struct {
 
 // StartCluster starts spec's masters and replicas as cluster nodes with
 // their files in dir (see StartClusterNode), joins them into one cluster
-// and returns once it is ready: every node knows all the others, which of
-// them are replicas, and says cluster_state:ok, and every replica is in
-// sync with its master. On an error the Cluster holds the nodes started
-// so far, whose logs may say what went wrong; they stay in g until
-// KillAll.
+// and returns once it is ready (see joinCluster). On an error the Cluster
+// holds the nodes started so far, whose logs may say what went wrong.
 func (g *Group) StartCluster(ctx context.Context, dir string, spec ClusterSpec) (*Cluster, error) {
 	c := &Cluster{Replicas: make([][]*Redis, spec.Masters)}
 	start := func(name string) (*Redis, clusterNode, error) {
@@ -116,7 +111,8 @@ const clusterWait = 30 * time.Second
 
 // joinCluster hands out the slots among masters, meets every node, makes
 // replica k a replica of master k % len(masters), and waits until the
-// cluster is ready.
+// cluster is ready: every node knows all the others and which are
+// replicas, and says cluster_state:ok, and every replica is in sync.
 func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 	all := append(slices.Clone(masters), replicas...)
 	clients := make([]*redis.Client, len(all))
@@ -269,8 +265,8 @@ func (s *Redis) Promoted(ctx context.Context) bool {
 }
 
 // adminClient is a client of one node for setting it up: short timeouts,
-// no retries, and no commands beyond the ones asked (RESP2, no CLIENT
-// SETINFO), which any Redis with cluster mode understands.
+// no retries, and RESP2 with no CLIENT SETINFO, which any Redis with
+// cluster mode understands.
 func adminClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, MaxRetries: -1, PoolSize: 1, DisableIdentity: true, Protocol: 2})

@@ -92,8 +92,7 @@ func (g *Group) StartTLSRedis(ctx context.Context, dir, certFile, keyFile string
 // StartClusterNode starts a redis-server with cluster mode on, its node
 // table in conf (in dir), a bus port of its own (Redis.Bus) and the given
 // node timeout. A replica cut off from its master may still take over,
-// and none migrates to another master. The caller meets the nodes and
-// hands out the slots.
+// and none migrates to another master.
 func (g *Group) StartClusterNode(ctx context.Context, dir, conf string, nodeTimeout time.Duration, extra ...string) (*Redis, error) {
 	// The bus port is given: port + 10000 may be taken, or past 65535.
 	bus, err := FreePort()
@@ -109,10 +108,10 @@ func (g *Group) StartClusterNode(ctx context.Context, dir, conf string, nodeTime
 	return s, err
 }
 
-// StartSentinel starts a Sentinel (redis-server --sentinel) in dir that
-// monitors the primary at primary under the name master, with a quorum of
-// 2 and the given down-after time. Its failover timeout is long, so that
-// no sentinel "repairs" a replication link a caller cut on purpose.
+// StartSentinel starts a Sentinel in dir that monitors the primary at
+// primary under the name master, with a quorum of 2 and the given
+// down-after time. Its failover timeout is long, so that no sentinel
+// "repairs" a replication link a caller cut on purpose.
 func (g *Group) StartSentinel(ctx context.Context, dir, master, primary string, downAfter time.Duration) (*Redis, error) {
 	host, pport, err := net.SplitHostPort(primary)
 	if err != nil {
@@ -132,8 +131,7 @@ func (g *Group) StartSentinel(ctx context.Context, dir, master, primary string, 
 }
 
 // plain is the start of a node's command line: loopback only, no
-// persistence, and a replica that reconnects gets its full copy at once,
-// not after 5 s.
+// persistence, and a replica's full copy at once, not after 5 s.
 func plain(portFlag string, port int) []string {
 	return []string{portFlag, strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--repl-diskless-sync-delay", "0"}
@@ -229,8 +227,8 @@ func (s *Redis) Start(ctx context.Context) error {
 }
 
 // Answers reports whether a Redis server at addr replies to a PING within
-// a second, over a bare connection: no client, no retries, no password (a
-// server that wants one still answers, with an error).
+// a second, over a bare connection (a server that wants a password still
+// answers, with an error).
 func Answers(addr string) bool {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {

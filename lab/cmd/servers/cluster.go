@@ -10,13 +10,10 @@ package main
 // cluster-up uses docker compose (the cluster profile of
 // docker-compose.yml) when a Docker engine answers and the ports are the
 // default ones; otherwise it starts six local redis-server processes
-// (installing redis-server first, as up does), joins them as the drill
-// and the tests join theirs (launch.CreateCluster: slots, meet, replicas),
-// and waits until every node says cluster_state:ok. Data
-// lives in .services/cluster-PORT/ and is thrown away: each cluster-up of a
-// stopped cluster starts an empty one. cluster-down stops only the
-// processes cluster-up started in this checkout, by their records
-// (record.go).
+// (installing redis-server first, as up does) and joins them
+// (launch.CreateCluster). Data lives in .services/cluster-PORT/ and is
+// thrown away: each cluster-up of a stopped cluster starts an empty one.
+// cluster-down stops only the processes cluster-up started here.
 
 import (
 	"context"
@@ -72,9 +69,9 @@ func (c *cluster) nodeDir(port int) string {
 	return filepath.Join(c.dir, strconv.Itoa(port))
 }
 
-// node is the record of the node on port that cluster-up started here,
-// or nil. An older version kept none: its nodes are those the started
-// file lists, in their folders.
+// nodeRecord is the record of the node on port that cluster-up started
+// here, or nil. An older version kept none: its nodes are those the
+// started file lists, in their folders.
 func (m *machine) nodeRecord(c *cluster, port int) (*record, error) {
 	r, err := m.readRecord(filepath.Join(c.nodeDir(port), "started"), "redis-server", c.nodeDir(port))
 	if r != nil || err != nil {
@@ -92,8 +89,7 @@ func (c *cluster) how() string {
 	return strings.TrimSpace(string(raw))
 }
 
-// node asks the node on port a question and returns its answer, or an
-// error when nothing answers within 3 s.
+// node asks the node on port a question, for 3 s at most.
 func node(ctx context.Context, port int, args ...any) (any, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, PoolSize: 1,
 		DialTimeout: 3 * time.Second, ReadTimeout: 3 * time.Second, DisableIdentity: true, Protocol: 2})

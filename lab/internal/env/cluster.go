@@ -24,9 +24,8 @@ func (e *clusterNotOK) Error() string {
 }
 
 // clusterOK checks that every node of the cluster, masters and replicas,
-// answers and says cluster_state:ok. Loading the slot map first asks the
-// seed nodes: none answering is the error of the first. A cluster whose
-// map is empty (no slot assigned yet) is asked through a seed.
+// answers and says cluster_state:ok. A cluster whose map is empty (no
+// slot assigned yet) is asked through a seed.
 func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.UniversalOptions) error {
 	var mu sync.Mutex
 	var errs []error
@@ -74,11 +73,9 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 
 // followFailover is a cluster client's hook that makes it read the slot
 // map again after a command fails for a reason the map may explain: no
-// reply at all (a dead or frozen master), or CLUSTERDOWN, TRYAGAIN or
-// MASTERDOWN (a failover under way). go-redis re-reads it by itself only on
-// MOVED and READONLY, and otherwise every ClusterReloadInterval. Re-reading
-// is cheap: go-redis runs one reload at a time and at most one more per
-// 200 ms, however many commands ask.
+// reply at all (a dead or frozen master), or a failover under way.
+// go-redis re-reads it by itself only on MOVED and READONLY, and it runs
+// one reload at a time, however many commands ask.
 type followFailover struct{ c *redis.ClusterClient }
 
 func (followFailover) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -111,10 +108,8 @@ func (f followFailover) after(err error) {
 }
 
 // SlotMoving reports whether err is a cluster's reply while a slot changes
-// hands: CLUSTERDOWN (a master failed and its replica is not promoted
-// yet), TRYAGAIN, MASTERDOWN, or MOVED (the client's slot map is old). The
-// command did not run; sent again a moment later it may, once the
-// promotion is over and the client has read the new map.
+// hands (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, MOVED): the command did not
+// run, and sent again a moment later it may.
 func SlotMoving(err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {

@@ -20,8 +20,9 @@ import (
 	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"net"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -463,19 +464,13 @@ func (r *runner) lost(olds []section, p *partition) string {
 			fences = append(fences, s.fence)
 		}
 	}
-	ids := make([]int64, 0, len(wallets))
-	for id := range wallets {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var per []string
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(wallets)) {
 		per = append(per, fmt.Sprintf("wallet %d: %d", id, wallets[id]))
 	}
 	what := fmt.Sprintf("%d lock grants of the old primary from the cut on (%s)", len(olds), strings.Join(per, ", "))
 	if len(fences) > 0 {
-		sort.Slice(fences, func(i, j int) bool { return fences[i] < fences[j] })
-		what += fmt.Sprintf(", fences %d to %d", fences[0], fences[len(fences)-1])
+		what += fmt.Sprintf(", fences %d to %d", slices.Min(fences), slices.Max(fences))
 	}
 	return what + ", none replicated to the new primary, which the old one resynced from; " + p.probe
 }

@@ -21,11 +21,9 @@ const chunk = 8192
 // the balances read back at the end (Read). Check then judges it, and a
 // Section of a page draws it (WritePage).
 //
-// A Recorder is safe for concurrent use; recording a spend costs a mutex
-// and a copy of 56 bytes. A nil *Recorder records nothing: its Spend only
-// spends, and reads as an empty history. It keeps at most its cap of spends and counts those it had to
-// drop, and those Lose says never reached it: a history with holes proves
-// nothing, and its Check is unknown. Sets and Reads are always kept.
+// A Recorder is safe for concurrent use. A nil *Recorder records nothing.
+// It keeps at most its cap of spends and counts those it had to drop: a
+// history with holes proves nothing, and its Check is unknown.
 type Recorder struct {
 	mu      sync.Mutex
 	chunks  [][]Op // the spends
@@ -100,18 +98,6 @@ func (r *Recorder) Add(op Op) {
 	r.n++
 }
 
-// Lose counts n spends that happened but never reached the recorder (a
-// spender process that ended without sending its own): the history has
-// holes, as when the recorder is full, and its Check is unknown.
-func (r *Recorder) Lose(n int) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dropped += n
-}
-
 // Ops returns a copy of the operations kept: the spends in the order they
 // were added, then the Sets and Reads.
 func (r *Recorder) Ops() []Op {
@@ -137,8 +123,7 @@ func (r *Recorder) Len() int {
 	return r.n
 }
 
-// Dropped is how many spends the history is missing: those Add dropped
-// because the recorder was full, and those Lose counted.
+// Dropped is how many spends Add dropped because the recorder was full.
 func (r *Recorder) Dropped() int {
 	if r == nil {
 		return 0

@@ -34,7 +34,6 @@ import (
 	"io"
 	"strings"
 
-	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/workshop"
 )
@@ -88,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var page error // a page that could not be written is refused before any file is read
 	if opt.compare && opt.html != "" {
-		page = charts.CheckPage(opt.html)
+		page = harness.CheckPageOf("-html", opt.html)
 	}
 	if code, stop := harness.Refuse(fs, stderr, bad, harness.CheckPrefix(opt.prefix), page); stop {
 		return code

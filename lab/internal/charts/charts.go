@@ -17,8 +17,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-
-	"example.com/walletlock/lab/internal/harness"
 )
 
 //go:embed page.tmpl
@@ -36,13 +34,3 @@ func render(w io.Writer, name string, data any) error {
 	_, err := b.WriteTo(w)
 	return err
 }
-
-// CheckPage refuses, before a program does any work, a page it could not
-// write at the end: path must name a file (not a folder) in a folder that
-// exists and takes a new file. It tries one, and removes it. The error
-// names the flag (-html) and the fix, in one line.
-func CheckPage(path string) error { return CheckPageOf("-html", path) }
-
-// CheckPageOf is CheckPage for a page that another flag names
-// (harness.CheckPageOf, which every program's -history uses too).
-func CheckPageOf(flag, path string) error { return harness.CheckPageOf(flag, path) }

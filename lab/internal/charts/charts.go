@@ -1,14 +1,11 @@
 // Package charts writes the pictures of a run as HTML pages that open
-// offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
-// machines side by side (WriteRoom), judged against the lesson once
-// (Judge) for both the page and cmd/workshop's summary.
+// offline: step 6's report (WriteLoad) and a workshop room's machines side
+// by side (WriteRoom), judged against the lesson once (Judge).
 //
-// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
-// drawn by gonum.org/v1/plot and put inline, its style sits in the page,
-// and its text uses the reader's local fonts. There is no script. Both
-// pages are read from the JSON the programs write, never from their Go
-// types, so that a page reads files written by older and newer runs: that
-// JSON only ever gains keys.
+// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are
+// inline SVG (gonum.org/v1/plot), its style sits in the page, and there
+// is no script. The pages read the JSON the programs write, never their
+// Go types, so that they read files of older and newer runs.
 package charts
 
 import (

@@ -17,11 +17,9 @@ package drill
 
 import (
 	"context"
-	"example.com/walletlock/lab/internal/netns"
 	"fmt"
-	"net"
 	"maps"
-	"os"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +29,7 @@ import (
 
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 // The partition nemeses.
@@ -123,35 +122,25 @@ func (r *runner) startPartition(ctx context.Context) error {
 	if isRedlock(r.c.Strategy) {
 		return nil
 	}
+	var replicas, sentinels []string
 	for _, s := range r.hostRedis[1:] {
-		c := NewClient(s.Ctl)
-		err := poll(ctx, 10*time.Second, func() bool {
-			return strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up")
-		})
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("drill: the replica in host %d did not sync with the primary: %w", s.host, err)
-		}
+		replicas = append(replicas, s.Ctl)
+	}
+	if err := launch.AwaitInSync(ctx, replicas...); err != nil {
+		return err
 	}
 	for i := range netns.Hosts {
-		conf := fmt.Sprintf("%s/sentinel-h%d-%d.conf", r.c.Dir, i, time.Now().UnixNano())
-		text := fmt.Sprintf("port 26379\nbind %s %s\nprotected-mode no\nsentinel monitor %s %s 6379 2\n"+
-			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
-			r.net.LAN(i), r.net.Uplink(i), MasterName, r.net.LAN(0), MasterName, sentinelDownAfter.Milliseconds(), MasterName)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return fmt.Errorf("drill: write %s: %w", conf, err)
+		conf, err := launch.SentinelConf(r.c.Dir, 26379, []string{r.net.LAN(i), r.net.Uplink(i)}, MasterName, r.net.LAN(0), "6379", sentinelDownAfter)
+		if err != nil {
+			return err
 		}
 		s, err := r.startInHost(ctx, i, 26379, conf, "--sentinel")
 		if err != nil {
 			return err
 		}
-		r.hostSentinels = append(r.hostSentinels, s)
+		r.hostSentinels, sentinels = append(r.hostSentinels, s), append(sentinels, s.Ctl)
 	}
-	ctl := make([]string, len(r.hostSentinels))
-	for i, s := range r.hostSentinels {
-		ctl[i] = s.Ctl
-	}
-	return awaitSentinels(ctx, ctl, netns.Hosts-1)
+	return launch.AwaitSentinels(ctx, MasterName, sentinels, netns.Hosts-1)
 }
 
 // startInHost starts redis-server with args in host i, listening on port

@@ -6,14 +6,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lab/internal/wire"
 	"example.com/walletlock/wallet"
 )
@@ -228,12 +227,8 @@ func (r *runner) startServers(ctx context.Context) error {
 	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr()); err != nil {
 		return err
 	}
-	rdb := NewClient(r.replica.Addr)
-	defer rdb.Close()
-	if err := poll(ctx, 10*time.Second, func() bool {
-		return strings.Contains(rdb.Info(ctx, "replication").Val(), "master_link_status:up")
-	}); err != nil {
-		return fmt.Errorf("drill: the replica did not sync with the primary: %w", err)
+	if err := launch.AwaitInSync(ctx, r.replica.Addr); err != nil {
+		return err
 	}
 	if r.c.Nemesis != Failover {
 		return nil
@@ -251,25 +246,7 @@ func (r *runner) startServers(ctx context.Context) error {
 	for i, s := range r.sentinels {
 		addrs[i] = s.Addr
 	}
-	return awaitSentinels(ctx, addrs, 1)
-}
-
-// awaitSentinels waits until each sentinel at addrs knows the others and
-// the given number of replicas.
-func awaitSentinels(ctx context.Context, addrs []string, replicas int) error {
-	for _, a := range addrs {
-		sc := NewClient(a)
-		err := poll(ctx, 20*time.Second, func() bool {
-			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
-			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
-			return len(peers) == len(addrs)-1 && len(reps) == replicas
-		})
-		sc.Close()
-		if err != nil {
-			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
-		}
-	}
-	return nil
+	return launch.AwaitSentinels(ctx, MasterName, addrs, 1)
 }
 
 func (r *runner) stopServers() {

@@ -42,7 +42,6 @@ package main
 import (
 	"context"
 	"errors"
-	"example.com/walletlock/lab/internal/netns"
 	"flag"
 	"fmt"
 	"io"
@@ -58,6 +57,7 @@ import (
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 const prog = "drill"

@@ -105,9 +105,9 @@ type clusterNode struct {
 	bus      int    // its cluster bus port, when not its port + 10000
 }
 
-// clusterWait bounds each wait of joinCluster: for the nodes to meet, and
-// for the cluster to be ready.
-const clusterWait = 30 * time.Second
+// setupWait bounds each wait for servers to find each other: a cluster's
+// nodes, a replica and its primary, Sentinels.
+const setupWait = 30 * time.Second
 
 // joinCluster hands out the slots among masters, meets every node, makes
 // replica k a replica of master k % len(masters), and waits until the
@@ -232,10 +232,10 @@ func slotShare(i, n int) (lo, hi int) {
 	return lo, last(i)
 }
 
-// await asks missing every 50 ms, for at most clusterWait, until it says
+// await asks missing every 50 ms, for at most setupWait, until it says
 // nothing is missing.
 func await(ctx context.Context, what string, missing func() string) error {
-	deadline := time.Now().Add(clusterWait)
+	deadline := time.Now().Add(setupWait)
 	for {
 		m := missing()
 		if m == "" {
@@ -245,7 +245,7 @@ func await(ctx context.Context, what string, missing func() string) error {
 			return fmt.Errorf("launch: %s: %w (%s)", what, ctx.Err(), m)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("launch: %s within %v: %s", what, clusterWait, m)
+			return fmt.Errorf("launch: %s within %v: %s", what, setupWait, m)
 		}
 		select {
 		case <-ctx.Done():

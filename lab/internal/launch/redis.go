@@ -118,15 +118,57 @@ func (g *Group) StartSentinel(ctx context.Context, dir, master, primary string, 
 		return nil, fmt.Errorf("launch: sentinel of %q: %w", primary, err)
 	}
 	return g.startRedis(ctx, dir, "redis-sentinel", false, func(port int) ([]string, error) {
-		// A sentinel rewrites its configuration file, so it needs one.
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d-%d.conf", port, time.Now().UnixNano()))
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s %s %s 2\n"+
-			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
-			port, master, host, pport, master, downAfter.Milliseconds(), master)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, fmt.Errorf("launch: write %s: %w", conf, err)
+		conf, err := SentinelConf(dir, port, []string{"127.0.0.1"}, master, host, pport, downAfter)
+		return []string{conf, "--sentinel"}, err
+	})
+}
+
+// SentinelConf writes, in dir, the configuration file of a Sentinel on
+// port, bound to binds, that monitors the primary at host:port under the
+// name master, with a quorum of 2 and the given down-after time, and
+// returns its path: a sentinel rewrites its file, so it needs one.
+func SentinelConf(dir string, port int, binds []string, master, host, pport string, downAfter time.Duration) (string, error) {
+	conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d-%d.conf", port, time.Now().UnixNano()))
+	text := fmt.Sprintf("port %d\nbind %s\nprotected-mode no\nsentinel monitor %s %s %s 2\n"+
+		"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
+		port, strings.Join(binds, " "), master, host, pport, master, downAfter.Milliseconds(), master)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		return "", fmt.Errorf("launch: write %s: %w", conf, err)
+	}
+	return conf, nil
+}
+
+// AwaitInSync waits until every replica at addrs says
+// master_link_status:up.
+func AwaitInSync(ctx context.Context, addrs ...string) error {
+	return await(ctx, "the replicas did not sync with the primary", func() string {
+		for _, a := range addrs {
+			c := adminClient(a)
+			info, err := c.Info(ctx, "replication").Result()
+			c.Close()
+			if got := infoField(info, "master_link_status"); got != "up" {
+				return fmt.Sprintf("%s says master_link_status:%s (%v)", a, got, err)
+			}
 		}
-		return []string{conf, "--sentinel"}, nil
+		return ""
+	})
+}
+
+// AwaitSentinels waits until every Sentinel at addrs, all monitoring
+// master, knows the others and replicas replicas: before that, a failover
+// may find no quorum to promote anyone.
+func AwaitSentinels(ctx context.Context, master string, addrs []string, replicas int) error {
+	return await(ctx, "the Sentinels did not find each other and the replicas", func() string {
+		for _, a := range addrs {
+			c := adminClient(a)
+			peers, _ := c.Do(ctx, "SENTINEL", "SENTINELS", master).Slice()
+			reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", master).Slice()
+			c.Close()
+			if len(peers) != len(addrs)-1 || len(reps) != replicas {
+				return fmt.Sprintf("%s knows %d of %d other Sentinels and %d of %d replicas (%v)", a, len(peers), len(addrs)-1, len(reps), replicas, err)
+			}
+		}
+		return ""
 	})
 }
 

@@ -12,11 +12,13 @@
 // A Recorder is the one way a program records a history:
 //
 //	rec := history.NewRecorder(0)
-//	rec.Set(id, 100)                // the wallet's starting balance, just written
-//	ok, err := rec.Spend(ctx, id, worker, 10, func(ctx context.Context) (bool, error) {
-//		return wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, 10, work) // its read, observed
-//	})
-//	rec.Read(id, balance)           // the balance read back at the end
+//	rec.Set(id, 100) // the wallet's starting balance, just written
+//	read, call := history.NoRead, history.Now()
+//	ctx := ledger.ObserveReads(ctx, func(b int64) { read = b }) // the spend's reads tell it
+//	ok, err := wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, 10, work)
+//	rec.Add(history.Op{Wallet: id, Client: worker, Call: call, Return: history.Now(),
+//		Amount: 10, Read: read, Result: history.Outcome(ok, err)})
+//	rec.Read(id, balance) // the balance read back at the end
 //	v := rec.Check(ctx, history.DefaultLimits) // yes, no or unknown, and why
 //
 // Every check is bounded in time and in memory (Limits): past a bound its

@@ -29,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -112,10 +113,8 @@ func clusterState(ctx context.Context, port int) (state, why string) {
 		return "down", "a Redis that is not a cluster node answers: " + err.Error()
 	}
 	s, _ := info.(string)
-	for line := range strings.SplitSeq(s, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); found {
-			return v, ""
-		}
+	if v := env.InfoField(s, "cluster_state"); v != "" {
+		return v, ""
 	}
 	return "down", "a Redis whose CLUSTER INFO names no cluster_state answers"
 }

@@ -33,7 +33,7 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 	check := func(ctx context.Context, node redis.Cmdable, addr string) {
 		info, err := node.ClusterInfo(ctx).Result()
 		if err == nil {
-			if state := infoField(info, "cluster_state"); state != "ok" {
+			if state := InfoField(info, "cluster_state"); state != "ok" {
 				err = &clusterNotOK{addr, state}
 			}
 		} else {
@@ -124,8 +124,9 @@ func SlotMoving(err error) bool {
 	return false
 }
 
-// infoField returns the value of name in INFO or CLUSTER INFO text.
-func infoField(info, name string) string {
+// InfoField returns the value of name in INFO or CLUSTER INFO text, ""
+// when it has none.
+func InfoField(info, name string) string {
 	for line := range strings.Lines(info) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
 			return v

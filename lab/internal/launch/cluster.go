@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/env"
 )
 
 // ClusterSpec is the shape of a cluster StartCluster starts.
@@ -192,7 +194,7 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 			}
 			for _, want := range [][2]string{{"cluster_state", "ok"},
 				{"cluster_known_nodes", strconv.Itoa(len(all))}, {"cluster_size", strconv.Itoa(len(masters))}} {
-				if got := infoField(info, want[0]); got != want[1] {
+				if got := env.InfoField(info, want[0]); got != want[1] {
 					return fmt.Sprintf("%s says %s:%s, not %s", all[i].addr, want[0], got, want[1])
 				}
 			}
@@ -202,7 +204,7 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 		}
 		for k := range replicas {
 			c := clients[len(masters)+k]
-			if got := infoField(c.Info(ctx, "replication").Val(), "master_link_status"); got != "up" {
+			if got := env.InfoField(c.Info(ctx, "replication").Val(), "master_link_status"); got != "up" {
 				return fmt.Sprintf("%s says master_link_status:%s", replicas[k].addr, got)
 			}
 		}
@@ -261,7 +263,7 @@ func (s *Redis) Promoted(ctx context.Context) bool {
 	defer c.Close()
 	role, err := c.Do(ctx, "ROLE").Slice()
 	return err == nil && len(role) > 0 && role[0] == "master" &&
-		infoField(c.ClusterInfo(ctx).Val(), "cluster_state") == "ok"
+		env.InfoField(c.ClusterInfo(ctx).Val(), "cluster_state") == "ok"
 }
 
 // adminClient is a client of one node for setting it up: short timeouts,
@@ -270,15 +272,4 @@ func (s *Redis) Promoted(ctx context.Context) bool {
 func adminClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, MaxRetries: -1, PoolSize: 1, DisableIdentity: true, Protocol: 2})
-}
-
-// infoField is the value of key in the text of INFO or CLUSTER INFO, or
-// "" when it has none.
-func infoField(info, key string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
-			return v
-		}
-	}
-	return ""
 }

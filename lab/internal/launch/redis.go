@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/env"
 )
 
 // ErrNoRedisServer is returned when redis-server is not on PATH.
@@ -146,7 +147,7 @@ func AwaitInSync(ctx context.Context, addrs ...string) error {
 			c := adminClient(a)
 			info, err := c.Info(ctx, "replication").Result()
 			c.Close()
-			if got := infoField(info, "master_link_status"); got != "up" {
+			if got := env.InfoField(info, "master_link_status"); got != "up" {
 				return fmt.Sprintf("%s says master_link_status:%s (%v)", a, got, err)
 			}
 		}

@@ -635,6 +635,7 @@ func perSpend(n int64, accepted int) (*int64, *float64) {
 
 // count fills in the figures of a phase that need no read-back.
 func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
+	s, _ := strategyByName(row.Strategy)
 	row.Seconds = elapsed.Seconds()
 	row.Spends, row.Attempts = t.spends, t.attempts
 	for _, n := range t.accepted {
@@ -651,7 +652,7 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 		row.PerSecond = float64(row.Accepted) / elapsed.Seconds()
 	}
 	row.Latency = latencyOf(t.latency)
-	if s, _ := strategyByName(row.Strategy); s.locks {
+	if s.locks {
 		l := latencyOf(t.wait)
 		row.LockWait = &l
 	}
@@ -666,7 +667,6 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 			row.PoolLimit = "postgres"
 		}
 	}
-	s, _ := strategyByName(row.Strategy)
 	work := r.cfg.Work
 	if rep.WorkTime != nil {
 		work = rep.WorkTime.duration()

@@ -18,6 +18,7 @@ package walletlock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,7 +32,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/labtest"
+	"example.com/walletlock/lab/internal/launch"
 )
 
 var (
@@ -282,7 +287,7 @@ func startServices(t *testing.T) *ownServices {
 		t.Skip("runs every program the pages show: not with -short")
 	}
 	labtest.StartRedis(t).Use(t)
-	labtest.StartPostgres(t).Use(t)
+	startPostgres(t)
 	var nodes []string
 	for range 3 {
 		nodes = append(nodes, labtest.StartRedis(t).Addr)
@@ -291,6 +296,39 @@ func startServices(t *testing.T) *ownServices {
 	s := &ownServices{bin: t.TempDir()}
 	buildPrograms(t, s.bin)
 	return s
+}
+
+// startPostgres starts a PostgreSQL of the test's own with a database
+// walletlock, points DATABASE_URL at it, and stops it when the test ends.
+// A test running as root runs it as the user postgres.
+func startPostgres(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var g launch.Group
+	srv, err := g.StartPostgres(ctx, "walletlock")
+	if errors.Is(err, launch.ErrNoPostgres) {
+		testenv.Missing(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close() // a clean shutdown first
+		g.KillAll(10 * time.Second)
+		if t.Failed() {
+			t.Logf("PostgreSQL's output:\n%s", srv.Log)
+		}
+	})
+	conn, err := pgx.Connect(ctx, srv.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE walletlock"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DATABASE_URL", srv.URL("walletlock"))
 }
 
 // run runs the transcript's command and returns what it printed, as a

@@ -7,13 +7,10 @@ package drill
 // with a lock its replica never received, and the cluster promotes the
 // replica.
 //
-// As with Sentinel, a replica on loopback would find every write in its
-// socket buffer, so each master's replication link runs through a proxy (wire.ListenRaw)
-// the drill can cut. A cluster node tells its replica where it is by the
-// address it announces: each master announces its proxy's port, and the
-// clients of the drill and the spenders dial the master itself instead
-// (SpenderConfig.Direct). Masters and replicas talk on the cluster bus
-// directly, so the election is not cut off.
+// As with Sentinel, each master's replication link runs through a proxy
+// (wire.ListenRaw) the drill can cut: each master announces its proxy's
+// port, and the drill and the spenders dial the master itself instead
+// (SpenderConfig.Direct). The cluster bus is not cut, nor the election.
 
 import (
 	"context"

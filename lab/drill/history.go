@@ -3,15 +3,10 @@
 package drill
 
 // The drill's history: every spend its spender processes report becomes
-// an operation (internal/history), timed by the spender's clock in Unix
-// nanoseconds, the clock every process on the machine shares. A spender
-// reports when it called (Event.Call, before it took the lock), the
-// balance it read (Event.Read) and its result (Event.Result); a spend
-// whose process died between its read and its report is an unknown
-// outcome whose return is open. With the wallets' starting balances set
-// before the spenders start and the balances read back after they stop,
-// that is a history porcupine checks for linearizability, beside the
-// balance check: Result.Linearizable.
+// an operation (internal/history), timed in Unix nanoseconds, the clock
+// every process on the machine shares. With the starting balances before
+// and the balances read back after, that is a history porcupine checks
+// for linearizability, beside the balance check: Result.Linearizable.
 
 import (
 	"context"
@@ -31,6 +26,8 @@ type HistoryVerdict struct {
 }
 
 // spent records a spend a spender process reported; proc is its number.
+// One whose process ended between its read and its report comes with no
+// read, an unknown result and the end as its return: it may have written.
 func (r *runner) spent(proc int, e Event) {
 	if e.Call == 0 {
 		return
@@ -44,15 +41,6 @@ func (r *runner) spent(proc int, e Event) {
 		result = history.Failed // it gave up before it touched the wallet (wait)
 	}
 	r.rec.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: e.End, Amount: e.Amount, Read: read, Result: result})
-}
-
-// lostSpend records a spend whose process ended after its read and before its
-// report: it may have written.
-func (r *runner) lostSpend(proc int, e Event, at int64) {
-	if e.Call == 0 {
-		return
-	}
-	r.rec.Add(history.Op{Wallet: e.Wallet, Client: proc, Call: e.Call, Return: at, Amount: e.Amount, Read: history.NoRead, Result: history.Unknown})
 }
 
 // startHistory begins the history once the wallets hold their starting

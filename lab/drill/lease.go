@@ -21,18 +21,15 @@ var ErrBusy = errors.New("drill: prefix in use by another drill")
 // ids FirstID .. FirstID+MaxWallets-1.
 const MaxWallets = 100
 
-// FirstID is the first wallet id of a drill on prefix, unless told one:
-// derived from the prefix as the load test derives its ids (ledger.FirstIDFor),
-// so that drills on different prefixes never meet. It hashes "drill " and
-// the prefix, a name no prefix can be (a prefix holds no space), so that
-// the load test on the same prefix gets another block.
+// FirstID is the first wallet id of a drill on prefix, unless told one
+// (ledger.FirstIDFor of "drill " and the prefix, which no prefix can be,
+// so that the load test on the same prefix gets another block).
 func FirstID(prefix string) int64 { return ledger.FirstIDFor("drill " + prefix) }
 
 // TakePrefix makes the run the only drill on prefix, whose PostgreSQL rows
 // it then owns. The drill's Redis servers are its own and die with it, so
-// its run lease lives where its rows do: a PostgreSQL advisory lock, held
-// by one connection, that the server drops if this process dies. Call the
-// returned function to release it.
+// its run lease lives where its rows do: an advisory lock of one
+// connection, which PostgreSQL drops when this process dies.
 func TakePrefix(ctx context.Context, pool *pgxpool.Pool, prefix string) (func(), error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

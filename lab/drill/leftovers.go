@@ -4,12 +4,12 @@ package drill
 
 import (
 	"errors"
-	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"os"
 	"strings"
 
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 // tempPattern names a drill's temporary folder, in os.TempDir().

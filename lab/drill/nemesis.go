@@ -38,7 +38,7 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 		sleep(ctx, d)
 		// Stay paused until another holder has spent from the wallet (at
 		// most 10 TTLs), so that the stale write has something to undo.
-		poll(ctx, 10*ttl-d, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s) })
+		poll(ctx, 10*ttl-d, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s, "") != 0 })
 		held := time.Since(start)
 		if err := g.s.proc.Resume(); err != nil {
 			return 1, "", err
@@ -72,7 +72,7 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 		start := time.Now()
 		err := r.primary.Restart(ctx)
 		if err == nil {
-			poll(ctx, 3*time.Second+2*ttl, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s) })
+			poll(ctx, 3*time.Second+2*ttl, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s, "") != 0 })
 		}
 		r.ack(g.s, g.e)
 		return 1, "killed and restarted Redis empty while " + r.holding(g), err
@@ -129,7 +129,7 @@ func (r *runner) awaitPromotion(ctx context.Context, target grabbed, found bool,
 	if found {
 		if err == nil {
 			poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
-				return r.spentSince(target.e.Wallet, killed.UnixNano(), target.s)
+				return r.spentSince(target.e.Wallet, killed.UnixNano(), target.s, "") != 0
 			})
 		}
 		r.ack(target.s, target.e)

@@ -17,11 +17,10 @@ package drill
 
 import (
 	"context"
-	"example.com/walletlock/lab/internal/netns"
 	"fmt"
+	"maps"
 	"net"
-	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +29,7 @@ import (
 
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 // The partition nemeses.
@@ -47,11 +47,10 @@ const (
 const MinReplicasMaxLag = 1
 
 // The partition's bounds (see Config.Partition): how long it lasts once
-// the majority's Sentinels have promoted a replica, which takes them about
-// 3 s (promoteBound at most). Redlock's partition lasts as long as a
-// typical one with Sentinel: redlockCut more. Where the lesson has two
-// holders meet, it lasts until they have, at most strikeBound more (see
-// mustStrike).
+// the majority's Sentinels have promoted a replica (about 3 s after the
+// cut, promoteBound at most). Redlock's lasts redlockCut more. Where the
+// lesson has two holders meet, it lasts until they have, at most
+// strikeBound more (see mustStrike).
 const (
 	DefaultPartition = 3 * time.Second
 	MinPartition     = time.Second
@@ -71,7 +70,7 @@ const sentinelDownAfter = time.Second
 const rejoinBound = 30 * time.Second
 
 // IsPartition reports whether a nemesis is one of the partition nemeses,
-// which need network namespaces (see netns.CanPartition).
+// which need network namespaces (netns.CanPartition).
 func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
 
 // hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
@@ -123,35 +122,25 @@ func (r *runner) startPartition(ctx context.Context) error {
 	if isRedlock(r.c.Strategy) {
 		return nil
 	}
+	var replicas, sentinels []string
 	for _, s := range r.hostRedis[1:] {
-		c := NewClient(s.Ctl)
-		err := poll(ctx, 10*time.Second, func() bool {
-			return strings.Contains(c.Info(ctx, "replication").Val(), "master_link_status:up")
-		})
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("drill: the replica in host %d did not sync with the primary: %w", s.host, err)
-		}
+		replicas = append(replicas, s.Ctl)
+	}
+	if err := launch.AwaitInSync(ctx, replicas...); err != nil {
+		return err
 	}
 	for i := range netns.Hosts {
-		conf := fmt.Sprintf("%s/sentinel-h%d-%d.conf", r.c.Dir, i, time.Now().UnixNano())
-		text := fmt.Sprintf("port 26379\nbind %s %s\nprotected-mode no\nsentinel monitor %s %s 6379 2\n"+
-			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
-			r.net.LAN(i), r.net.Uplink(i), MasterName, r.net.LAN(0), MasterName, sentinelDownAfter.Milliseconds(), MasterName)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return fmt.Errorf("drill: write %s: %w", conf, err)
+		conf, err := launch.SentinelConf(r.c.Dir, 26379, []string{r.net.LAN(i), r.net.Uplink(i)}, MasterName, r.net.LAN(0), "6379", sentinelDownAfter)
+		if err != nil {
+			return err
 		}
 		s, err := r.startInHost(ctx, i, 26379, conf, "--sentinel")
 		if err != nil {
 			return err
 		}
-		r.hostSentinels = append(r.hostSentinels, s)
+		r.hostSentinels, sentinels = append(r.hostSentinels, s), append(sentinels, s.Ctl)
 	}
-	ctl := make([]string, len(r.hostSentinels))
-	for i, s := range r.hostSentinels {
-		ctl[i] = s.Ctl
-	}
-	return awaitSentinels(ctx, ctl, netns.Hosts-1)
+	return launch.AwaitSentinels(ctx, MasterName, sentinels, netns.Hosts-1)
 }
 
 // startInHost starts redis-server with args in host i, listening on port
@@ -277,11 +266,9 @@ func (r *runner) promotedHost(ctx context.Context) int {
 
 // mustStrike reports whether the lesson has the old primary's holder and
 // a new one's meet in this run (partition, with a lock that a primary
-// grants alone: lock, fenced, fair), so that the partition lasts until
-// they have. Elsewhere nothing is granted on the isolated side (redlock,
-// wait), or nothing is granted at all (version), or the old primary stops
-// granting a lag after the cut (partition-min-replicas): waiting would
-// prove nothing more.
+// grants alone), so that the partition lasts until they have. Elsewhere
+// the isolated side is granted nothing, or only for a lag after the cut:
+// waiting would prove nothing more.
 func (r *runner) mustStrike() bool {
 	switch r.c.Strategy {
 	case Lock, Fenced, Fair:
@@ -291,11 +278,10 @@ func (r *runner) mustStrike() bool {
 }
 
 // strike waits for a grant by the new side, then holds a spend of an
-// isolated spender that the old primary granted, until a spender of the
-// majority has spent from the same wallet (at most half the TTL, so that
-// the held lock is still valid where it was granted): two holders at once,
-// each told by a primary that it holds the lock. It tries until end, and
-// says what it did.
+// isolated spender that the old primary granted until a spender of the
+// majority has spent from the same wallet (at most half the TTL, while the
+// held lock is still valid where it was granted): two holders at once. It
+// tries until end, and says what it did.
 func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string {
 	var first int64
 	poll(ctx, time.Until(end), func() bool {
@@ -327,8 +313,8 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		grabbed := time.Now().UnixNano()
 		// A spend whose lock the new primary granted (for Redlock, p.new
 		// is "": any majority spender's).
-		poll(ctx, r.c.TTL/2, func() bool { return r.spentOn(g.e.Wallet, grabbed, g.s, p.new) })
-		landed := r.spentOn(g.e.Wallet, grabbed, g.s, p.new)
+		poll(ctx, r.c.TTL/2, func() bool { return r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0 })
+		landed := r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0
 		r.ack(g.s, g.e)
 		if landed {
 			return fmt.Sprintf("spender %d, granted wallet %d by the old primary, wrote after a majority spender spent from it (try %d)", g.s.n, g.e.Wallet, tries)
@@ -341,20 +327,6 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 		return "the old primary granted no lock once the new one did"
 	}
 	return fmt.Sprintf("%d isolated holders struck, none overlapped a majority spend", tries)
-}
-
-// firstGrant returns when the first critical section that ok accepts
-// began, 0 when there is none.
-func (r *runner) firstGrant(ok func(section) bool) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var first int64
-	for _, s := range r.sections {
-		if ok(s) && (first == 0 || s.start < first) {
-			first = s.start
-		}
-	}
-	return first
 }
 
 // probeKey is the key the drill writes to the old primary just before
@@ -404,11 +376,8 @@ func (r *runner) rejoined(ctx context.Context, promoted int) bool {
 		strings.Contains(info, "master_link_status:up")
 }
 
-// Window is what the partition's report adds: how long two primaries
-// granted locks at once, measured from the spenders' own reports (each
-// says which server granted its lock, see SpenderConfig.Identify), the
-// double grants of an old primary's holder and a new primary's, and
-// what the old primary accepted in the partition and lost at the heal.
+// Window is what the partition's report adds, measured from the spenders'
+// reports of which server granted each lock (SpenderConfig.Identify).
 type Window struct {
 	Both         time.Duration // from the new primary's first grant to the old one's last
 	OldFor       time.Duration // from the cut to the old primary's last grant
@@ -418,9 +387,9 @@ type Window struct {
 	Lost         string        // what the healed primary lost
 }
 
-// window measures the partition from the sections. For Redlock the two
-// sides stand for the two primaries: the isolated spender's grants
-// between cut and heal, and the majority's.
+// window measures the partition from the sections. For Redlock the
+// isolated spender's grants stand for the old primary's, the majority's
+// for the new one's.
 func (r *runner) window() Window {
 	p := r.part
 	r.mu.Lock()
@@ -484,25 +453,19 @@ func (r *runner) lost(olds []section, p *partition) string {
 			fences = append(fences, s.fence)
 		}
 	}
-	ids := make([]int64, 0, len(wallets))
-	for id := range wallets {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var per []string
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(wallets)) {
 		per = append(per, fmt.Sprintf("wallet %d: %d", id, wallets[id]))
 	}
 	what := fmt.Sprintf("%d lock grants of the old primary from the cut on (%s)", len(olds), strings.Join(per, ", "))
 	if len(fences) > 0 {
-		sort.Slice(fences, func(i, j int) bool { return fences[i] < fences[j] })
-		what += fmt.Sprintf(", fences %d to %d", fences[0], fences[len(fences)-1])
+		what += fmt.Sprintf(", fences %d to %d", slices.Min(fences), slices.Max(fences))
 	}
 	return what + ", none replicated to the new primary, which the old one resynced from; " + p.probe
 }
 
-// serverOf names the server a spender's lock came from: the address the
-// server was reached at, as CLIENT INFO's laddr says.
+// serverOf names the server a spender's lock came from, as CLIENT INFO's
+// laddr says.
 func serverOf(ctx context.Context, rdb redis.UniversalClient) string {
 	c, ok := rdb.(*redis.Client)
 	if !ok {

@@ -15,13 +15,10 @@ import (
 )
 
 // FenceSequence is the PostgreSQL sequence redlock-fenced takes its fences
-// from. Redlock hands out no number that grows with each grant (every
-// node would need the same counter, and a node that restarts empty would
-// count again from 1), and the fence is only worth what checks it: so it
-// comes from the database that holds the ledger. A sequence never goes
-// back, not across a Redis restart, not across a double grant, so a holder
-// that took the lock later than another and claimed the row later always
-// wins the row.
+// from. Redlock hands out no number that grows with each grant (a node
+// that restarts empty would count again from 1), so the fence comes from
+// the database that checks it: a sequence never goes back, not across a
+// Redis restart, not across a double grant.
 const FenceSequence = "walletlock_redlock_fence"
 
 // CreateFenceSequence creates FenceSequence unless it exists. Two drills
@@ -75,17 +72,15 @@ func (r *runner) startRedlock(ctx context.Context) error {
 // restartRedlock is the restart nemesis against Redlock, timed so that
 // a node that forgets a lock decides who holds it:
 //
-//  1. one node goes down (SIGKILL); the spenders go on with a majority
-//     of the two left;
+//  1. one node goes down (SIGKILL); the spenders go on with the two left;
 //  2. holder A takes a wallet's lock on those two and reads the balance;
-//  3. the dead node comes back, empty, and one of A's two nodes is
-//     killed and started again, empty: A's lock is left on one node;
+//  3. the dead node comes back, empty, and one of A's two nodes restarts
+//     empty: A's lock is left on one node;
 //  4. another spender wins the two empty nodes, a majority, while A
 //     still holds; A writes when it is let go.
 //
-// Every node restarts as Redis does without persistence. Redlock's answer
-// to this is a restart delayed by at least the TTL (or fsync on every
-// write); the drill restarts at once, as a supervisor would.
+// Redlock's answer to this is a restart delayed by at least the TTL; the
+// drill restarts at once, as a supervisor would.
 func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
 	perm := r.rng.Perm(len(r.nodes))
 	down, again := r.nodes[perm[0]], r.nodes[perm[1]]
@@ -105,7 +100,7 @@ func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
 	var second int64
 	if err == nil {
 		poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
-			second = r.spendSince(g.e.Wallet, struck.UnixNano(), g.s)
+			second = r.spentSince(g.e.Wallet, struck.UnixNano(), g.s, "")
 			return second != 0
 		})
 	}
@@ -125,19 +120,4 @@ func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
 	}
 	return 2, fmt.Sprintf("killed Redlock node %d; spender %d took wallet %d on the other two; node %d came back empty and node %d restarted empty; %s",
 		perm[0]+1, g.s.n, g.e.Wallet, perm[0]+1, perm[1]+1, what), nil
-}
-
-// spendSince returns when the first critical section on wallet that began
-// after t (Unix ns), by another spender process than sp, and was
-// accepted, began; 0 when there is none.
-func (r *runner) spendSince(wallet, t int64, sp *spenderProc) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var first int64
-	for _, s := range r.sections {
-		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (first == 0 || s.start < first) {
-			first = s.start
-		}
-	}
-	return first
 }

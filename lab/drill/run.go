@@ -6,14 +6,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"example.com/walletlock/lab/internal/netns"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"example.com/walletlock/lab/internal/history"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lab/internal/wire"
 	"example.com/walletlock/wallet"
 )
@@ -38,8 +37,8 @@ const (
 	ClusterFailover = "cluster-failover"
 )
 
-// Nemeses lists them in the order of the report (Partition and
-// PartitionMinReplicas: see partition.go).
+// Nemeses lists them in the order of the report (the partitions: see
+// partition.go).
 var Nemeses = []string{None, Pause, Crash, Restart, Failover, ClusterFailover, Partition, PartitionMinReplicas}
 
 // Config is one run: one nemesis against one strategy with one seed.
@@ -145,8 +144,7 @@ type spenderProc struct {
 }
 
 // Run runs one drill and judges it. procs holds every process it starts;
-// Run stops them before it returns, and the caller kills what is left on
-// Ctrl-C.
+// Run stops them before it returns.
 func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
 		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
@@ -229,12 +227,8 @@ func (r *runner) startServers(ctx context.Context) error {
 	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr()); err != nil {
 		return err
 	}
-	rdb := NewClient(r.replica.Addr)
-	defer rdb.Close()
-	if err := poll(ctx, 10*time.Second, func() bool {
-		return strings.Contains(rdb.Info(ctx, "replication").Val(), "master_link_status:up")
-	}); err != nil {
-		return fmt.Errorf("drill: the replica did not sync with the primary: %w", err)
+	if err := launch.AwaitInSync(ctx, r.replica.Addr); err != nil {
+		return err
 	}
 	if r.c.Nemesis != Failover {
 		return nil
@@ -252,25 +246,7 @@ func (r *runner) startServers(ctx context.Context) error {
 	for i, s := range r.sentinels {
 		addrs[i] = s.Addr
 	}
-	return awaitSentinels(ctx, addrs, 1)
-}
-
-// awaitSentinels waits until each sentinel at addrs knows the others and
-// the given number of replicas.
-func awaitSentinels(ctx context.Context, addrs []string, replicas int) error {
-	for _, a := range addrs {
-		sc := NewClient(a)
-		err := poll(ctx, 20*time.Second, func() bool {
-			peers, _ := sc.Do(ctx, "SENTINEL", "SENTINELS", MasterName).Slice()
-			reps, _ := sc.Do(ctx, "SENTINEL", "REPLICAS", MasterName).Slice()
-			return len(peers) == len(addrs)-1 && len(reps) == replicas
-		})
-		sc.Close()
-		if err != nil {
-			return fmt.Errorf("drill: the sentinels did not find each other and the replicas: %w", err)
-		}
-	}
-	return nil
+	return launch.AwaitSentinels(ctx, MasterName, addrs, 1)
 }
 
 func (r *runner) stopServers() {
@@ -407,7 +383,9 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 	for k, e := range r.open {
 		if k[0] == int64(sp.n) {
 			r.unknown[e.Wallet]++
-			r.lostSpend(sp.n, e, sp.endAt)
+			lost := e
+			lost.End, lost.Read, lost.Result = sp.endAt, nil, uint8(history.Unknown)
+			r.spent(sp.n, lost)
 			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
 			delete(r.open, k)
 		}
@@ -457,28 +435,31 @@ func (r *runner) waitSpends(ctx context.Context, n int, d time.Duration) {
 	})
 }
 
-// spentSince reports whether a spend on wallet that began after t (Unix
-// ns), by another spender process than sp, has been accepted.
-func (r *runner) spentSince(wallet, t int64, sp *spenderProc) bool {
-	return r.spentOn(wallet, t, sp, "")
+// spentSince returns when the first accepted spend on wallet that began
+// after t (Unix ns), by another spender process than sp, with a lock that
+// server granted ("": any), began; 0 when there is none.
+func (r *runner) spentSince(wallet, t int64, sp *spenderProc, server string) int64 {
+	return r.firstGrant(func(s section) bool {
+		return s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (server == "" || s.server == server)
+	})
 }
 
-// spentOn is spentSince for a spend whose lock the server granted ("":
-// any).
-func (r *runner) spentOn(wallet, t int64, sp *spenderProc, server string) bool {
+// firstGrant returns when the first critical section that ok accepts
+// began, 0 when there is none.
+func (r *runner) firstGrant(ok func(section) bool) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var first int64
 	for _, s := range r.sections {
-		if s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (server == "" || s.server == server) {
-			return true
+		if ok(s) && (first == 0 || s.start < first) {
+			first = s.start
 		}
 	}
-	return false
+	return first
 }
 
 // stopSpenders closes their stdin, which stops them after the spend in
-// hand, and kills those that have not exited within a few seconds (at
-// once when ctx has ended).
+// hand, and kills those that have not exited within a few seconds.
 func (r *runner) stopSpenders(ctx context.Context) {
 	r.mu.Lock()
 	list := append([]*spenderProc(nil), r.spenders...)
@@ -520,8 +501,8 @@ func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
 }
 
 // overlaps counts the pairs of critical sections on one wallet, of two
-// holders, that overlapped in time: each one is the lock granted to a
-// holder while another still believed it held it.
+// holders, that overlapped in time: the lock granted to a holder while
+// another still believed it held it.
 func overlaps(sections []section) int {
 	s := append([]section(nil), sections...)
 	sort.Slice(s, func(i, j int) bool {

@@ -2,9 +2,8 @@
 
 package drill
 
-// The spender role: the drill binary run again as a child, spending from
-// the drill's wallets with one strategy and reporting every spend as a
-// JSON line on stdout.
+// The spender role: the drill binary run again as a child, spending with
+// one strategy and reporting every spend as a JSON line on stdout.
 
 import (
 	"bufio"
@@ -47,28 +46,11 @@ const (
 	Fenced  = "fenced"  // AcquireFenced, and PostgreSQL checks the fence
 	Version = "version" // no Redis: a version column in PostgreSQL
 	Fair    = "fair"    // fair.Lock's lease, then the plain read and write
-	// Redlock: go-redsync's mutex on a majority of three independent
-	// nodes, then the plain read and write.
-	Redlock = "redlock"
-	// RedlockFenced: the same Redlock, and PostgreSQL checks a fence.
-	// Redlock hands out no number, so the fence comes from a PostgreSQL
-	// sequence (see FenceSequence), taken once the lock is held.
+	Redlock = "redlock" // go-redsync's mutex on a majority of three nodes
+	// RedlockFenced is Redlock with a fence checked by PostgreSQL, taken
+	// from a sequence once the lock is held (see FenceSequence).
 	RedlockFenced = "redlock-fenced"
 )
-
-// The custom strategies take the lock CustomLock gives (the judge's adapter of
-// any lock), with a fence checked by PostgreSQL or without. They are in no
-// list: only a program that sets Custom runs them.
-const (
-	CustomLease  = "custom"
-	CustomFenced = "custom-fenced"
-)
-
-// CustomLock takes the lock of the custom strategies on key for ttl, with a
-// fence when fenced, on the spender's client; a program sets it in the
-// spender process before RunSpender. holder names the holding in the
-// reports; fence is 0 without one.
-var CustomLock func(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration, fenced bool) (holder string, fence int64, release func(context.Context), err error)
 
 // Strategies lists them in the order of the report.
 var Strategies = []string{Lock, Wait, Fenced, Version, Fair, Redlock, RedlockFenced}
@@ -109,9 +91,9 @@ type Event struct {
 	Start   int64  `json:"start,omitempty"` // Unix ns: the lock was granted (0: no critical section)
 	End     int64  `json:"end,omitempty"`   // Unix ns: the write returned
 	Why     string `json:"why,omitempty"`   // for a refusal or an unknown outcome
-	// For the history (history.go): when the spend began, before the
-	// lock (Unix ns); the balance it read; its history.Result (0: it gave
-	// up before it touched the wallet).
+	// For the history: when the spend began, before the lock (Unix ns);
+	// the balance it read; its history.Result (0: it gave up before it
+	// touched the wallet).
 	Call   int64  `json:"call,omitempty"`
 	Read   *int64 `json:"read,omitempty"`
 	Result uint8  `json:"result,omitempty"`
@@ -253,9 +235,8 @@ func (s *spender) emit(e Event) {
 }
 
 // announce tells the drill that this spend holds the lock and has read the
-// balance; with Hold, it waits until the drill lets it go on. A drill that
-// pauses the process does so before it lets it go, so the pause always
-// lands between the read and the write.
+// balance; with Hold, it waits until the drill lets it go on, so that a
+// pause always lands between the read and the write.
 func (s *spender) announce(e Event) {
 	e.Ev = "read"
 	if !s.c.Hold || s.c.Strategy == Version || s.stopped.Load() {
@@ -330,7 +311,7 @@ func (s *spender) spend(ctx context.Context, id int64) {
 		e.Server = serverOf(ctx, s.rdb)
 	}
 	var bal int64
-	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced || s.c.Strategy == CustomFenced
+	fenced := s.c.Strategy == Fenced || s.c.Strategy == RedlockFenced
 	if s.c.Strategy == RedlockFenced {
 		// The lock is held: now take a number no holder has had, from
 		// the database that will check it.
@@ -383,9 +364,6 @@ func (s *spender) acquire(ctx context.Context, key string) (holder string, fence
 		}
 		return holderID(rl.Token()), 0, func(ctx context.Context) { rl.Release(ctx) }, nil
 	}
-	if (s.c.Strategy == CustomLease || s.c.Strategy == CustomFenced) && CustomLock != nil {
-		return CustomLock(ctx, s.rdb, key, s.c.TTL, s.c.Strategy == CustomFenced)
-	}
 	var l *lock.Lock
 	switch s.c.Strategy {
 	case Fenced:
@@ -415,9 +393,8 @@ func (s *spender) wait(ctx context.Context, key string) (int64, error) {
 	return m.Wait(ctx, 1, s.c.TTL/5).Result()
 }
 
-// holderID names the holder of a token, as the spenders report it: the
-// first 12 hex digits of lock.Lock's ID, so that a token read from a
-// replica can be matched to the spender that held it.
+// holderID names the holder of a token as the spenders report it (the
+// first 12 hex digits of lock.Lock's ID), for a token read from a replica.
 func holderID(token string) string {
 	sum := sha1.Sum([]byte(token))
 	return shortID(hex.EncodeToString(sum[:]))

@@ -12,19 +12,17 @@ import (
 )
 
 // The atomic strategy: "you may not need a lock". When the balance lives
-// in Redis and nothing else takes part in the spend, one script can check
-// and take in a single step (atomic_spend.lua), and the read-modify-write
-// that every lock in this repo protects never leaves Redis.
+// in Redis and nothing else takes part in the spend, one script checks and
+// takes in a single step (atomic_spend.lua).
 
 //go:embed atomic_spend.lua
 var atomicSpendLua string
 
 var atomicSpendScript = redis.NewScript(atomicSpendLua)
 
-// spendAtomic does the work first (the deciding that the other strategies
-// do while they hold the wallet), then
-// runs the script. The work cannot see the balance it is about to change:
-// what must hold at the moment of the write goes into the script.
+// spendAtomic does the work first, then runs the script: the work cannot
+// see the balance it is about to change, so what must hold at the moment
+// of the write goes into the script.
 func spendAtomic(r *runner, c call) outcome {
 	if err := wallet.Work(c.ctx, r.cfg.Work); err != nil {
 		return outcome{err: err, attempts: 1}

@@ -91,13 +91,11 @@ func measureRTT(ctx context.Context, n int, ping func(context.Context) error) (R
 	return RTT{P50: ms(h.ValueAtQuantile(50)), Min: ms(h.Min()), N: n}, nil
 }
 
-// measureWork times how long the work really takes on this machine, the
-// way a spend does it (wallet.Work). A timer fires late, by tens to
-// hundreds of microseconds and more on a busy machine: at 2 ms of work that
-// is a tenth of the critical section, which a ceiling built on the nominal
-// 2 ms would blame on the strategies. Only work up to 20 ms is timed, in
-// at most a quarter of a second; above that the delay hardly counts, and
-// the nominal work is used (nil).
+// measureWork times how long the work really takes on this machine. A
+// timer fires late, by tens to hundreds of microseconds on a busy machine:
+// at 2 ms of work that is a tenth of the critical section, which a ceiling
+// built on the nominal 2 ms would blame on the strategies. Work above 20
+// ms is not timed (nil): the delay hardly counts there.
 func measureWork(ctx context.Context, work time.Duration) (*RTT, error) {
 	if work <= 0 || work > 20*time.Millisecond {
 		return nil, nil
@@ -110,10 +108,9 @@ func measureWork(ctx context.Context, work time.Duration) (*RTT, error) {
 	return &rtt, nil
 }
 
-// probeWork times the work beside a phase's workers until ctx ends, the
-// way measureWork does, and returns what reads the median in ms (0 when
-// the work is not timed or nothing was): a timer fires later on a busy
-// machine, and a phase's own load is what its spends' work ran under.
+// probeWork times the work beside a phase's workers until ctx ends, as
+// measureWork does, under the load its spends' work ran under, and
+// returns what reads the median in ms (0: not timed).
 func probeWork(ctx context.Context, work time.Duration) func() float64 {
 	if work <= 0 || work > 20*time.Millisecond {
 		return func() float64 { return 0 }

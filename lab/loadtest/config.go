@@ -15,8 +15,8 @@ import (
 	"example.com/walletlock/lab/lock"
 )
 
-// ErrBadConfig is matched by every error Config.Validate and
-// ParseStrategies return: a program maps it to exit status 2.
+// ErrBadConfig is matched by every error of Validate and ParseStrategies:
+// a program maps it to exit status 2.
 var ErrBadConfig = errors.New("loadtest: bad configuration")
 
 // Config is one run: the strategies to compare and the workload each of them
@@ -56,11 +56,7 @@ type Config struct {
 	// own; rows that another run holds are refused, never shared.
 	FirstID int64
 
-	// History is what becomes of each spend's record (see history.go):
-	// HistoryCheck (the zero value) checks each strategy's history and
-	// keeps its verdict, HistoryPage keeps the histories too, for
-	// Report.WriteHistory, and HistoryOff records nothing (to measure
-	// what recording costs).
+	// History is what becomes of each spend's record (see HistoryMode).
 	History HistoryMode
 
 	// Progress, when not nil, gets a progress bar while the run goes on
@@ -68,10 +64,8 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Defaults are the settings of `go run ./cmd/loadtest`: ten
-// strategies of 4 s each, so that the whole run stays within about 45 s
-// (40 s without redlock, which the default run leaves out when its nodes
-// are not running).
+// Defaults are the settings of `go run ./cmd/loadtest`: ten strategies of
+// 4 s each, about 45 s in all.
 func Defaults() Config {
 	return Config{
 		Strategies: Strategies(),
@@ -114,9 +108,8 @@ func ParseStrategies(s string) ([]string, error) {
 }
 
 // ParseWorkers reads a -workers flag: one count ("64"), or a list of counts
-// separated by commas ("2,8,50") for a contention sweep. A count given
-// twice runs once. The counts are checked by Config.Validate; here, only
-// that each is a whole number.
+// ("2,8,50") for a contention sweep; a count given twice runs once.
+// Validate checks the counts.
 func ParseWorkers(s string) ([]int, error) {
 	var counts []int
 	for field := range strings.SplitSeq(s, ",") {
@@ -221,19 +214,14 @@ func (c Config) RedisPool() int {
 	return min(max(c.maxWorkers(), 1), MaxRedisConns)
 }
 
-// maxFairReaders caps the pool of the fair lock's readers. At 10,000
-// workers on 100,000 wallets a reader per wallet waited on, each with a
-// connection of its own, cost Redis more than the hand-offs saved: 256 of
-// them cut fair's rate to a third of what the readers made sharing the
-// spenders' pool. Past the cap, a reader waits its turn in its own pool.
+// maxFairReaders caps the pool of the fair lock's readers: at 10,000
+// workers on 100,000 wallets, 256 readers with a connection each cut
+// fair's rate to a third of what they made sharing the spenders' pool.
 const maxFairReaders = 32
 
 // FairReadersPool is the size of the pool of the fair lock's readers, apart
-// from the spenders' (RedisPool): one reader per wallet waited on, each
-// in a blocking read for up to a tick at a time, so one connection per
-// wallet that can have waiters at once (a hot run has one), up to
-// maxFairReaders. -pool does not size it: it sizes what the spenders wait
-// for.
+// from the spenders' (RedisPool): one connection per wallet that can have
+// waiters at once, up to maxFairReaders. -pool does not size it.
 func (c Config) FairReadersPool() int {
 	if c.Hot {
 		return 1

@@ -67,16 +67,12 @@ type Env struct {
 
 // Dial connects to the services the strategies of cfg need, and to Redis
 // in any case (for the run lease), with pools sized for the most workers
-// of cfg, and
-// opens every connection of the pools up front,
-// so that the first strategy does not pay for dialling them. Its errors are
-// env.Connect's and postgres.Connect's: one line that names the
-// address and the fix.
+// of cfg, and opens every connection up front, so that the first strategy
+// does not pay for dialling them. Its errors name the address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
 	e := &Env{}
-	// env.Connect checks that Redis answers and says where it looked if
-	// not; the sized client reuses the same settings.
+	// env.Connect says where it looked if Redis does not answer.
 	probe, err := env.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -94,9 +90,8 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	opt.ReadTimeout, opt.WriteTimeout = commandTimeout, commandTimeout
 	opt.ReadBufferSize, opt.WriteBufferSize = connBuffer, connBuffer
 	// A command that timed out may have run: a spend counts it as an
-	// unknown outcome, and must not send it a second time. On a cluster
-	// this also turns off go-redis's own retries (see
-	// env.ClusterOptions), and the client follows a failover.
+	// unknown outcome, and must not send it a second time (on a cluster
+	// too, see env.ClusterOptions).
 	opt.MaxRetries = -1
 	watchRedisPoolWaits() // each spend's wait for a connection, apart from its lock wait
 	e.Redis = env.NewClient(opt)

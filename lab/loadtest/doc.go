@@ -34,14 +34,8 @@
 // them to have landed. A row that accepted nothing, or whose spends failed
 // too often, measured nothing and says so (Row.Measured).
 //
-// A run owns what it writes: it holds a lease on its key prefix and marks
-// its PostgreSQL rows as the prefix's, so a second run on the same prefix,
-// or on wallets another run holds, is refused (see Run and ledger.FirstIDFor).
-//
-// Redlock itself is a library (internal/redlock): the drill's redlock and
-// redlock-fenced spenders take the same lock.
-//
-// Run is the whole of it. cmd/loadtest declares its flags with
-// AddFlags, dials with Flags.Dial, judges each row and ends with
-// Flags.Finish, which writes the -html page (internal/charts).
+// A run owns what it writes (see Run). Run is the whole of it;
+// cmd/loadtest declares its flags with AddFlags, dials with Flags.Dial,
+// judges each row and ends with Flags.Finish, which writes the -html page
+// (internal/charts).
 package loadtest

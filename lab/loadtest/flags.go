@@ -106,7 +106,7 @@ func AddFlags(p *harness.Program) *Flags {
 // Check completes the Config from the flags once they are parsed
 // (Resolve), for the harness's checks: an error is one line, without
 // ErrBadConfig's words. checkPage refuses a page (-html) that
-// could not be written, before any work (charts.CheckPageOf).
+// could not be written, before any work (harness.CheckPageOf).
 func (f *Flags) Check(checkPage func(flag, path string) error) []error {
 	f.Prefix = f.p.Prefix()
 	errs := []error{trimBad(f.Resolve(f.counts, f.strategy))}

@@ -12,12 +12,10 @@ import (
 	"example.com/walletlock/lab/internal/lesson"
 )
 
-// Every spend of a phase is recorded (internal/history's Recorder): its call
-// and return on the process's clock, the balance it read (ledger.ObserveReads,
-// in Redis or in PostgreSQL, tell it: seeReads), and its result. With the
-// setting of the starting balances before and the read-back after, that
-// is a history porcupine checks for linearizability, within
-// history.DefaultLimits: the row's "linearizable", beside the balance
+// Every spend of a phase is recorded (internal/history): its call and
+// return, the balance it read (seeReads) and its result. With the starting
+// balances before and the read-back after, that is a history porcupine
+// checks for linearizability: the row's "linearizable", beside the balance
 // check's OK or BROKEN.
 
 // HistoryMode says what a run does with its histories (Config.History).
@@ -25,8 +23,8 @@ type HistoryMode int
 
 const (
 	HistoryCheck HistoryMode = iota // record and check every phase's history
-	HistoryPage                     // also keep them for Report.WriteHistory
-	HistoryOff                      // record nothing
+	HistoryPage                     // also keep them for a page (Report.Histories)
+	HistoryOff                      // record nothing, to measure what recording costs
 )
 
 // historyLimits bound each phase's check (a default phase makes some
@@ -34,8 +32,7 @@ const (
 var historyLimits = history.DefaultLimits
 
 // seeReads returns ctx, told the balance a spend reads
-// (ledger.ObserveReads: wallet.Spend's GET and the Store's reads inside
-// its spends tell it), and where it lands; nil when the run records
+// (ledger.ObserveReads), and where it lands; nil when the run records
 // nothing.
 func (r *runner) seeReads(ctx context.Context) (context.Context, *atomic.Int64) {
 	if r.cfg.History == HistoryOff {
@@ -68,9 +65,8 @@ func (r *runner) startHistory(t *tally) {
 	}
 }
 
-// checkHistory ends the phase's history with the balances read back (bal,
-// nil when they were not), checks it, within historyLimits or until ctx
-// ends (Ctrl-C), and puts the verdict in row.
+// checkHistory ends the phase's history with the balances read back (nil
+// when they were not), checks it, and puts the verdict in row.
 func (r *runner) checkHistory(ctx context.Context, row *Row, t *tally, bal []int64, rep *Report) {
 	if t.rec == nil {
 		return

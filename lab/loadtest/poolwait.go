@@ -23,20 +23,14 @@ import (
 // its calls waited for a connection meanwhile (see call.lockWait).
 
 // A lease's clock runs from the moment Redis grants it. A spend that then
-// waits for a connection for its read, its write, its release, or its
-// watchdog's refresh spends its lease in a client-side queue: at 10,000
-// workers on 256 connections a spend's command waited 1.5 s for one at
-// the median, the watchdog gave up leases whose refresh took longer than
-// a third of the TTL (and cancelled their writes), releases ran out of
-// time, and a write could land after the lease had passed to the next
-// holder (issue 39, item 15: lock 42% and fair 87% of spends failed). A
-// service would not start more critical sections than it can serve, and
-// neither does the load test: a spend that takes a lease first waits for
-// a turn (see turns), one per connection of the pool that serves its
-// critical section, and holds it until it has released. The turn is
-// taken before the lease, so no lease's clock runs while it waits, and
-// the spends in their critical sections find a connection free. The wait
-// for a turn is a wait for the pool and counts as one (see poolClock).
+// waits for a connection spends its lease in a client-side queue: at
+// 10,000 workers on 256 connections a command waited 1.5 s at the median,
+// and 42% of lock's spends failed (issue 39, item 15). A service would
+// not start more critical sections than it can serve, and neither does
+// the load test: a spend that takes a lease first waits for a turn (see
+// turns), one per connection of the pool that serves its critical
+// section, until it has released. The wait for a turn counts as a wait
+// for the pool.
 
 // turns admits as many critical sections at once as a pool has
 // connections: a spend takes a turn before its lease and gives it back
@@ -86,10 +80,9 @@ func poolClockOf(ctx context.Context) *poolClock {
 	return c
 }
 
-// redisWaits is the go-redis metrics recorder of the process: it adds each
-// call's wait for a connection to the poolClock of the call's context, and
-// records nothing else. go-redis has one recorder per process, set once
-// (watchRedisPoolWaits); calls without a poolClock cost a context lookup.
+// redisWaits is the go-redis metrics recorder of the process (it has one):
+// it adds each call's wait for a connection to the poolClock of the call's
+// context, and records nothing else.
 type redisWaits struct{}
 
 var watchRedisOnce sync.Once
@@ -121,8 +114,8 @@ func (redisWaits) RecordStreamLag(context.Context, time.Duration, redis.ConnInfo
 }
 
 // postgresWaits times each pgxpool Acquire made on a context with a
-// poolClock and adds it to the clock. It is the pool's ConnConfig.Tracer,
-// so it is a (silent) pgx.QueryTracer as well.
+// poolClock and adds it to the clock. As the pool's ConnConfig.Tracer, it
+// is a silent pgx.QueryTracer too.
 type postgresWaits struct{}
 
 type acquireStartKey struct{}

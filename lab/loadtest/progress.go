@@ -8,9 +8,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// progress is the bar of one run on Config.Progress. It moves with time (a
-// phase lasts Duration at most), redraws itself with carriage returns and
-// clears its line at the end. A nil *progress draws nothing.
+// progress is the bar of one run on Config.Progress: it moves with time (a
+// phase lasts Duration at most). A nil *progress draws nothing.
 type progress struct {
 	bar   *progressbar.ProgressBar
 	per   time.Duration // one phase

@@ -1,11 +1,9 @@
 package loadtest
 
-// The redislock strategy: github.com/bsm/redislock v0.10.0 as this repo
-// uses it, beside the hand-built lock. It adapts the library to the rules
-// of package lock: the library leaves a few things to its caller, and each
-// function in this file takes one of them on; their errors are lock's
-// sentinels (lock.ErrInvalid, lock.ErrNotHeld...), so that the load test
-// tells them apart the same way for both locks.
+// The redislock strategy: github.com/bsm/redislock v0.10.0, held to the
+// rules of package lock. The library leaves a few things to its caller;
+// each function here takes one of them on, and their errors are lock's
+// sentinels, so that the load test tells them apart as for lock.
 
 import (
 	"context"
@@ -21,37 +19,25 @@ import (
 )
 
 // obtainRedislock takes the lock on key with redislock, after the checks
-// redislock does not make.
+// redislock does not make. Given a TTL under 1 ms and a ctx with a
+// deadline, redislock v0.10.0 runs SET and then PEXPIRE 0, which deletes
+// the key, and returns a lock while nothing is held: here such a TTL (and
+// an empty key, a nil client) fails with lock.ErrInvalid first. The TTL
+// is rounded up to whole milliseconds, as lock.Acquire does, never down.
 //
-// The TTL is checked first: given 0, a negative TTL or one under 1 ms and
-// a ctx with a deadline, redislock v0.10.0 runs SET and then PEXPIRE with
-// 0 or less, which deletes the key, and returns a lock with a nil error
-// while nothing is held in Redis. Here such a TTL (and an empty key, and a
-// nil client) fails with an error matching lock.ErrInvalid before any
-// call to Redis. redislock cuts a TTL down to whole
-// milliseconds; here it is rounded up instead, as Acquire does (see
-// lock.CheckTTL), so the lease is never shorter than asked.
+// Bound the wait with a ctx deadline: without one, redislock stops
+// retrying after ttl. When the deadline cuts a call to Redis short, the
+// lease it may still have taken is deleted before returning; redislock
+// alone would leave it to block everyone until its TTL ran out.
+// opt.RetryStrategy must be fresh for each call: redislock's strategies
+// count retries inside the value.
 //
-// Bound the wait with a ctx deadline. Without one, redislock quietly stops
-// retrying after ttl, however long the retry strategy would go on. When
-// the deadline cuts a call to Redis short, the lease that call may still
-// have taken is deleted before Obtain returns; redislock alone
-// would leave it to block everyone until its TTL ran out.
-//
-// opt.RetryStrategy must be a fresh value for each call: ExponentialBackoff
-// and LimitRetry count retries inside the value, so one value shared by
-// several Obtains makes each one's waits depend on the others.
-//
-// Errors, told apart with errors.Is:
-//   - the wait ran out: the error matches ctx.Err() (or, when ctx had no
-//     deadline, context.DeadlineExceeded), and also
-//     redislock.ErrNotObtained when it ran out between two attempts. Test
-//     for the context first, since both match.
-//   - the retry strategy gave up: redislock.ErrNotObtained alone.
-//   - anything else is a Redis error, returned at once.
-//
-// All are one line (redislock's own joined error spans two) and name the
-// key.
+// When the wait ran out the error matches ctx.Err() (or
+// context.DeadlineExceeded without a deadline), and also
+// redislock.ErrNotObtained when it ran out between two attempts: test for
+// the context first. The retry strategy giving up is ErrNotObtained
+// alone; anything else is a Redis error. Each is one line naming the key
+// (redislock's own joined error spans two).
 func obtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string, ttl time.Duration, opt *redislock.Options) (*redislock.Lock, error) {
 	ttl, err := lock.CheckArgs(rdb, key, ttl)
 	if err != nil {
@@ -100,22 +86,13 @@ func obtainRedislock(ctx context.Context, rdb redislock.RedisClient, key string,
 	}
 }
 
-// refreshRedislock returns a refresh call for KeepAlive that gives l a
-// fresh ttl. redislock has no watchdog of its own; this is how it gets the
-// one lock.Lock.Watch uses:
-//
-//	wctx, stop := lock.KeepAlive(ctx, ttl, refreshRedislock(l, ttl))
-//	defer stop()
-//
-// When the lease is gone, redislock's Refresh returns ErrNotObtained (not
-// ErrLockNotHeld, which only Release returns); it becomes lock.ErrNotHeld here,
-// so context.Cause reads the same for both locks. Refresh makes a single
-// attempt: KeepAlive bounds it and cancels the work on the first failure.
-// The ttl is rounded up to whole milliseconds (see lock.CheckTTL). A nil
-// or zero l (one that no Obtain returned) is never held: its refresh
-// returns lock.ErrNotHeld without a call to Redis, and a ttl under 1 ms
-// returns an error matching lock.ErrInvalid (redislock would send PEXPIRE
-// 0, which deletes the lock).
+// refreshRedislock returns a refresh call for lock.KeepAlive, redislock's
+// watchdog (it has none of its own), that gives l a fresh ttl, rounded up
+// to whole milliseconds. A lease that is gone, for which redislock's
+// Refresh returns ErrNotObtained, is lock.ErrNotHeld here, so that
+// context.Cause reads the same for both locks; so is a nil or zero l. A
+// ttl under 1 ms is lock.ErrInvalid (redislock would send PEXPIRE 0, which
+// deletes the lock).
 func refreshRedislock(l *redislock.Lock, ttl time.Duration) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		if l == nil || l.Token() == "" {
@@ -139,12 +116,9 @@ func refreshRedislock(l *redislock.Lock, ttl time.Duration) func(ctx context.Con
 }
 
 // countingRetry is a redislock.RetryStrategy that passes the waits of
-// Strategy through and counts how often redislock asked for one. redislock
-// asks once after every attempt that found the lock held, so an Obtain
-// that returned the lock made Busy()+1 attempts.
-//
-// Use one per Obtain, like the strategy it wraps. Busy may be read from
-// another goroutine while the Obtain runs.
+// Strategy through and counts how often redislock asked for one: once
+// after every attempt that found the lock held, so an Obtain that
+// returned the lock made Busy()+1 attempts. Use one per Obtain.
 type countingRetry struct {
 	Strategy redislock.RetryStrategy
 	busy     atomic.Int64

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,22 +16,17 @@ import (
 )
 
 // The redlock strategy: go-redsync's mutex over three independent Redis
-// nodes (`make redlock-up`, or REDLOCK_ADDRS), not the wallets' Redis. The
-// balances stay where lock, redislock and redsync keep them; only the lock
-// moves, so the row shows what a majority of three costs against one
-// node. The lock keys on the nodes are the run's own (under its prefix)
-// and expire within -ttl whatever happens; the run deletes them at the
-// start and at the end.
+// nodes (`make redlock-up`, or REDLOCK_ADDRS). The balances stay in the
+// wallets' Redis; only the lock moves, so the row shows what a majority of
+// three costs against one node.
 
 // Redlock names the strategy, for a program that must leave it out when
 // its nodes are not running (see redlock.ErrNodesDown).
 const Redlock = "redlock"
 
 // openRedlock connects to the Redlock nodes (redlock.Dial) with pools sized
-// like the wallets' Redis, counting their commands with calls. It fails in
-// one line, wrapping redlock.ErrNodesDown, when fewer than a majority answer,
-// and wrapping ErrBadConfig when REDLOCK_ADDRS names one node twice; with
-// a minority down it goes on (the nodes' Degraded says so).
+// like the wallets' Redis, counting their commands with calls. Its error
+// wraps ErrBadConfig when REDLOCK_ADDRS names one node twice.
 func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redlock.Nodes, error) {
 	addrs, err := env.RedlockAddrs()
 	if err != nil {
@@ -56,9 +50,7 @@ func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redl
 	return nodes, nil
 }
 
-// spendRedlock is spendRedsync with a majority of three nodes in place of
-// one: the same read-modify-write on the wallets' Redis, under a watchdog
-// that extends the lock on every node.
+// spendRedlock is spendRedsync on a majority of three nodes.
 func spendRedlock(r *runner, c call) outcome {
 	start := time.Now()
 	l, err := r.redlock.Acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
@@ -75,9 +67,8 @@ func spendRedlock(r *runner, c call) outcome {
 }
 
 // addRedlockStats adds to stats, in a redlock phase, the commands each
-// Redlock node ran, so that the row's Redis commands count the lock's
-// too. A node that cannot be read makes the count unknown (see
-// CommandStats.Since), never short.
+// Redlock node ran. A node that cannot be read makes the count unknown
+// (see CommandStats.Since), never short.
 func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats env.CommandStats) {
 	if s.name != Redlock || r.redlock == nil {
 		return
@@ -106,13 +97,12 @@ func (r *runner) downAtDial(i int) bool {
 }
 
 // clearRedlock deletes every key under the run's prefix on every Redlock
-// node: locks an interrupted earlier run left, or this run's, at its end.
-// The nodes hold nothing but locks, so a SCAN of the prefix is short.
+// node: locks an interrupted earlier run left, or this run's.
 func (r *runner) clearRedlock(ctx context.Context) error {
 	if r.redlock == nil {
 		return nil
 	}
-	pattern := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(r.cfg.Prefix) + "*"
+	pattern := env.GlobEscape(r.cfg.Prefix) + "*"
 	for i, c := range r.redlock.Clients() {
 		if r.downAtDial(i) {
 			continue // what it holds expires within the TTL; waiting for it would not end

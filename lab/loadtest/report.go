@@ -107,18 +107,14 @@ type Row struct {
 	FirstUnknown  string `json:"first_unknown,omitempty"`
 
 	// LockWait is the time to get the lock, less what its calls waited
-	// for a connection meanwhile; nil: no lock. Where the pool is not
-	// the limit (PoolLimit is "") the calls hardly wait, and it is the
-	// time to get the lock, as before the pool wait was measured.
+	// for a connection meanwhile; nil: no lock.
 	LockWait *Latency `json:"lock_wait,omitempty"`
 	Latency  Latency  `json:"spend_latency"` // one whole spend, waiting included
 
-	// PoolWait is what each spend's calls waited for a connection from
-	// the pool (its watchdog's included, at most the whole spend), and a
-	// spend that takes a lease for its turn at the pool before it (as many
-	// leases at once as the pool has connections), every strategy;
-	// PoolWaitShare is the share of the spends' time it took,
-	// and LockWaitShare the share of LockWait (0 without a lock).
+	// PoolWait is what each spend waited for a connection from the pool,
+	// and for its turn at it (see turns); PoolWaitShare is the share of
+	// the spends' time it took, and LockWaitShare the share of LockWait
+	// (0 without a lock).
 	PoolWait      Latency `json:"pool_wait"`
 	PoolWaitShare float64 `json:"pool_wait_share"`
 	LockWaitShare float64 `json:"lock_wait_share"`
@@ -145,12 +141,10 @@ type Row struct {
 	// always: "pool" (PoolLimit is set), "spread" (the workers are
 	// spread too thin for a queue to form, see Sparse), "": they apply.
 	CeilingNotApplicable string `json:"ceiling_not_applicable"`
-	// WorkUnderLoad is how long the work took during this row's own
-	// spends, in ms: the median of a probe that does the same wallet.Work
-	// beside the workers for the whole phase, under the load they make
-	// (ceiling_per_second charges the work as timed alone, before the
-	// run). CeilingUnderLoad and EfficiencyUnderLoad are the ceiling and
-	// the efficiency with it. 0: not timed (no work, or over 20 ms).
+	// WorkUnderLoad is how long the work took beside this row's spends,
+	// in ms (see probeWork; ceiling_per_second charges it as timed before
+	// the run). CeilingUnderLoad and EfficiencyUnderLoad are the ceiling
+	// and the efficiency with it. 0: not timed (no work, or over 20 ms).
 	WorkUnderLoad       float64 `json:"work_under_load_ms,omitempty"`
 	CeilingUnderLoad    float64 `json:"ceiling_under_load_per_second,omitempty"`
 	EfficiencyUnderLoad float64 `json:"efficiency_under_load,omitempty"`
@@ -177,12 +171,10 @@ type Row struct {
 	Measured bool   `json:"measured"`
 	Note     string `json:"note,omitempty"`
 
-	// Linearizable is the history's verdict (see history.go): "yes" when
-	// some order of the spends, each at one instant between its call and
-	// its return, explains every result and the balances read back; "no"
-	// when none does; "unknown" when the check did not finish within its
-	// limits or the log dropped spends. Why says which wallet, or what
-	// stopped the check.
+	// Linearizable is the history's verdict (see history.go): "yes",
+	// "no", or "unknown" when the check did not finish within its limits
+	// or the log dropped spends. Why says which wallet, or what stopped
+	// the check.
 	Linearizable        string  `json:"linearizable"`
 	LinearizableWhy     string  `json:"linearizable_why,omitempty"`
 	HistoryOps          int     `json:"history_ops"`     // spends recorded
@@ -209,8 +201,8 @@ func (r Row) Verdict() string {
 	return v
 }
 
-// Unmeasured returns the strategies whose rows measured nothing (see
-// Row.Measured), each with the reason: "lock (no spend accepted)".
+// Unmeasured returns the rows that measured nothing, each with the reason:
+// "lock (no spend accepted)".
 func (rep *Report) Unmeasured() []string {
 	var out []string
 	for _, r := range rep.Rows {
@@ -246,8 +238,8 @@ func (rep *Report) compare() {
 }
 
 // WriteTable writes the report for a reader: the parameters, one row per
-// strategy (and worker count, in a sweep), the ceiling and the fair-queue
-// bound, the check lines and what the run ran on.
+// strategy and worker count, the ceiling and the fair-queue bound, the
+// check lines and what the run ran on.
 func (rep *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(rep.intro() + "\n\n")
@@ -468,10 +460,9 @@ func (rep *Report) poolLimited() bool {
 	return slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.PoolLimit != "" })
 }
 
-// PoolLine is the one line under the first table that says which rows
-// the pool, not the strategy, limited: the pool's size, the share of the
-// time spent waiting for one of its connections, and the flag that
-// changes it. "" when the pool limited none.
+// PoolLine is the line under the first table that says which rows the
+// pool, not the strategy, limited, and the flag that changes it; "" when
+// it limited none.
 func (rep *Report) PoolLine() string {
 	var parts []string
 	lockShare := -1.0

@@ -30,8 +30,7 @@ import (
 // settleTimeout bounds reading back the balances after a phase, and the
 // clean-up after the run, while the run has not been interrupted (twice
 // the longest set-up, if that is more: a million wallets take a while).
-// Each starts its clock when it starts, however long a stalled service
-// stretched the phase before it. Tests shorten it.
+// Tests shorten it.
 var settleTimeout = 10 * time.Second
 
 // stopBudget is what the run may take after ctx ends (Ctrl-C): the spends
@@ -45,15 +44,15 @@ var settleTimeout = 10 * time.Second
 var stopBudget = harness.CleanupTimeout
 
 // Run runs every strategy of cfg, one after another, each on freshly set up
-// wallets, and returns the harness. In a contention sweep (cfg.Sweep) it
-// runs them all at the first worker count, then all at the next, and so
-// on: one row per strategy and count. Without the service a strategy
-// needs in env it fails before anything runs.
+// wallets, and returns the report. In a contention sweep (cfg.Sweep) it
+// runs them all at the first worker count, then all at the next: one row
+// per strategy and count. Without the service a strategy needs in env it
+// fails before anything runs.
 //
-// Run first takes a lease on cfg.Prefix (see internal/harness) and marks
-// the PostgreSQL rows it uses as the prefix's (ledger.Open with the prefix as owner): a
-// second run on the same prefix, or on ids that another run holds, is
-// refused with an error saying so, before anything is written.
+// Run first takes a lease on cfg.Prefix (harness.TakeLease) and marks the
+// PostgreSQL rows it uses as the prefix's (ledger.Open): a second run on
+// the same prefix, or on ids that another run holds, is refused with an
+// error saying so, before anything is written.
 //
 // When ctx ends (Ctrl-C), the strategy running stops: waits for a lock end
 // at once, spends already holding their wallet get a moment to finish (see
@@ -141,9 +140,8 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 
 // runGCPercent is the GOGC of a run of manyWorkers or more, unless GOGC
 // is set. Go lets the heap grow by its live size plus the goroutine
-// stacks before it collects (GOGC=100), and at 10,000 workers the stacks
-// are 100 MiB and more, the live heap a few tens: collecting at a quarter
-// of that growth keeps the heap down, for a collection every few seconds.
+// stacks before it collects, and at 10,000 workers the stacks are 100 MiB
+// and more, the live heap a few tens.
 const runGCPercent = 25
 
 // runMemoryLimit is the soft memory limit of a run of manyWorkers or
@@ -152,15 +150,12 @@ const runGCPercent = 25
 // 100,000 wallets the heap peaked near 130 MiB and the stacks in use near
 // 50 MiB, yet the peak RSS reached 281 to 331 MiB, stacks allocated
 // beyond their use and memory freed but not yet given back (issue 35).
-// Under the limit the runtime collects and gives memory back as its total
-// nears it. The limit leaves out the program's own code, some 30 MiB of
-// RSS: 192 MiB kept the peak at 222 to 231 MiB (224 MiB let it reach
-// 267). A run that truly needs more gets it, collecting often.
+// The limit leaves out the program's own code, some 30 MiB of RSS: 192
+// MiB kept the peak at 222 to 231 MiB (224 MiB let it reach 267).
 const runMemoryLimit = 192 << 20
 
 // manyWorkers is where the stacks outweigh the live heap and runGCPercent
-// and runMemoryLimit start to apply: below it, Go's own pace costs a
-// small run nothing.
+// and runMemoryLimit apply.
 const manyWorkers = 1000
 
 var gcRuns struct {
@@ -169,9 +164,8 @@ var gcRuns struct {
 	prevLimit      int64
 }
 
-// collectSooner sets runGCPercent (unless GOGC is set) and runMemoryLimit
-// (unless GOMEMLIMIT is) until the function it returns is called by the
-// last of the runs under way.
+// collectSooner sets runGCPercent and runMemoryLimit until the last of
+// the runs under way calls the function it returns.
 func collectSooner() func() {
 	gcRuns.Lock()
 	defer gcRuns.Unlock()
@@ -204,8 +198,7 @@ type step struct {
 	workers int
 }
 
-// plan lists the phases of a run in the order they run: every strategy at
-// the first worker count, then every one at the next.
+// plan lists the phases of a run in the order they run.
 func (c Config) plan() []step {
 	var steps []step
 	for _, n := range c.Levels() {
@@ -295,7 +288,7 @@ func stopClock(ctx context.Context) (func() time.Time, func() bool) {
 // windDown returns the context of a step that follows the spends (reading
 // back, cleaning up): it lasts at most limit from now, and ends by after
 // ctx ends. Once ctx has ended that is a deadline, which go-redis honours
-// even in a blocked read; before, the end of ctx cancels it by later.
+// even in a blocked read.
 func (r *runner) windDown(ctx context.Context, by, limit time.Duration) (context.Context, context.CancelFunc) {
 	base, cancelBase := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	if at := r.stopped(); !at.IsZero() {
@@ -326,8 +319,7 @@ type runner struct {
 	slowest time.Duration    // the longest set-up of the wallets so far
 }
 
-// settle is how long reading back or cleaning up may take while the run
-// has not been interrupted (see settleTimeout).
+// settle is settleTimeout, or twice the slowest set-up.
 func (r *runner) settle() time.Duration { return max(settleTimeout, 2*r.slowest) }
 
 // prepare reads the servers' versions, times their round trips, makes sure
@@ -394,8 +386,7 @@ func (r *runner) resetPostgres(ctx context.Context) error {
 
 func (r *runner) timeSetup(start time.Time) { r.slowest = max(r.slowest, time.Since(start)) }
 
-// finish deletes what the run wrote and gives the lease back, within
-// settleTimeout or what is left of stopBudget after ctx ended, and records
+// finish deletes what the run wrote and gives the lease back, and records
 // in rep what is left.
 func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 	clean, cancel := r.windDown(ctx, 5*stopBudget/6, r.settle())
@@ -413,16 +404,14 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 		// this misses is not left behind for long.
 		_ = r.clearRedlock(clean)
 	}
-	// Close waits for a refresh in flight and its own release, each within
-	// commandTimeout; a lease not given back expires within harness.LeaseTTL.
-	// It has the rest of stopBudget, on a context of its own: a clean-up
-	// that ran out of time must not keep the next run out too.
+	// The rest of stopBudget, on a context of its own: a clean-up that ran
+	// out of time must not keep the next run out too.
 	leaseCtx, cancelLease := r.windDown(ctx, stopBudget, r.settle())
 	defer cancelLease()
 	_ = r.lease.Close(leaseCtx)
 }
 
-// tally collects what the workers of one phase harness.
+// tally collects what the workers of one phase measure.
 type tally struct {
 	mu                                                     sync.Mutex
 	latency, wait, pool                                    *hdrhistogram.Histogram
@@ -573,12 +562,10 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 	elapsed := time.Since(start)
 	stop()
 	row.WorkUnderLoad = probe()
-	// The workers' stacks (8 KiB and more each: 80 MiB at 10,000) are
-	// freed by the next collection, and until it runs the heap may grow
-	// by as much again, because Go sets the next collection's goal from
-	// the stacks too. Collect now, before the read-back and the next
-	// set-up allocate: peak memory is the largest phase's, not the sum.
-	// After Ctrl-C nothing large comes, and the time goes to clean-up.
+	// The workers' stacks (80 MiB at 10,000) are freed by the next
+	// collection, whose goal counts them too: collect now, before the
+	// read-back and the next set-up allocate, so that peak memory is the
+	// largest phase's, not the sum.
 	if ctx.Err() == nil {
 		runtime.GC()
 	}
@@ -648,6 +635,7 @@ func perSpend(n int64, accepted int) (*int64, *float64) {
 
 // count fills in the figures of a phase that need no read-back.
 func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
+	s, _ := strategyByName(row.Strategy)
 	row.Seconds = elapsed.Seconds()
 	row.Spends, row.Attempts = t.spends, t.attempts
 	for _, n := range t.accepted {
@@ -664,7 +652,7 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 		row.PerSecond = float64(row.Accepted) / elapsed.Seconds()
 	}
 	row.Latency = latencyOf(t.latency)
-	if s, _ := strategyByName(row.Strategy); s.locks {
+	if s.locks {
 		l := latencyOf(t.wait)
 		row.LockWait = &l
 	}
@@ -679,7 +667,6 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 			row.PoolLimit = "postgres"
 		}
 	}
-	s, _ := strategyByName(row.Strategy)
 	work := r.cfg.Work
 	if rep.WorkTime != nil {
 		work = rep.WorkTime.duration()
@@ -712,10 +699,8 @@ func (r *runner) count(row *Row, t *tally, elapsed time.Duration, rep *Report) {
 
 // poolLimitShare is the share of its time a row may spend waiting for a
 // connection before the pool, not the strategy, is what it measures
-// (when the lock wait is less). The rest of a spend is its calls on a
-// connection and its work, so a third is the largest part. (A default
-// run's PostgreSQL rows wait about a fifth of their time: 64 workers on
-// 50 connections.)
+// (when the lock wait is less). (A default run's PostgreSQL rows wait
+// about a fifth of their time: 64 workers on 50 connections.)
 const poolLimitShare = 1.0 / 3
 
 // Sparse reports whether the workers are so spread over the wallets (one
@@ -758,7 +743,7 @@ func measured(row *Row) (bool, string) {
 
 // retry calls f until it succeeds, fails with an answer from the server,
 // or ctx ends: reading back balances or deleting keys may be done again,
-// and a service that stalls for a while must not cost the harness.
+// and a service that stalls for a while must not cost the run.
 func retry(ctx context.Context, f func() error) error {
 	for {
 		err := f()
@@ -819,9 +804,7 @@ func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, 
 
 // turnsFor returns the turns of a phase of s (see turns): one per
 // connection of the pool its critical section uses, the smaller one when
-// it uses both; nil for a strategy that takes no lease. On a cluster the
-// Redis pool is per node: the turns are one node's connections, fewer
-// than the cluster's.
+// it uses both; nil for a strategy that takes no lease.
 func (r *runner) turnsFor(s strategy) *turns {
 	if !s.locks {
 		return nil

@@ -44,7 +44,7 @@ type strategy struct {
 }
 
 // strategies is the table of the report, in the order `-strategy all` runs
-// them. lesson.LoadTest lists the same names under the step "loadtest".
+// them (lesson.LoadTest's order).
 var strategies = []strategy{
 	// GET, work, SET, no lock. Nothing is exclusive, which is the bug:
 	// spends of one wallet overlap and overwrite each other. It is held to
@@ -115,15 +115,11 @@ func strategyByName(name string) (strategy, bool) {
 // step 2's hand-built lock and step 4's jitter strategy, the same range.
 var retryWait lock.Jitter // the zero Jitter: 5 to 15 ms
 
-// call is one spend of wallet id with two contexts.
-//
-// Only waiting is cut short by the end of a phase: a spender that gives up
-// waiting for a lock has done nothing. Once a spend holds its wallet it
-// runs to the end on ctx, which -timeout ends, or a moment after Ctrl-C
-// (see stopBudget). A write cut short that way may have landed or not: it
-// is counted as an unknown outcome (wallet.ErrUnknownOutcome), which the
-// verdict allows for, never as a failure of the strategy. PostgreSQL-only
-// strategies wait inside their SQL, so their waits end the same way.
+// call is one spend of wallet id with two contexts. Only waiting is cut
+// short by the end of a phase: a spender that gives up waiting for a lock
+// has done nothing. Once a spend holds its wallet it runs to the end on
+// ctx, which -timeout ends, or a moment after Ctrl-C (see stopBudget); a
+// write cut short that way is an unknown outcome, never a failure.
 type call struct {
 	ctx  context.Context // the spend itself
 	wait context.Context // the wait for a lock: ctx, ended early when the phase ends
@@ -132,9 +128,8 @@ type call struct {
 }
 
 // lockWait is the time since start, when the spend began to take its
-// lock, less what its calls have waited for a connection meanwhile: the
-// wait for the lock itself. It is at least a nanosecond, so that a spend
-// that took a lock always records a wait.
+// lock, less what its calls have waited for a connection meanwhile; at
+// least a nanosecond, so that a spend that took a lock records a wait.
 func (c call) lockWait(start time.Time) time.Duration {
 	d := time.Since(start)
 	if c.pool != nil {
@@ -188,12 +183,10 @@ func spendLock(r *runner, c call) outcome {
 	})
 }
 
-// spendFair is spendLock with the run's fair.Lock, which queues the
-// waiter instead of letting it poll. Its write goes out under the
-// watchdog, as spendLock's does, not with the release in one round trip
-// (Lock.ReleaseAfter): that saves a round trip per holder, but a pipeline
-// that waits for a pooled connection after the watchdog has stopped can
-// land after the lease expired and the next waiter wrote. With 10,000
+// spendFair is spendLock with the run's fair.Lock. Its write goes out
+// under the watchdog, not with the release in one round trip
+// (Lock.ReleaseAfter): a pipeline that waits for a pooled connection after
+// the watchdog stopped can land after the lease expired. With 10,000
 // workers on 256 connections it did, in 3 of 9 runs.
 func spendFair(r *runner, c call) outcome { return spendLease(r, c, r.fair.Acquire) }
 
@@ -236,11 +229,9 @@ func spendRedislock(r *runner, c call) outcome {
 	return outcome{ok: ok, err: err, attempts: retry.Busy() + 1, waited: waited}
 }
 
-// spendRedsync takes go-redsync's mutex on the one Redis of the run (a
-// quorum of one), with step 4's jittered retries in place of redsync's
-// default 50 to 250 ms, and tries until the wait ends, as the other locks
-// do. redsync asks for a retry delay before each attempt after the
-// first, which counts them. Its Extend serves the watchdog.
+// spendRedsync takes go-redsync's mutex on the one Redis of the run, with
+// step 4's jittered retries in place of redsync's 50 to 250 ms, until the
+// wait ends, as the other locks do; asking for a delay counts an attempt.
 func spendRedsync(r *runner, c call) outcome {
 	attempts := 1
 	m := r.redsync.NewMutex(ledger.LockKey(r.cfg.Prefix, c.id),
@@ -270,9 +261,7 @@ func spendRedsync(r *runner, c call) outcome {
 }
 
 // redsyncFailed turns what redsync's Extend and Unlock return into an
-// error, nil when ok: a Redis error as it is, anything else (the key is
-// gone, or holds another token) as lock.ErrNotHeld, as Watch and Release
-// say it.
+// error: a Redis error as it is, anything else as lock.ErrNotHeld.
 func redsyncFailed(op, key string, ok bool, err error) error {
 	var redisErr *redsync.RedisError
 	switch {
@@ -285,10 +274,9 @@ func redsyncFailed(op, key string, ok bool, err error) error {
 	}
 }
 
-// spendFenced takes the lease with a fencing token (waiting under the
-// call's wait), spends with it in PostgreSQL, heals the fence counter when
-// PostgreSQL refuses the fence (ledger.Heal) and gives the lease back. It
-// runs no watchdog: PostgreSQL refuses a holder that outlived its lease.
+// spendFenced spends with a fencing token checked by PostgreSQL, healing
+// the fence counter when PostgreSQL refuses it (ledger.Heal). It runs no
+// watchdog: PostgreSQL refuses a holder that outlived its lease.
 func spendFenced(r *runner, c call) outcome {
 	key := ledger.LockKey(r.cfg.Prefix, c.id)
 	start := time.Now()

@@ -16,10 +16,7 @@ import (
 )
 
 // wallets are the n wallets of a run, in bulk: setting up and reading back
-// 10,000 of them must take a few round trips, not 10,000. In Redis they are
-// the keys ledger.BalanceKey(prefix, id) (and the lock keys next to them,
-// see lockKeys); in PostgreSQL the rows first .. first+n-1 of
-// ledger.Store's table.
+// 10,000 of them must take a few round trips, not 10,000.
 type wallets struct {
 	prefix  string
 	first   int64
@@ -41,9 +38,8 @@ func (w *wallets) lockKeysFrom() {
 }
 
 // batch is how many commands go into one Redis pipeline, and lanes how
-// many pipelines are in flight at once: at 100,000 wallets one pipeline
-// after another spends most of its time between two of them, and
-// clean-up after Ctrl-C has a second or two (see stopBudget).
+// many pipelines are in flight at once: at 100,000 wallets, clean-up
+// after Ctrl-C has a second or two (see stopBudget).
 const (
 	batch = 1000
 	lanes = 4
@@ -88,7 +84,7 @@ func inLanes(ctx context.Context, n, size int, f func(lo, hi int) error) error {
 
 // pipelined sends one command per wallet, for the first n wallets, in
 // pipelines of batch commands (see inLanes), and calls check on each
-// command's result, never two checks at once.
+// command's result, one at a time.
 func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
 	var mu sync.Mutex
 	return inLanes(ctx, n, batch, func(lo, hi int) error {
@@ -176,12 +172,9 @@ func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
 }
 
 // cleanup deletes every key and row the run wrote, and nothing else, the
-// keys and the rows at once, lanes batches at a time of each (inLanes).
-// The keys go in one DEL per batch wallets (one per wallet on a cluster):
-// a balance key per wallet set up, and the lock keys of the wallets a
-// lock was taken on, so that 100,000 wallets take a few round trips and
-// little of Redis's time, within what is left of stopBudget after Ctrl-C.
-// It reports what it may have left in Redis and in PostgreSQL.
+// keys and the rows at once: a DEL per batch of wallets (one per wallet on
+// a cluster) of their balance keys and, where a lock was taken, their lock
+// keys. It reports what it may have left in Redis and in PostgreSQL.
 func (w *wallets) cleanup(ctx context.Context) (redisLeft, postgresLeft bool, err error) {
 	var redisErr, pgErr error
 	var both sync.WaitGroup

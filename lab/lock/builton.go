@@ -7,10 +7,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// What a lock built on this one needs: package lock/fair queues its
-// waiters in Redis, hands out the same *Lock as Acquire, released by a
-// hand-off script of its own, and refuses what Acquire refuses with the
-// same errors.
+// What a lock built on this one needs: package lock/fair hands out the
+// same *Lock as Acquire, released by a hand-off script of its own, and
+// refuses what Acquire refuses with the same errors.
 
 // Handoff is how a Lock that another lock type handed out is released:
 // lock/fair's script, which passes the lock to the next waiter, instead of

@@ -66,34 +66,25 @@ func (w *watchdogs) stop() {
 }
 
 // KeepAlive is the watchdog behind Watch, for any lease that has a refresh
-// call (step 4 uses it with a bsm/redislock lock). ttl is the lease's TTL. Every ttl/3 it calls
-// refresh with a context bounded by ttl/3, so that a hung call is abandoned
-// while the lease still has a third of its TTL left; the first failure
-// cancels the returned context with the error as its cause.
-//
+// call (the load test's redislock and Redlock). Every ttl/3 it calls
+// refresh with a context bounded by ttl/3, so that a hung call is
+// abandoned while the lease still has a third of its TTL left; the first
+// failure cancels the returned context with the error as its cause.
 // refresh should return ErrNotHeld (or an error wrapping it) when the
 // lease is gone. The returned cancel stops the watchdog and waits for it.
 // A ttl under 1 ms cancels the context at once with an error matching
-// ErrInvalid. A nil
-// refresh is a bug in the caller: KeepAlive panics at once, in the
-// caller's goroutine, rather than crash later in its own.
+// ErrInvalid; a nil refresh panics at once, in the caller's goroutine.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
 	return keepAlive(parent, ttl, refresh, false)
 }
 
 // KeepAliveRetrying is KeepAlive for a lease that must outlive a Redis
-// that stalls for a few seconds, or a failover (the load test's run lease
-// uses it). A refresh that fails with anything but ErrNotHeld is tried
-// again every RetryEvery, and the context is cancelled only when none got
-// through for a whole ttl, counted from the sending of the last one that
-// did: until then that one keeps the lease alive, after that the lease
-// may have expired. The cause then wraps the last refresh's error. An
-// error matching ErrNotHeld cancels the context at once, as KeepAlive
-// does: Redis answered that the lease is gone.
-//
-// Retrying is safe because a refresh is idempotent (see Lock.Refresh):
-// one that ran although its reply was lost only extended the lease.
-// refresh, ttl and the returned cancel are as for KeepAlive.
+// that stalls for a few seconds, or a failover (the lab's run lease). A
+// refresh that fails with anything but ErrNotHeld is tried again every
+// RetryEvery, and the context is cancelled only when none got through for
+// a whole ttl, counted from the sending of the last one that did: until
+// then that one keeps the lease alive. Retrying is safe because a refresh
+// is idempotent (see Lock.Refresh).
 func KeepAliveRetrying(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
 	return keepAlive(parent, ttl, refresh, true)
 }

@@ -10,19 +10,12 @@
 // its write (pause), a holder killed (crash), the Redis primary killed and
 // started again empty (restart), the replica cut off and the primary
 // killed so that Sentinel promotes a replica that never saw the lock
-// (failover), and the same on a Redis Cluster of the drill's own, three
-// masters and a replica each, where the master of the wallet's slot dies
-// (cluster-failover). Each run prints the usual check line and the double
-// grants: how many times two critical sections on one wallet overlapped.
-// The redlock strategies take their lock on three redis-server nodes of the
-// drill's own instead (go-redsync's Redlock); their restart kills one node
-// and restarts another empty under a holder, and the failovers do not apply.
-// The partition puts a primary, two replicas, three Sentinels and the
-// spenders on three hosts, network namespaces of the drill's own, and cuts
-// the primary's host off from the other two while every process runs on:
-// two primaries grant the lock at once until the heal (partition), or for
-// about a lag (partition-min-replicas). It needs root and iproute2's ip;
-// elsewhere it is left out, in one line, and the drill exits 3.
+// (failover), the same on a Redis Cluster (cluster-failover), and a
+// network partition of three hosts, network namespaces of the drill's own
+// (partition, partition-min-replicas: root and iproute2's ip only;
+// elsewhere they are left out, and the drill exits 3). Each run prints the
+// check line and the double grants: how many times two critical sections
+// on one wallet overlapped.
 //
 // Expect, on every run, the verdicts of lesson.Drills:
 //
@@ -38,22 +31,17 @@
 //	go run ./cmd/drill -json                                                   # one JSON row per run
 //
 // It exits 0 when every cell gives the verdict the lesson table says, 1
-// when not or when something fails, 2 on bad flags, 3 when every cell it
-// ran gave the lesson's verdict but it left the partition out, and 130 after Ctrl-C
-// (or SIGTERM, SIGHUP, a closed stdout such as `| head -2`), once it has
-// killed every process it started, removed its network namespaces and
-// links, and deleted its rows. Its wallet ids
-// follow from -prefix; the rows of a drill killed before its clean-up it
-// takes over, and says so. Such a drill also leaves its folder in TMPDIR
-// and its network: every drill first removes those whose owner is
-// provably dead (a pid and its start time recorded in them), never a live
-// run's, and says so.
+// when not or when something fails, 2 on bad flags, 3 when it left the
+// partition out, and 130 after Ctrl-C (or SIGTERM, SIGHUP, a closed
+// stdout), once it has killed every process it started, removed its
+// network and deleted its rows. Its wallet ids follow from -prefix. What a
+// drill killed before its clean-up left (rows, a folder, a network), the
+// next drill removes once its owner is provably dead, and says so.
 package main
 
 import (
 	"context"
 	"errors"
-	"example.com/walletlock/lab/internal/netns"
 	"flag"
 	"fmt"
 	"io"
@@ -69,6 +57,7 @@ import (
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/netns"
 )
 
 const prog = "drill"
@@ -132,9 +121,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fail := func(err error) int { fmt.Fprintln(stderr, prog+": "+oneLine(err)); return 1 }
 	c.Say = func(line string) { fmt.Fprintln(stderr, prog+": "+harness.Printable(unrepeated(line))) }
-	// The partition nemeses make network namespaces: root and ip only.
-	// Elsewhere those asked for are left out, in one line, and the exit
-	// code says so.
 	leftOut := ""
 	if asked := slices.DeleteFunc(slices.Clone(nems), func(n string) bool { return !drill.IsPartition(n) }); len(asked) > 0 {
 		if err := netns.CanPartition(); err != nil {
@@ -230,10 +216,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(left) > 0 {
 		fmt.Fprintf(stderr, "%s: these processes did not die: %s\n", prog, strings.Join(left, ", "))
 	}
-	// The verdict goes through the harness's report, as every step's does:
-	// 130 after Ctrl-C, 1 for a failure or a cell the lesson does not
-	// give, 0 otherwise. The rows were the JSON, one a run, so Finish
-	// prints no object of its own.
+	// The verdict goes through the harness's report, as every program's
+	// does; the rows were the JSON, so Finish prints no object of its own.
 	rep := harness.NewReport(prog)
 	r.table()
 	if *historyFile != "" && len(r.rows) > 0 {
@@ -260,9 +244,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// oneLine is err's message for a line of the drill's stderr, which
-// begins "drill: " already: on one line, without the "drill: " that the
-// errors of package drill begin with (see unrepeated), printable.
+// oneLine is err's message for a line of the drill's stderr, printable
+// and without a repeated "drill: " (see unrepeated).
 func oneLine(err error) string { return unrepeated(safe.Line(err.Error())) }
 
 // unrepeated drops the program's name where a message repeats it, at its
@@ -275,6 +258,5 @@ func unrepeated(s string) string {
 }
 
 // ExitLeftOut is the exit code of a drill that gave the lesson's verdicts
-// but left cells out (the partition nemeses, where it cannot make network
-// namespaces): not a pass.
+// but left the partition out: not a pass.
 const ExitLeftOut = 3

@@ -3,8 +3,7 @@
 package main
 
 // The printing side of the drill: a line per run, the table nemesis x
-// strategy, or one JSON object per run; and each cell against the
-// lesson table, for the harness report that ends the drill.
+// strategy, or one JSON object per run; and each cell against the lesson.
 
 import (
 	"context"
@@ -145,9 +144,7 @@ func (r *report) table() {
 }
 
 // windows adds, for the partition nemeses, each seed's measure of the
-// partition (see drill.Window): how long the old primary granted locks
-// after the cut, how long two primaries granted at once, and the double
-// grants between their holders.
+// partition (see drill.Window).
 func (r *report) windows() {
 	type seeds struct{ old, both, dg []string }
 	var order [][2]string
@@ -181,8 +178,8 @@ func (r *report) windows() {
 	tab.Flush()
 }
 
-// judge holds every cell to the lesson table: each whose seeds do not
-// give what it says is a failure of the report, which makes Finish exit 1.
+// judge holds every cell to the lesson table: a cell whose seeds do not
+// give what it says makes Finish exit 1.
 func (r *report) judge(rep *harness.Report, stderr io.Writer) {
 	for _, c := range r.cells() {
 		if !c.match() {

@@ -32,7 +32,6 @@ import (
 	"io"
 	"strings"
 
-	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/loadtest"
 )
@@ -44,7 +43,7 @@ func main() { harness.Main(run) }
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	h := harness.New(step, loadtest.Defaults().Prefix, stdout, stderr)
 	f := loadtest.AddFlags(h) // the workload: -strategy, -workers, -wallets, -duration, ...
-	if code, ok := h.Parse(args, func() []error { return f.Check(charts.CheckPageOf) }); !ok {
+	if code, ok := h.Parse(args, func() []error { return f.Check(harness.CheckPageOf) }); !ok {
 		return code
 	}
 	env, leftOut, code := f.Dial(ctx)

@@ -10,13 +10,10 @@ package main
 // cluster-up uses docker compose (the cluster profile of
 // docker-compose.yml) when a Docker engine answers and the ports are the
 // default ones; otherwise it starts six local redis-server processes
-// (installing redis-server first, as up does), joins them as the drill
-// and the tests join theirs (launch.CreateCluster: slots, meet, replicas),
-// and waits until every node says cluster_state:ok. Data
-// lives in .services/cluster-PORT/ and is thrown away: each cluster-up of a
-// stopped cluster starts an empty one. cluster-down stops only the
-// processes cluster-up started in this checkout, by their records
-// (record.go).
+// (installing redis-server first, as up does) and joins them
+// (launch.CreateCluster). Data lives in .services/cluster-PORT/ and is
+// thrown away: each cluster-up of a stopped cluster starts an empty one.
+// cluster-down stops only the processes cluster-up started here.
 
 import (
 	"context"
@@ -32,6 +29,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/launch"
 )
 
@@ -72,9 +70,9 @@ func (c *cluster) nodeDir(port int) string {
 	return filepath.Join(c.dir, strconv.Itoa(port))
 }
 
-// node is the record of the node on port that cluster-up started here,
-// or nil. An older version kept none: its nodes are those the started
-// file lists, in their folders.
+// nodeRecord is the record of the node on port that cluster-up started
+// here, or nil. An older version kept none: its nodes are those the
+// started file lists, in their folders.
 func (m *machine) nodeRecord(c *cluster, port int) (*record, error) {
 	r, err := m.readRecord(filepath.Join(c.nodeDir(port), "started"), "redis-server", c.nodeDir(port))
 	if r != nil || err != nil {
@@ -92,8 +90,7 @@ func (c *cluster) how() string {
 	return strings.TrimSpace(string(raw))
 }
 
-// node asks the node on port a question and returns its answer, or an
-// error when nothing answers within 3 s.
+// node asks the node on port a question, for 3 s at most.
 func node(ctx context.Context, port int, args ...any) (any, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, PoolSize: 1,
 		DialTimeout: 3 * time.Second, ReadTimeout: 3 * time.Second, DisableIdentity: true, Protocol: 2})
@@ -116,10 +113,8 @@ func clusterState(ctx context.Context, port int) (state, why string) {
 		return "down", "a Redis that is not a cluster node answers: " + err.Error()
 	}
 	s, _ := info.(string)
-	for line := range strings.SplitSeq(s, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "cluster_state:"); found {
-			return v, ""
-		}
+	if v := env.InfoField(s, "cluster_state"); v != "" {
+		return v, ""
 	}
 	return "down", "a Redis whose CLUSTER INFO names no cluster_state answers"
 }
@@ -202,28 +197,15 @@ func (m *machine) clusterUp(ctx context.Context) error {
 	var ports []string
 	for _, p := range c.ports {
 		ports = append(ports, strconv.Itoa(p))
-		if err := os.MkdirAll(c.nodeDir(p), 0o700); err != nil {
-			return fail(fmt.Errorf("cannot make %s: %w; make .services writable", c.nodeDir(p), err))
-		}
 		if err := os.WriteFile(c.started, []byte(strings.Join(ports, "\n")+"\n"), 0o644); err != nil {
 			return fail(fmt.Errorf("cannot write %s: %w; make .services writable", c.started, err))
-		}
-		rec := m.newRecord(filepath.Join(c.nodeDir(p), "started"), "redis-server", p, c.nodeDir(p))
-		if err := rec.save(); err != nil {
-			return fail(err)
 		}
 		// Failover after 3 s without a master, not the default 15 s: a
 		// teaching cluster on one machine, where a silent node is a
 		// stopped one. A replica gets its first copy at once, not 5 s
 		// later: cluster-up waits for it.
-		d, err := launch.StartRedisDaemon(ctx, c.nodeDir(p), "127.0.0.1", p,
-			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0")
-		if err != nil {
-			return fail(err)
-		}
-		rec.Daemon = *d
-		if err := rec.save(); err != nil {
-			d.Stop()
+		if _, err := m.startRedis(ctx, c.nodeDir(p), "127.0.0.1", p,
+			"cluster-enabled yes", "cluster-config-file nodes.conf", "cluster-node-timeout 3000", "repl-diskless-sync-delay 0"); err != nil {
 			return fail(err)
 		}
 	}

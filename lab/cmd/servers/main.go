@@ -23,15 +23,11 @@
 // keep their state and records (record.go) in .services/ (git ignored);
 // as root, PostgreSQL's data goes to a private temporary folder when the
 // user postgres cannot reach the repository. `up` twice is harmless;
-// `down` stops only what `up` (and redlock-up) started in this checkout.
-// Everything is said on stderr, on lines that start with "services: "
-// (stdout may be JSON), and everything said that came from a server or a
-// file goes through the one printable filter (safe.Line); a command
-// printed to paste quotes what it holds of the configuration with the
-// one shell quote (safe.Quote). No password is ever put on a command line
-// or printed. Commands that start or stop servers take turns in a
-// checkout (see lock), and `down` stops a server only when its record
-// proves it is this checkout's (see record.go).
+// `down` stops only what this checkout started. Everything is said on
+// stderr, on lines that start with "services: ", through safe.Line; a
+// command printed to paste quotes with safe.Quote. No password is ever
+// put on a command line or printed. Commands that start or stop servers
+// take turns in a checkout (see lock).
 package main
 
 import (
@@ -99,9 +95,8 @@ func (m *machine) state(name ...string) string {
 	return filepath.Join(append([]string{m.root, ".services"}, name...)...)
 }
 
-// say writes one line on stderr. Its arguments may come from a server or
-// a file (an error's text, a path): each goes through safe.Line, so none
-// reaches the terminal with a control character or a line break.
+// say writes one line on stderr, each argument through safe.Line: it may
+// come from a server or a file.
 func (m *machine) say(format string, args ...any) {
 	for i, a := range args {
 		switch a := a.(type) {

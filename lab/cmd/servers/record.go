@@ -5,21 +5,18 @@ package main
 //
 // A record is written before the server starts (so that an `up` killed
 // half-way leaves a server that `down` still finds) and again once it
-// runs, with its pid and start time. It names the checkout that wrote
-// it: a copy of the checkout (cp -a after `up`) carries the original's
-// records along, and must neither stop the original's servers nor remove
-// their data. `down` signals a process only when the record is this
-// checkout's and the process is the one recorded: its pid, start time,
-// folder and port (launch.Daemon.Check).
+// runs. It names the checkout that wrote it: a copy of the checkout (cp
+// -a after `up`) carries the original's records along, and must neither
+// stop the original's servers nor remove their data. `down` signals a
+// process only when the record is this checkout's and the process is the
+// one recorded (launch.Daemon.Check).
 //
-// Where they are: .services/redis-PORT/started for the Redis of `up`,
-// .services/pg.started for its PostgreSQL (whose folder may be outside
-// the checkout, see pgDir), .services/redlock-PORT/started, and
-// .services/cluster-FIRST/PORT/started for the nodes of a cluster.
+// Where they are: .services/redis-PORT/started, .services/pg.started
+// (whose folder may be outside the checkout, see pgHome),
+// .services/redlock-PORT/started and .services/cluster-FIRST/PORT/started.
 // Versions before these records wrote the port alone, in
-// .services/redis.started (with .services/redis/redis.pid),
-// .services/pg.started (with .services/pg.dir) and
-// .services/redlock-PORT/started; those are read too.
+// .services/redis.started, .services/pg.started (with .services/pg.dir)
+// and .services/redlock-PORT/started; those are read too.
 
 import (
 	"encoding/json"
@@ -89,10 +86,9 @@ func (r *record) remove() error {
 
 // readRecord reads the record in file: nil when there is none. A record
 // of an older version (the port alone) is completed with kind and
-// legacyDir, the folder that version kept that server in, and is taken
-// for this checkout's when that folder is inside this checkout: the
-// process found there must then serve this very folder, which a copy's
-// cannot.
+// legacyDir, the folder that version kept that server in, and is this
+// checkout's when that folder is inside it (Check then proves the
+// process serves this very folder, which a copy's cannot).
 func (m *machine) readRecord(file, kind, legacyDir string) (*record, error) {
 	raw, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
@@ -129,10 +125,9 @@ func (m *machine) ours(r *record) bool { return r.Checkout != "" && r.Checkout =
 func (m *machine) running(r *record) bool { return m.ours(r) && r.Check() == nil }
 
 // stopRecorded stops the server of r when this checkout started it and
-// it still runs, says what it did, and removes r. It signals nothing
-// when r is another checkout's (this one is a copy of it) and then
-// removes only this copy's record; when r cannot say whose it is, it
-// says how to stop it and keeps it.
+// it still runs, says what it did, and removes r. Another checkout's
+// server (this one is a copy) it leaves running; when r cannot say whose
+// it is, it says how to stop it and keeps r.
 func (m *machine) stopRecorded(r *record, what string) error {
 	where := fmt.Sprintf("%s on port %d", what, r.Port)
 	switch {

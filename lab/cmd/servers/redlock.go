@@ -80,27 +80,12 @@ func (m *machine) redlockUp(ctx context.Context) (err error) {
 	}()
 	for _, addr := range need {
 		host, port, _ := net.SplitHostPort(addr)
-		dir := m.state("redlock-" + port)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
-		}
 		n, _ := strconv.Atoi(port)
-		rec := m.newRecord(filepath.Join(dir, "started"), "redis-server", n, dir)
-		if err := rec.save(); err != nil {
-			return err
-		}
 		// No persistence, on purpose: a node that restarts comes back
 		// empty, which is what the drill shows Redlock cannot survive.
-		d, err := launch.StartRedisDaemon(ctx, dir, bindFor(host), n)
+		rec, err := m.startRedis(ctx, m.state("redlock-"+port), bindFor(host), n)
 		if err != nil {
-			rec.remove()
 			return fmt.Errorf("the Redlock node on port %s did not start (%w)", port, err)
-		}
-		rec.Daemon = *d
-		if err := rec.save(); err != nil {
-			d.Stop()
-			rec.remove()
-			return err
 		}
 		startedHere = append(startedHere, rec)
 		started++

@@ -399,7 +399,20 @@ func (m *machine) redisUp(ctx context.Context, c *config) (*record, error) {
 		conf = append(conf, "databases "+strconv.Itoa(c.redis.DB+1))
 	}
 	port, _ := strconv.Atoi(c.redisPort)
-	dir := m.state("redis-" + c.redisPort)
+	rec, err := m.startRedis(ctx, m.state("redis-"+c.redisPort), bindFor(c.redisHost), port, conf...)
+	if err != nil {
+		return nil, errors.New(c.scrub(err.Error())) // it may quote a line of its configuration
+	}
+	m.say("redis-server %s on %s", launch.RedisVersion(), net.JoinHostPort(bindFor(c.redisHost), c.redisPort))
+	return rec, nil
+}
+
+// startRedis starts a redis-server of ours in dir on bind:port, with
+// lines more of its configuration (see launch.StartRedisDaemon). Its
+// record, dir/started, is written before it starts, so that a start cut
+// short leaves what down reads, and completed once it runs; a start that
+// fails leaves neither record nor server.
+func (m *machine) startRedis(ctx context.Context, dir, bind string, port int, lines ...string) (*record, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot make %s: %w; make .services writable", dir, err)
 	}
@@ -407,19 +420,17 @@ func (m *machine) redisUp(ctx context.Context, c *config) (*record, error) {
 	if err := rec.save(); err != nil {
 		return nil, err
 	}
-	d, err := launch.StartRedisDaemon(ctx, dir, bindFor(c.redisHost), port, conf...)
-	if err != nil {
-		rec.remove()
-		// What it said may quote a line of its configuration.
-		return nil, errors.New(c.scrub(err.Error()))
+	d, err := launch.StartRedisDaemon(ctx, dir, bind, port, lines...)
+	if err == nil {
+		rec.Daemon = *d
+		if err = rec.save(); err != nil {
+			d.Stop()
+		}
 	}
-	rec.Daemon = *d
-	if err := rec.save(); err != nil {
-		d.Stop()
+	if err != nil {
 		rec.remove()
 		return nil, err
 	}
-	m.say("redis-server %s on %s", launch.RedisVersion(), net.JoinHostPort(bindFor(c.redisHost), c.redisPort))
 	return rec, nil
 }
 

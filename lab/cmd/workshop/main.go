@@ -35,7 +35,6 @@ import (
 	"strings"
 	"time"
 
-	"example.com/walletlock/lab/internal/charts"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/workshop"
 )
@@ -110,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var page error // a page that could not be written is refused before any file is read
 	if opt.compare && opt.html != "" {
-		page = charts.CheckPage(opt.html)
+		page = harness.CheckPageOf("-html", opt.html)
 	}
 	if code, stop := harness.Refuse(fs, stderr, bad, harness.CheckPrefix(opt.prefix), page); stop {
 		return code

@@ -1,14 +1,11 @@
 // Package charts writes the pictures of a run as HTML pages that open
-// offline: step 6's report (WriteLoad, SaveLoad) and a workshop room's
-// machines side by side (WriteRoom), judged against the lesson once
-// (Judge) for both the page and cmd/workshop's summary.
+// offline: step 6's report (WriteLoad) and a workshop room's machines side
+// by side (WriteRoom), judged against the lesson once (Judge).
 //
-// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are SVG
-// drawn by gonum.org/v1/plot and put inline, its style sits in the page,
-// and its text uses the reader's local fonts. There is no script. Both
-// pages are read from the JSON the programs write, never from their Go
-// types, so that a page reads files written by older and newer runs: that
-// JSON only ever gains keys.
+// A workshop has bad Wi-Fi, so a page fetches nothing: its charts are
+// inline SVG (gonum.org/v1/plot), its style sits in the page, and there
+// is no script. The pages read the JSON the programs write, never their
+// Go types, so that they read files of older and newer runs.
 package charts
 
 import (
@@ -17,8 +14,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-
-	"example.com/walletlock/lab/internal/harness"
 )
 
 //go:embed page.tmpl
@@ -36,13 +31,3 @@ func render(w io.Writer, name string, data any) error {
 	_, err := b.WriteTo(w)
 	return err
 }
-
-// CheckPage refuses, before a program does any work, a page it could not
-// write at the end: path must name a file (not a folder) in a folder that
-// exists and takes a new file. It tries one, and removes it. The error
-// names the flag (-html) and the fix, in one line.
-func CheckPage(path string) error { return CheckPageOf("-html", path) }
-
-// CheckPageOf is CheckPage for a page that another flag names
-// (harness.CheckPageOf, which every program's -history uses too).
-func CheckPageOf(flag, path string) error { return harness.CheckPageOf(flag, path) }

@@ -18,8 +18,6 @@ import (
 // JSON report (loadtest.Report, which workshop files of the lesson's first
 // revision hold as step 6's), or the root's step 6's -json output, which
 // gives a row's rate, wait and verdict and nothing of its load (Root).
-// It is decoded from the JSON, not taken from the Go types, so that the
-// page reads any run's file: keys are only ever added to those forms.
 type load struct {
 	Root    bool   `json:"-"` // the root's step 6: its rows have "verdict", its load comes from the workshop's flags
 	Started string `json:"started"`
@@ -193,13 +191,10 @@ func SaveLoad(path string, reportJSON []byte, poolLine string) error {
 }
 
 // WriteLoad writes step 6's report, given in its JSON form
-// (loadtest.Report), as one HTML page: the table, accepted
-// spends per second and p99 lock wait per strategy, and for a sweep over
-// several -workers, efficiency and p99 wait against contention with the
-// fair-queue bound. poolLine is the line the text report prints under its
-// table when the pool, not the lock, limited a row (loadtest's
-// Report.PoolLine); "" when none was. The page fetches nothing: the charts
-// are inline SVG.
+// (loadtest.Report), as one HTML page: the table, accepted spends per
+// second and p99 lock wait per strategy, and for a sweep, efficiency and
+// p99 wait against contention with the fair-queue bound. poolLine is the
+// text report's line when the pool limited a row (Report.PoolLine).
 func WriteLoad(w io.Writer, reportJSON []byte, poolLine string) error {
 	l, err := decodeLoad(reportJSON)
 	if err != nil {

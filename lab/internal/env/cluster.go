@@ -24,9 +24,8 @@ func (e *clusterNotOK) Error() string {
 }
 
 // clusterOK checks that every node of the cluster, masters and replicas,
-// answers and says cluster_state:ok. Loading the slot map first asks the
-// seed nodes: none answering is the error of the first. A cluster whose
-// map is empty (no slot assigned yet) is asked through a seed.
+// answers and says cluster_state:ok. A cluster whose map is empty (no
+// slot assigned yet) is asked through a seed.
 func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.UniversalOptions) error {
 	var mu sync.Mutex
 	var errs []error
@@ -34,7 +33,7 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 	check := func(ctx context.Context, node redis.Cmdable, addr string) {
 		info, err := node.ClusterInfo(ctx).Result()
 		if err == nil {
-			if state := infoField(info, "cluster_state"); state != "ok" {
+			if state := InfoField(info, "cluster_state"); state != "ok" {
 				err = &clusterNotOK{addr, state}
 			}
 		} else {
@@ -74,11 +73,9 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 
 // followFailover is a cluster client's hook that makes it read the slot
 // map again after a command fails for a reason the map may explain: no
-// reply at all (a dead or frozen master), or CLUSTERDOWN, TRYAGAIN or
-// MASTERDOWN (a failover under way). go-redis re-reads it by itself only on
-// MOVED and READONLY, and otherwise every ClusterReloadInterval. Re-reading
-// is cheap: go-redis runs one reload at a time and at most one more per
-// 200 ms, however many commands ask.
+// reply at all (a dead or frozen master), or a failover under way.
+// go-redis re-reads it by itself only on MOVED and READONLY, and it runs
+// one reload at a time, however many commands ask.
 type followFailover struct{ c *redis.ClusterClient }
 
 func (followFailover) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -111,10 +108,8 @@ func (f followFailover) after(err error) {
 }
 
 // SlotMoving reports whether err is a cluster's reply while a slot changes
-// hands: CLUSTERDOWN (a master failed and its replica is not promoted
-// yet), TRYAGAIN, MASTERDOWN, or MOVED (the client's slot map is old). The
-// command did not run; sent again a moment later it may, once the
-// promotion is over and the client has read the new map.
+// hands (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, MOVED): the command did not
+// run, and sent again a moment later it may.
 func SlotMoving(err error) bool {
 	var reply redis.Error
 	if !errors.As(err, &reply) {
@@ -129,8 +124,9 @@ func SlotMoving(err error) bool {
 	return false
 }
 
-// infoField returns the value of name in INFO or CLUSTER INFO text.
-func infoField(info, name string) string {
+// InfoField returns the value of name in INFO or CLUSTER INFO text, ""
+// when it has none.
+func InfoField(info, name string) string {
 	for line := range strings.Lines(info) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
 			return v
@@ -165,47 +161,6 @@ func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx c
 		}
 	}
 	return nil
-}
-
-// DeleteKeys deletes keys. On a single server that is one DEL. On a
-// cluster the keys of one DEL must share a slot (else CROSSSLOT), so each
-// key gets a DEL of its own, in one pipeline that go-redis splits by node.
-func DeleteKeys(ctx context.Context, rdb redis.UniversalClient, keys ...string) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if _, ok := rdb.(*redis.ClusterClient); !ok {
-		return rdb.Del(ctx, keys...).Err()
-	}
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Del(ctx, k)
-		}
-		return nil
-	})
-	return err
-}
-
-// DeletePrefix deletes every key that starts with prefix, scanning every
-// master of a cluster (SCAN sees one node only) and deleting what each
-// batch found key by key.
-func DeletePrefix(ctx context.Context, rdb redis.UniversalClient, prefix string) error {
-	pattern := GlobEscape(prefix) + "*"
-	return ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
-		var cursor uint64
-		for {
-			keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
-			if err != nil {
-				return fmt.Errorf("services: scan %s: %w", pattern, err)
-			}
-			if err := DeleteKeys(ctx, rdb, keys...); err != nil {
-				return fmt.Errorf("services: delete keys under %s: %w", prefix, err)
-			}
-			if cursor = next; cursor == 0 {
-				return nil
-			}
-		}
-	})
 }
 
 // GlobEscape escapes the characters that SCAN MATCH (and KEYS) would read

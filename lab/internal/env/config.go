@@ -37,8 +37,7 @@ const ConnectTimeout = 3 * time.Second
 
 // Quiet stops go-redis's own log of each failed dial, for the rest of the
 // process: the programs report an unreachable server in one line of their
-// own. Each program calls it first (harness.Main does, and Connect);
-// importing env does not.
+// own. Importing env does not.
 func Quiet() { quieted.Do(func() { redis.SetLogger(quietLogger{}) }) }
 
 var quieted sync.Once
@@ -48,14 +47,10 @@ type quietLogger struct{}
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // RedisOptions is where the programs find Redis, as the root's
-// wallet.Client reads it from the environment (REDIS_URL, which wins, or
-// REDIS_ADDR, localhost:6379 by default; several addresses, or a REDIS_URL
-// with addr= parameters, name the seeds of a Redis Cluster; REDIS_CA_FILE
-// for a rediss:// server this machine does not trust), with the lab's
-// bounds: every port one a server can listen on, and a connection that
-// gives up within ConnectTimeout. The root's reader, not a copy, so that
-// what it refuses (a password that would be printed) the lab refuses.
-// Errors never contain the URL, nor any part of its user and password.
+// wallet.Client reads it from the environment (REDIS_URL, REDIS_ADDR,
+// REDIS_CA_FILE), with the lab's bounds: every port one a server can
+// listen on, and a connection that gives up within ConnectTimeout. Errors
+// never contain the URL, nor any part of its user and password.
 func RedisOptions() (*redis.UniversalOptions, error) {
 	rdb, _, err := wallet.Client()
 	if err != nil {
@@ -125,20 +120,14 @@ func IsCluster(opt *redis.UniversalOptions) bool { return len(opt.Addrs) > 1 || 
 // before the next command makes it read the map again. go-redis's default
 // is a minute: after a failover its commands would go to the dead master
 // for that long, because a refused connection, unlike a MOVED reply, does
-// not make it look again. NewClient also re-reads the map after every
-// failed command (followFailover), so a client finds a promoted replica
-// within about this long after the promotion.
+// not make it look again (see also followFailover).
 const ClusterReloadInterval = time.Second
 
-// ClusterOptions returns the options of a cluster client for opt: the
-// single place where they are set. Besides ClusterReloadInterval, it keeps
-// the promise of opt.MaxRetries < 0 (never send a command twice). go-redis
-// retries a cluster command up to MaxRedirects times, whatever MaxRetries
-// says, after a timeout or a dropped connection too: a spend whose reply
-// was lost would run again on the promoted replica, or be reported with
-// the CLUSTERDOWN of its retry as a write that did not happen. With no
-// retries, a MOVED or CLUSTERDOWN reply is the caller's error (the command
-// did not run), and the caller decides what may be sent again.
+// ClusterOptions returns the options of a cluster client for opt. Besides
+// ClusterReloadInterval, it keeps the promise of opt.MaxRetries < 0 (never
+// send a command twice): go-redis retries a cluster command up to
+// MaxRedirects times, whatever MaxRetries says, after a timeout too, and
+// a spend whose reply was lost would run again on the promoted replica.
 func ClusterOptions(opt *redis.UniversalOptions) *redis.ClusterOptions {
 	c := opt.Cluster()
 	c.ClusterStateReloadInterval = ClusterReloadInterval
@@ -190,11 +179,10 @@ func fromCluster(o *redis.ClusterOptions) *redis.UniversalOptions {
 	}
 }
 
-// shakeHands opens one connection to a rediss:// server and completes the
-// TLS handshake, then closes it. go-redis dials in the background and, when
-// the handshake hangs, reports only that the caller's context ran out; a
-// plain Redis never answers a TLS hello, so that is what a wrong scheme
-// looks like. A handshake that fails is a *tlsError.
+// shakeHands completes one TLS handshake with a rediss:// server. When a
+// handshake hangs (a plain Redis never answers a TLS hello) go-redis
+// reports only that the context ran out. A handshake that fails is a
+// *tlsError.
 func shakeHands(ctx context.Context, opt *redis.UniversalOptions) error {
 	addr := opt.Addrs[0]
 	var d net.Dialer
@@ -221,11 +209,9 @@ func (e *tlsError) Error() string { return "tls handshake: " + e.err.Error() }
 func (e *tlsError) Unwrap() error { return e.err }
 
 // Connect returns a Redis client for the configured server after checking
-// that it answers: a *redis.Client for one address, a *redis.ClusterClient
-// for several (see RedisOptions), after checking that every node of the
-// cluster answers and says cluster_state:ok. The error is one line that
-// names the server as redis://host:port/db (never the user or password),
-// what went wrong and the fix.
+// that it answers (on a cluster, that every node says cluster_state:ok).
+// The error is one line that names the server as redis://host:port/db
+// (never the user or password), what went wrong and the fix.
 func Connect(ctx context.Context) (redis.UniversalClient, error) {
 	Quiet()
 	opt, err := RedisOptions()
@@ -337,8 +323,8 @@ func handshakeError(where string, err error) error {
 }
 
 // DatabaseURL is DATABASE_URL, or the default, as the root's
-// postgres.Config reads it: what a program hands on to another (the
-// drill's spenders, behind a forwarder) or names in a command it prints.
+// postgres.Config reads it: what a program hands on to another, or names
+// in a command it prints.
 func DatabaseURL() string {
 	cfg, err := postgres.Config()
 	if err != nil {

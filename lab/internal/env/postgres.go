@@ -1,7 +1,7 @@
 package env
 
-// Where the programs find PostgreSQL: DATABASE_URL, parsed once
-// (poolConfig), a first connection within ConnectTimeout, and a refusal
+// Where the programs find PostgreSQL: DATABASE_URL, parsed by the root's
+// postgres.Config, a first connection within ConnectTimeout, and a refusal
 // turned into one line that says what is wrong and the fix, never showing
 // the user or the password.
 
@@ -21,12 +21,11 @@ import (
 	"example.com/walletlock/wallet/postgres"
 )
 
-// ConnectPostgres returns a pool for DATABASE_URL (DatabaseURL) after
-// checking that the server answers. Like Connect for Redis, its error is one line that names the server
-// as postgres://host:port/db (never the user or password), what went wrong
-// and the fix.
+// ConnectPostgres returns a pool for DATABASE_URL after checking that the
+// server answers. Like Connect for Redis, its error is one line that names
+// the server as postgres://host:port/db, what went wrong and the fix.
 func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
-	cfg, err := poolConfig()
+	cfg, err := postgres.Config()
 	if err != nil {
 		return nil, err
 	}
@@ -44,19 +43,15 @@ func ConnectPostgres(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// PostgresConfig reads DATABASE_URL (or the default) with the parser
-// ConnectPostgres uses (cmd/servers asks it what to start). Its errors quote no part of the URL.
+// PostgresConfig is DATABASE_URL as ConnectPostgres reads it (cmd/servers
+// asks it what to start). Its errors quote no part of the URL.
 func PostgresConfig() (*pgx.ConnConfig, error) {
-	cfg, err := poolConfig()
+	cfg, err := postgres.Config()
 	if err != nil {
 		return nil, err
 	}
 	return cfg.ConnConfig, nil
 }
-
-// poolConfig is DATABASE_URL (or the default) parsed by the root's
-// postgres.Config, the one parser of it.
-func poolConfig() (*pgxpool.Config, error) { return postgres.Config() }
 
 // postgresURL names the server cfg points at, as postgres://host:port/db,
 // without the user and password.

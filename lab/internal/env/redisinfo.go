@@ -32,7 +32,7 @@ func ReadCommandStats(ctx context.Context, rdb redis.UniversalClient) (CommandSt
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("services: redis INFO commandstats: %w", err)
+		return nil, fmt.Errorf("env: redis INFO commandstats: %w", err)
 	}
 	return calls, nil
 }

@@ -1,9 +1,7 @@
 package env
 
-// REDLOCK_ADDRS: the independent Redis nodes of the Redlock that step 6's
-// redlock strategy takes (the load test holds the lock itself) and
-// that cmd/servers starts with `make redlock-up`. Only the list is read
-// here, so that this package links no Redlock library.
+// REDLOCK_ADDRS: the independent Redis nodes of the load test's Redlock,
+// which cmd/servers starts with `make redlock-up`.
 
 import (
 	"context"
@@ -23,9 +21,8 @@ const DefaultRedlockAddrs = "127.0.0.1:6380,127.0.0.1:6381,127.0.0.1:6382"
 // or two, a majority is every node, and losing one stops the lock.
 const MinRedlockNodes = 3
 
-// ErrSameRedlockNode is returned by RedlockAddrs (and by
-// loadtest.DialRedlock) when two of the addresses reach one Redis server:
-// the nodes are not independent.
+// ErrSameRedlockNode is returned by RedlockAddrs (and redlock.Dial) when
+// two of the addresses reach one Redis server.
 var ErrSameRedlockNode = errors.New("redlock: not independent nodes")
 
 // RedlockAddrs returns the Redlock nodes' addresses: REDLOCK_ADDRS, or

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,12 +14,10 @@ import (
 func RedisVersion(ctx context.Context, rdb redis.Cmdable) (string, error) {
 	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
-		return "", fmt.Errorf("services: read the Redis version: %w", err)
+		return "", fmt.Errorf("env: read the Redis version: %w", err)
 	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return safe.Line(v), nil // the server's words, shown in reports
-		}
+	if v := InfoField(info, "redis_version"); v != "" {
+		return safe.Line(v), nil // the server's words, shown in reports
 	}
-	return "", errors.New("services: INFO server has no redis_version")
+	return "", errors.New("env: INFO server has no redis_version")
 }

@@ -1,11 +1,8 @@
 package harness
 
-// The repository has two modules: the article's at its root
-// (example.com/walletlock: the six steps) and the lab's in lab/
-// (example.com/walletlock/lab). The workshop and the lab's tests run the
-// root's steps as programs, built from the root's folder; Repo finds both
-// folders from wherever the program runs inside the repository, and Build
-// compiles them.
+// The repository has two modules: the article's at its root and the
+// lab's in lab/. The workshop and the lab's tests run the root's steps as
+// programs: Repo finds both folders, and Build compiles them.
 
 import (
 	"context"

@@ -9,23 +9,12 @@
 // the lesson and the report with its exit code (Report), and the
 // repository's two modules, found and built (Repo, Build).
 //
-// The run lease (lease.go) is a lock of package lock, the lab's one lock:
-// taken with TryAcquire, kept alive by KeepAliveRetrying (which rides out
-// a Redis stall shorter than its TTL), given back with Release, and a
-// context cancelled when it is lost. The drill keeps a second one,
-// in PostgreSQL (package drill, TakePrefix), on purpose: the drill needs
-// no Redis but the servers it starts, kills and restarts empty (a lease
-// there would not survive its own faults), and its rows live in
-// PostgreSQL. Its lease is an advisory lock on one session, which the
-// server drops when the drill dies: no TTL to wait out, no watchdog, and
-// TakeOver can ask whether a dead drill's lease is free in the same
-// database as the rows it then deletes. The two share "take, or be
-// refused as busy; release", and nothing else, so an interface over both
-// would have one caller per side.
-//
-// Used by cmd/loadtest, cmd/drill and cmd/workshop, and through them
-// package loadtest and internal/charts. The article's steps, at the
-// root, have their own small package (internal/step there).
+// The drill keeps a run lease of its own, in PostgreSQL (drill.TakePrefix),
+// on purpose: its Redis servers are its own, and it kills and restarts
+// them empty, so a lease there would not survive its own faults. The two
+// leases share "take, or be refused as busy; release", and nothing else.
+// The article's steps, at the root, have their own small package
+// (internal/step there).
 //
 //	func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 //		h := harness.New("loadtest", "walletlock:loadtest:", stdout, stderr)

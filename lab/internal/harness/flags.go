@@ -1,9 +1,4 @@
 // Flags: Parse, Refuse, and the checks and bounds every program applies.
-//
-// What every program here does the same way, so that a
-// workshop room sees the same behaviour from each of them: flags (Parse,
-// Refuse and the checks and bounds), Ctrl-C (Main, Command), and the line
-// that names what a run could not clean up (leftovers.go).
 
 package harness
 
@@ -64,10 +59,9 @@ var ErrBadPrefix = errors.New("-prefix may hold only ASCII letters, digits and t
 
 // PrefixChars are the characters a prefix may hold besides ASCII letters
 // and digits. None means anything to a shell, to SQL or to a Redis
-// pattern, so a prefix reads the same in every command a program prints
-// for pasting; "_" is a LIKE wildcard, which those commands escape (see
-// PostgresDeletePrefix). Braces are out too: a prefix must not change the
-// hash tag of the keys under it.
+// pattern but "_", a LIKE wildcard, which the printed commands escape
+// (PostgresDeletePrefix). No braces: a prefix must not change the hash tag
+// of the keys under it.
 const PrefixChars = ":._-"
 
 // CheckPrefix returns ErrEmptyPrefix for an empty prefix, an error that
@@ -104,17 +98,12 @@ func CheckDuration(name string, d time.Duration) error {
 	return nil
 }
 
-// Pick returns the names chosen by a list flag's value (-phase, -strategy,
-// -nemesis): one name, several separated by commas (spaces around a name
-// are dropped, a name given twice counts once), or "all" for every one of
-// all, in all's order. An unknown name is refused with the flag's name and
-// what it accepts, for Refuse to print (exit 2):
+// Pick returns the names chosen by a list flag's value (-strategy,
+// -nemesis): one name, several separated by commas (a name given twice
+// counts once), or "all" for every one of all, in all's order. An unknown
+// name is refused with the flag's name and what it accepts:
 //
-//	unknown -phase "7" (want all or some of 1, 2, 3)
-//
-// It is the one parser of such lists: the -phase of steps 3 and 5, the
-// -strategy of step 4, step 6 (loadtest.ParseStrategies) and the drill,
-// and the drill's -nemesis.
+//	unknown -nemesis "7" (want all or some of none, pause, ...)
 func Pick(flag, value string, all []string) ([]string, error) {
 	if value == "all" {
 		return all, nil

@@ -1,17 +1,11 @@
 // The run lease makes a run the only user of its key prefix while it
-// runs: a lock of package lock on prefix+"run", taken with TryAcquire,
-// kept alive by KeepAliveRetrying and given back with Release. A second
-// run on the same prefix is refused at once, instead of resetting and
-// deleting the first run's keys; PostgreSQL rows carry the prefix as their
-// owner (ledger.Open), so runs on other prefixes cannot touch
-// them either.
-//
-// A long run must not end because Redis froze for a few seconds or failed
-// over: so the lease's refreshes are retried for up to LeaseTTL (a
-// refresh is idempotent), and Close sends a release that got no answer
-// again until it gets one.
-//
-// A run that dies leaves the lease to expire on its own within LeaseTTL.
+// runs: a lock of package lock on prefix+"run". A second run on the same
+// prefix is refused at once, instead of resetting and deleting the first
+// run's keys. A long run must not end because Redis froze for a few
+// seconds or failed over: so the lease's refreshes are retried for up to
+// LeaseTTL (lock.KeepAliveRetrying), and Close sends a release that got
+// no answer again until it gets one. A run that dies leaves the lease to
+// expire within LeaseTTL.
 
 package harness
 
@@ -24,9 +18,8 @@ import (
 	"example.com/walletlock/lab/lock"
 )
 
-// LeaseTTL is the lease's time to live: how long a crashed run keeps its prefix
-// from the next one. The watchdog refreshes it every LeaseTTL/3 and rides out a
-// Redis that stalls for less than LeaseTTL (see lock.KeepAliveRetrying).
+// LeaseTTL is the lease's time to live: how long a crashed run keeps its
+// prefix from the next one.
 const LeaseTTL = 10 * time.Second
 
 // takeTimeout bounds Take: a SET NX, slow on a loaded machine, but never a
@@ -80,14 +73,12 @@ const retryEvery = lock.RetryEvery
 // Context is cancelled when the lease is lost.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Close stops the watchdog and releases the lease. A release that got no
-// answer (a failover under way) is sent again every retryEvery until one
-// says the lease is gone, until ctx ends, or for LeaseTTL at most: a lease
-// not given back expires within LeaseTTL. Sending it again is safe:
-// lock.Release compares the token, and a release that finds the key no
-// longer ours means the lease is gone (a first try deleted it, or it
-// expired). Call it after the run has deleted its keys and rows. It is
-// safe on a nil *Lease.
+// Close stops the watchdog and releases the lease, after the run has
+// deleted its keys and rows. A release that got no answer (a failover
+// under way) is sent again every retryEvery, for LeaseTTL at most, until
+// one says the lease is gone: a release that finds the key no longer ours
+// means a first try deleted it, or it expired. It is safe on a nil
+// *Lease.
 func (l *Lease) Close(ctx context.Context) error {
 	if l == nil {
 		return nil

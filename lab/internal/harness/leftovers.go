@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/env"
 )
 
@@ -17,8 +18,7 @@ import (
 //
 //	redis-cli --scan --pattern 'walletlock:loadtest:*' | xargs redis-cli del
 //
-// On a cluster SCAN sees one node only: the command asks the first node for
-// the masters (CLUSTER NODES), scans each, and deletes key by key.
+// On a cluster it scans every master and deletes key by key.
 func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 	pattern := ShellQuote(env.GlobEscape(prefix) + "*")
 	if !env.IsCluster(opt) {
@@ -31,14 +31,11 @@ func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
 }
 
 // PostgresDeleteRange returns the command that deletes the wallet rows of
-// owner (a run's prefix, see ledger.Open) with ids first ..
-// first+n-1:
+// owner (a run's prefix) with ids first .. first+n-1. It names the
+// database by its variable, never by the URL, which may hold a password
+// (the default URL without its password, without DATABASE_URL):
 //
 //	psql "$DATABASE_URL" -c 'DELETE FROM walletlock_wallets WHERE owner = '\''walletlock:loadtest:'\'' AND id BETWEEN 7 AND 9'
-//
-// It names the database by its variable, never by the URL, which may hold
-// a password; without DATABASE_URL, by the default URL without its
-// password, which psql then asks for.
 func PostgresDeleteRange(owner string, first int64, n int) string {
 	return psql(fmt.Sprintf("DELETE FROM walletlock_wallets WHERE owner = %s AND id BETWEEN %d AND %d", sqlString(owner), first, first+int64(n)-1))
 }
@@ -49,9 +46,7 @@ func PostgresDeleteOwner(owner string) string {
 }
 
 // PostgresDeletePrefix returns the command that deletes the wallet rows of
-// every owner under prefix, such as the runs a workshop started under its
-// tag. The prefix is matched as it is: LIKE's wildcards in it ("_" may be
-// one) are escaped.
+// every owner under prefix, LIKE's wildcards in it escaped.
 func PostgresDeletePrefix(prefix string) string {
 	like := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(prefix) + "%"
 	return psql("DELETE FROM walletlock_wallets WHERE owner LIKE " + sqlString(like) + " ESCAPE '!'")
@@ -103,8 +98,5 @@ func redisCLI(opt *redis.UniversalOptions, node string) string {
 	return strings.Join(args, " ")
 }
 
-// ShellQuote quotes s for a POSIX shell, so that a command printed for
-// pasting passes s as one word, as it is, whatever it holds.
-func ShellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// ShellQuote is the root's one shell quote (safe.Quote).
+func ShellQuote(s string) string { return safe.Quote(s) }

@@ -16,17 +16,14 @@ import (
 
 // A page a program writes at the end of its run (-history, -html) is
 // checked before any work by opening it the way the write will, so that
-// a page that cannot be written is refused in one line, with exit code 2,
-// instead of failing after minutes of work. Both open the file without
-// blocking and refuse anything but a regular file: a named pipe nobody
-// reads would hold the write, and the program's Ctrl-C, forever. The
-// check writes nothing into an existing file.
+// one that cannot be written is refused at once, not after minutes of
+// work. Both open it without blocking and refuse anything but a regular
+// file: a named pipe nobody reads would hold the write forever.
 
-// CheckPageOf refuses, before a program does any work, a page it could
-// not write at the end: path, named by flag (-html, -history), must name a
-// regular file that it may write, or a new file in a folder that exists
-// and takes one (it creates it, and removes it again). The error names the
-// flag and the fix, in one line.
+// CheckPageOf refuses a page the program could not write at the end:
+// path, named by flag, must be a regular file it may write, or a new file
+// in a folder that takes one (made, and removed again). The error names
+// the flag and the fix.
 func CheckPageOf(flag, path string) error {
 	shown := Printable(path)
 	fi, err := os.Stat(path)

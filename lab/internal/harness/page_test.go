@@ -203,3 +203,28 @@ func TestCheckPageOf_writesNothing(t *testing.T) {
 		t.Errorf("the folder holds %d files, want the 1 it had", len(left))
 	}
 }
+
+// A page in a folder that does not take one is refused, naming the flag.
+func TestCheckPageOf_aFolderThatTakesNoPage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "x")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, path, want string }{
+		{"a new file in a folder", filepath.Join(dir, "room.html"), ""},
+		{"a folder that does not exist", filepath.Join(dir, "missing", "room.html"), "does not exist"},
+		{"a folder", dir, "is a folder"},
+		{"a file as the folder", filepath.Join(file, "room.html"), "is not a folder"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckPageOf("-html", tt.path)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "-html ")) {
+				t.Errorf("CheckPageOf(%s) = %v, want %q", tt.path, err, tt.want)
+			}
+		})
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("CheckPageOf left %d files in the folder, want only the one there before", len(left)-1)
+	}
+}

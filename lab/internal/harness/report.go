@@ -1,19 +1,12 @@
-// The report is the verdict tail every step program shares: it holds
-// each phase's check against the lesson (internal/lesson), prints the
-// result as one JSON object when asked, names every phase that did not
+// The report is the verdict tail every program shares: it holds each
+// phase's check against the lesson (internal/lesson), prints the result as
+// one JSON object when asked, names on stderr every phase that did not
 // give the verdict the lesson promises, and picks the exit code.
-//
-// A step prints its own story and check lines as it goes; the report adds
-// nothing to that text but one line per mismatch or failure on stderr.
 //
 //	r := harness.NewReport(step)
 //	r.Set("redis_version", version)
 //	r.Add("1", verdict, figures)
 //	return r.Finish(stdout, stderr, asJSON)
-//
-// Step 6 runs each phase (a strategy) at several levels of contention and
-// adds them with AddAt; the workshop collects the phases other programs
-// reported, with AddResult.
 
 package harness
 
@@ -60,10 +53,9 @@ func (r *Report) Set(key string, value any) {
 	r.values[key] = value
 }
 
-// SetAll sets every key of v's JSON object, in v's order, as Set would: a
-// program whose figures are one struct (step 6's loadtest.Report) puts them
-// beside "step" and "phases" this way. The keys the report writes itself
-// (step, phases, interrupted, interrupted_phase) stay the report's.
+// SetAll sets every key of v's JSON object, in v's order, as Set would,
+// but for the keys the report writes itself (step, phases, interrupted,
+// interrupted_phase).
 func (r *Report) SetAll(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -110,10 +102,9 @@ func (r *Report) AddResult(res lesson.Result) {
 	r.phases = append(r.phases, PhaseResult{Result: res})
 }
 
-// Control names a phase that is shown for contrast (step 6's none, the
-// load with no lock at all): it is held to the lesson in the JSON like any
-// other, but a verdict other than the lesson's does not make Finish fail,
-// since with little contention no update happens to be lost.
+// Control names a phase shown for contrast (none, no lock at all): held
+// to the lesson in the JSON, but a verdict other than the lesson's does
+// not make Finish fail, since with little contention no update is lost.
 func (r *Report) Control(phase string) { r.controls = append(r.controls, phase) }
 
 // Interrupt records that Ctrl-C stopped the run: Finish returns 130.

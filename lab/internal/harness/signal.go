@@ -33,16 +33,11 @@ var ErrStdoutClosed = errors.New("its output was closed")
 
 // Main runs a program's run function with a context that the first Ctrl-C
 // cancels, and exits with its code. SIGTERM, SIGHUP and a write to a
-// closed stdout or stderr (a pipe whose reader has ended) cancel it the
-// same way. The first of them lets run stop its work, print what it
-// measured and clean up; after it, the signals are back to their defaults,
-// so a second Ctrl-C ends the process at once. Why(ctx) names what ended
-// it.
-//
-// SIGPIPE never kills the process: by default Go dies of it on a write to
-// a closed stdout, before any clean-up. Here the write fails instead, and
-// the failure is the end of the run; what run prints after it is lost.
-// And go-redis logs nothing of its own (env.Quiet).
+// closed stdout or stderr cancel it the same way: run stops its work,
+// prints what it measured and cleans up; a second Ctrl-C ends the process
+// at once. Why(ctx) names what ended it. SIGPIPE never kills the process
+// (by default Go dies of it before any clean-up): the write fails
+// instead. And go-redis logs nothing of its own (env.Quiet).
 func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
 	env.Quiet()
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -56,8 +51,7 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 	end := func(cause error) {
 		once.Do(func() {
 			// The defaults come back before run hears of the first
-			// signal, so that a second one ends the process however soon
-			// it comes.
+			// signal: a second one ends the process however soon.
 			signal.Stop(sigs)
 			cancel(cause)
 		})

@@ -19,11 +19,9 @@ const (
 
 // stepBytes is what porcupine may keep for one step of its search beside
 // the set of operations taken (a bitset, counted apart) and the balances
-// the wallet may hold (stateBytes each): its cache entry and the map's
-// share. Each is counted twice over, for the garbage the step leaves
-// until the next collection (GOGC=100 lets the heap grow to twice what
-// is live): measured against peak RSS, what a budget charges is an upper
-// bound of what the search grew the process by.
+// the wallet may hold (stateBytes each). Each is counted twice over, for
+// the garbage the step leaves until the next collection: measured against
+// peak RSS, what a budget charges is an upper bound.
 const (
 	stepBytes  = 2 * 256
 	stateBytes = 2 * 64
@@ -31,12 +29,9 @@ const (
 
 // budget bounds the searches of one check, or of one page: a deadline for
 // all of them, the memory each may hold, and the caller's ctx. porcupine
-// cannot be bounded in memory from outside, and its timeout does not hear
-// a signal, so the search steps through a model that asks the budget
-// first (step): once the budget is spent, no step succeeds and the search
-// unwinds within a moment, keeping nothing more. Every step that succeeds
-// is charged what porcupine may keep for it (took). A search that ctx
-// ends is abandoned at once: its goroutine unwinds on its own.
+// cannot be bounded in memory from outside, nor hear a signal, so the
+// search steps through a model that asks the budget first (step): once it
+// is spent, no step succeeds and the search unwinds.
 type budget struct {
 	ctx      context.Context
 	lim      Limits

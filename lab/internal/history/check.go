@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -33,11 +34,9 @@ type Verdict struct {
 func (v Verdict) String() string { return string(v.Linearizable) }
 
 // Limits bound a check: linearizability is NP-hard, and porcupine's
-// search can grow without end in time and in memory (every order of a
-// hot wallet's overlapping spends it tries is a state it keeps). A check
-// that reaches a bound is Unsure, never Yes, and says which bound and how
-// far it got. A zero field takes DefaultLimits' value: no check is
-// unbounded.
+// search can grow without end in time and in memory. A check that reaches
+// a bound is Unsure, never Yes, and says which bound and how far it got.
+// A zero field takes DefaultLimits' value.
 type Limits struct {
 	Ops       int           // the most spends a history may have
 	WalletOps int           // the most operations one wallet may have (one search)
@@ -67,7 +66,7 @@ func (l Limits) orDefault() Limits {
 }
 
 // Check judges the recorder's history (Check), unless it has holes (it
-// was full, or a spender process sent none): then it is Unsure.
+// was full): then it is Unsure.
 func (r *Recorder) Check(ctx context.Context, lim Limits) Verdict {
 	if d := r.Dropped(); d > 0 {
 		return Verdict{Linearizable: Unsure, Ops: r.Len(), Dropped: d,
@@ -78,16 +77,13 @@ func (r *Recorder) Check(ctx context.Context, lim Limits) Verdict {
 
 // Check checks ops for linearizability against Model, wallet by wallet,
 // within lim, and stops when ctx ends. It answers No as soon as one
-// wallet's history has no linearization, whatever the others give; Unsure
-// when a wallet was too long to check, a bound was reached or ctx ended;
-// Yes only when every wallet checked Ok.
+// wallet's history has no linearization; Unsure when a wallet was too long
+// to check, a bound was reached or ctx ended; Yes only when every wallet
+// checked Ok.
 //
-// A wallet whose history runs from a Set to a Read after all its spends
-// is first checked by arithmetic, which needs no search: in every order
-// the balance ends at the start less one amount per accepted spend and
-// per unknown one that landed, so a Read that no such sum explains is a
-// No at once. Fifty spends that all read 100 and all wrote 90 are a No
-// this way, where porcupine would try every order of them to say so.
+// Each wallet is first checked by arithmetic, which needs no search:
+// fifty spends that all read 100 and all wrote 90 are a No at once, where
+// porcupine would try every order of them to say so.
 func Check(ctx context.Context, ops []Op, lim Limits) (v Verdict) {
 	start := time.Now()
 	lim = lim.orDefault()
@@ -103,13 +99,7 @@ func Check(ctx context.Context, ops []Op, lim Limits) (v Verdict) {
 		return v
 	}
 	parts := byWallet(ops)
-	wallets := slices.Sorted(func(yield func(int64) bool) {
-		for w := range parts {
-			if !yield(w) {
-				return
-			}
-		}
-	})
+	wallets := slices.Sorted(maps.Keys(parts))
 	for _, w := range wallets {
 		if why := arithmetic(parts[w]); why != "" {
 			v.Linearizable, v.Wallet, v.Why = No, w, fmt.Sprintf("wallet %d: %s", w, why)
@@ -154,11 +144,12 @@ func checked(ops []Op) int {
 	return n
 }
 
-// arithmetic checks one wallet's history (sorted by call) by its balance
-// alone, and says why it is not linearizable, or "" when the sums leave it
-// open (or the history is not one Set, spends, then a Read). It is sound:
-// it only drops constraints of the model, so what it refuses, the model
-// refuses too.
+// arithmetic checks one wallet's history (sorted by call), one Set, spends
+// then a Read, by its balance alone: in every order the balance ends at
+// the start less one amount per accepted spend and per unknown one that
+// landed. It says why no order explains the Read, or "" when the sums
+// leave it open. It only drops constraints of the model: what it refuses,
+// the model refuses too.
 func arithmetic(ops []Op) string {
 	var set, read *Op
 	var accepted, unknown, minUnknown, maxUnknown int64

@@ -4,29 +4,27 @@
 // order of the operations, each taking effect at one instant between its
 // call and its return, explains every result they returned.
 //
-// The balance check (wallet.Check) sees a lost update. It cannot see a
-// spend refused for lack of funds while the money was there (a refusal
-// computed from a stale read), because a refusal changes no balance. The
-// history sees both: each spend records the balance it read, and a read
-// that no order explains makes the history not linearizable.
+// The balance check (wallet.Check) sees a lost update, not a spend refused
+// for lack of funds while the money was there (a refusal computed from a
+// stale read), which changes no balance. The history sees both: each
+// spend records the balance it read.
 //
 // A Recorder is the one way a program records a history:
 //
 //	rec := history.NewRecorder(0)
-//	rec.Set(id, 100)                // the wallet's starting balance, just written
-//	ok, err := rec.Spend(ctx, id, worker, 10, func(ctx context.Context) (bool, error) {
-//		return wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, 10, work) // its read, observed
-//	})
-//	rec.Read(id, balance)           // the balance read back at the end
+//	rec.Set(id, 100) // the wallet's starting balance, just written
+//	read, call := history.NoRead, history.Now()
+//	ctx := ledger.ObserveReads(ctx, func(b int64) { read = b }) // the spend's reads tell it
+//	ok, err := wallet.Spend(ctx, ledger.Observed(ctx, rdb), key, 10, work)
+//	rec.Add(history.Op{Wallet: id, Client: worker, Call: call, Return: history.Now(),
+//		Amount: 10, Read: read, Result: history.Outcome(ok, err)})
+//	rec.Read(id, balance) // the balance read back at the end
 //	v := rec.Check(ctx, history.DefaultLimits) // yes, no or unknown, and why
 //
-// Linearizability is NP-hard to check, so every check is bounded in time
-// and in memory (Limits), and stops when its ctx ends: past a bound its
-// verdict is unknown, with the reason, never yes. WritePage draws a window
-// of each history on porcupine's page, within the same kind of bound.
-//
-// The checker is github.com/anishathalye/porcupine; Model is the wallet
-// as it specifies it.
+// Every check is bounded in time and in memory (Limits): past a bound its
+// verdict is unknown, with the reason, never yes. The checker is
+// github.com/anishathalye/porcupine; Model is the wallet as it specifies
+// it.
 package history
 
 import (
@@ -90,10 +88,9 @@ type Op struct {
 var epoch = time.Now()
 
 // Now is the time in Unix nanoseconds: the wall clock when this process
-// started, plus the monotonic time since. Every operation of a history
-// is timed on it, so that calls and returns compare, also between
-// processes on one machine (the -procs copies, the drill's spenders),
-// while a step of the wall clock during a run moves nothing.
+// started, plus the monotonic time since, so that calls and returns
+// compare between processes on one machine while a step of the wall
+// clock during a run moves nothing.
 func Now() int64 { return epoch.UnixNano() + int64(time.Since(epoch)) }
 
 // At is t on the clock of Now; t must come from time.Now in this process.

@@ -122,18 +122,6 @@ func TestRecorder_keepsAtMostItsCap(t *testing.T) {
 	}
 }
 
-func TestRecorder_loseLeavesHoles(t *testing.T) {
-	l := NewRecorder(0)
-	l.Add(spend(0, 0, 1, 10, NoRead, Accepted))
-	l.Lose(4) // a spender process that sent none of its four spends
-	if l.Len() != 1 || l.Dropped() != 4 {
-		t.Fatalf("got %d kept, %d missing; want 1 and 4", l.Len(), l.Dropped())
-	}
-	if v := l.Check(t.Context(), DefaultLimits); v.Linearizable != Unsure {
-		t.Errorf("a log with holes: got %s (%s), want unknown", v, v.Why)
-	}
-}
-
 // TestNow_isTheWallClock: Now and At give Unix nanoseconds, so that two
 // processes on one machine time their operations on one clock.
 func TestNow_isTheWallClock(t *testing.T) {

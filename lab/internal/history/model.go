@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,9 +10,9 @@ import (
 )
 
 // state is the wallet in the model: its balance, and how many operations
-// the order being tried has taken so far. The count changes nothing in
-// the search (porcupine caches states by the set of operations taken,
-// which fixes the count); a bounded check reports the deepest it reached.
+// the order being tried has taken so far, which a bounded check reports
+// (porcupine caches states by the set of operations taken, which fixes
+// the count).
 type state struct {
 	balance int64
 	known   bool // false: any balance (before its Set, or at the start of a window cut from a longer history); the first read pins it
@@ -185,17 +186,7 @@ func byWallet(ops []Op) map[int64][]Op {
 		parts[op.Wallet] = append(parts[op.Wallet], op)
 	}
 	for _, p := range parts {
-		slices.SortStableFunc(p, func(a, b Op) int { return cmpInt(a.Call, b.Call) })
+		slices.SortStableFunc(p, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) })
 	}
 	return parts
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -31,25 +31,19 @@ type Section struct {
 	Verdict Verdict
 }
 
-// WritePage writes porcupine's page (one self-contained HTML file, no
-// network needed) to w, with a window of each section's history: one
-// wallet, about PageOps of its operations. When the verdict is No it is
-// the wallet no order explains, around the first operation that breaks
-// it; otherwise the first wallet, from its start. The page shows
-// porcupine's own check of what it draws: a linearization, or the longest
-// partial ones and the operation none of them can take. A row of its own
-// under each window says what that check found for it, in words: yes, no,
-// or unknown and why (the bound it reached, or the signal that stopped
-// it), beside the verdict of the whole history.
+// WritePage writes porcupine's page (one self-contained HTML file) to w,
+// with a window of each section's history: one wallet, about PageOps of
+// its operations. When the verdict is No it is the wallet no order
+// explains, around the first operation that breaks it; otherwise the
+// first wallet, from its start. Under each window a row says, in words,
+// what porcupine's check of it found, beside the verdict of the whole
+// history.
 //
 // A window cut from a longer history stays honest: operations in flight
-// at either edge are drawn as unknown outcomes (they may have landed
-// either side of it), and a window that starts after the wallet's Set
-// starts from any balance, which the first read pins.
-//
-// The checks are bounded by lim (zero fields: PageLimits') and by ctx:
-// once ctx ends, what is left unchecked is drawn as unknown. The page is
-// written to w in one piece at the end.
+// at either edge are drawn as unknown outcomes, and a window that starts
+// after the wallet's Set starts from any balance, which the first read
+// pins. The checks are bounded by lim (zero fields: PageLimits') and by
+// ctx: what is left unchecked is drawn as unknown.
 func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits) error {
 	start := time.Now()
 	lim = lim.pageDefault()

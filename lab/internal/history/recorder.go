@@ -1,12 +1,6 @@
 package history
 
-import (
-	"context"
-	"sync"
-	"sync/atomic"
-
-	"example.com/walletlock/lab/internal/ledger"
-)
+import "sync"
 
 // DefaultCap is the most spends a Recorder keeps unless told otherwise:
 // 56 bytes each, 28 MB at most, more than a default load-test phase makes.
@@ -17,15 +11,12 @@ const DefaultCap = 500_000
 const chunk = 8192
 
 // Recorder records one history: each wallet's starting balance (Set),
-// every spend made on them (Spend, or Add for one timed elsewhere), and
-// the balances read back at the end (Read). Check then judges it, and a
-// Section of a page draws it (WritePage).
+// every spend made on them (Add), and the balances read back at the end
+// (Read). Check then judges it, and a Section of a page draws it.
 //
-// A Recorder is safe for concurrent use; recording a spend costs a mutex
-// and a copy of 56 bytes. A nil *Recorder records nothing: its Spend only
-// spends, and reads as an empty history. It keeps at most its cap of spends and counts those it had to
-// drop, and those Lose says never reached it: a history with holes proves
-// nothing, and its Check is unknown. Sets and Reads are always kept.
+// A Recorder is safe for concurrent use. A nil *Recorder records nothing.
+// It keeps at most its cap of spends and counts those it had to drop: a
+// history with holes proves nothing, and its Check is unknown.
 type Recorder struct {
 	mu      sync.Mutex
 	chunks  [][]Op // the spends
@@ -57,26 +48,8 @@ func (r *Recorder) Read(id, balance int64) {
 	r.Add(Op{Wallet: id, Call: at, Return: at, Read: balance, Result: Read})
 }
 
-// Spend runs one spend of amount from wallet id by client (a worker's
-// number) and records it: its call and return, the balance it read, which
-// spend tells through the ctx it gets (ledger.ObserveReads), and how it
-// ended (Outcome). It returns what spend returned.
-func (r *Recorder) Spend(ctx context.Context, id int64, client int, amount int64, spend func(ctx context.Context) (bool, error)) (bool, error) {
-	if r == nil {
-		return spend(ctx)
-	}
-	var read atomic.Int64
-	read.Store(NoRead)
-	ctx = ledger.ObserveReads(ctx, func(b int64) { read.Store(b) })
-	call := Now()
-	ok, err := spend(ctx)
-	r.Add(Op{Wallet: id, Client: client, Call: call, Return: Now(), Amount: amount, Read: read.Load(), Result: Outcome(ok, err)})
-	return ok, err
-}
-
-// Add records op, an operation timed elsewhere (a spender process's
-// report, two holders staged by hand). A spend past the cap is dropped
-// and counted.
+// Add records op, a spend (a spender process's report, a load test
+// worker's). A spend past the cap is dropped and counted.
 func (r *Recorder) Add(op Op) {
 	if r == nil {
 		return
@@ -98,18 +71,6 @@ func (r *Recorder) Add(op Op) {
 	}
 	r.chunks[last] = append(r.chunks[last], op)
 	r.n++
-}
-
-// Lose counts n spends that happened but never reached the recorder (a
-// spender process that ended without sending its own): the history has
-// holes, as when the recorder is full, and its Check is unknown.
-func (r *Recorder) Lose(n int) {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dropped += n
 }
 
 // Ops returns a copy of the operations kept: the spends in the order they
@@ -137,8 +98,7 @@ func (r *Recorder) Len() int {
 	return r.n
 }
 
-// Dropped is how many spends the history is missing: those Add dropped
-// because the recorder was full, and those Lose counted.
+// Dropped is how many spends Add dropped because the recorder was full.
 func (r *Recorder) Dropped() int {
 	if r == nil {
 		return 0

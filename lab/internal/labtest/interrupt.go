@@ -33,10 +33,9 @@ type CtrlC struct {
 // Interrupt runs the program against a redis-server of the test's own and
 // presses Ctrl-C (cancels its context) in the middle of its work. It
 // requires what every program must do then: return 130 within
-// harness.CleanupTimeout and a margin, say that it was interrupted, and either
-// leave nothing under its prefix or, when the server is frozen (or
-// swamped), name what may be left in one line with the redis-cli command
-// that deletes it. It returns what the program wrote to stdout and stderr.
+// interruptGuard, say that it was interrupted, and either leave nothing
+// under its prefix or, when the server is frozen (or swamped), name what
+// may be left, with the redis-cli command that deletes it.
 func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 	t.Helper()
 	srv := StartRedis(t)
@@ -124,11 +123,10 @@ func appears(t *testing.T, rdb redis.UniversalClient, key string, done <-chan in
 	return false
 }
 
-// SecondRunRefused starts the program with args on a prefix of the test's
-// own and, while it runs, starts it again on the same prefix. The second
-// run must fail at once, in one line that names the prefix and -prefix
-// (FailsInOneLine); the first must go on undisturbed and exit 0. args must
-// make the first run last a second or so.
+// SecondRunRefused starts the program with args (a run of a second or so)
+// and, while it runs, again on the same prefix: the second must fail at
+// once, naming the prefix and -prefix (FailsInOneLine), the first go on
+// undisturbed and exit 0.
 func SecondRunRefused(t *testing.T, run Program, args ...string) {
 	t.Helper()
 	rdb := testenv.Redis(t)

@@ -12,11 +12,9 @@ import (
 	"example.com/walletlock/internal/testenv"
 )
 
-// JSONKeepsKeys runs a program with -json on a prefix of the test's own and
-// checks that its output still has every key path of
-// testdata/json-contract.json, a real run's output kept from before a
-// change: the JSON is a contract with files people keep, so keys are added,
-// never renamed or dropped.
+// JSONKeepsKeys runs a program with -json and checks that its output still
+// has every key path of testdata/json-contract.json, a real run's output:
+// the JSON is a contract with files people keep.
 func JSONKeepsKeys(t *testing.T, run Program, args ...string) {
 	t.Helper()
 	rdb := testenv.Redis(t)
@@ -35,11 +33,10 @@ func JSONKeepsKeys(t *testing.T, run Program, args ...string) {
 	}
 }
 
-// MissingKeys returns the key paths of the JSON object want (top level,
-// and within each element of an array such as "phases") that got lacks:
-// the JSON is a contract, and a key once printed stays. Elements that
-// carry a "phase" name are paired by it, not by position, so that a phase
-// added between two others is no change to theirs.
+// MissingKeys returns the key paths of the JSON object want (within each
+// element of an array too) that got lacks. Elements that carry a "phase"
+// name are paired by it, not by position, so that a phase added between
+// two others is no change to theirs.
 func MissingKeys(want, got []byte) ([]string, error) {
 	var w, g any
 	if err := json.Unmarshal(want, &w); err != nil {

@@ -1,10 +1,7 @@
-// Package labtest is what the lab's tests add to the root's testenv
-// (internal/testenv: the Redis and PostgreSQL of the environment, a key
-// prefix of a test's own, skipping without them or failing under CI):
-// servers of a test's own, started through internal/launch (StartRedis,
-// StartCluster, StartPostgres), what the programs' tests check the same
-// way in each (Interrupt, SecondRunRefused, JSONKeepsKeys, ...), and
-// wallet ids of a test's own. Used only by tests.
+// Package labtest is what the lab's tests add to the root's testenv:
+// servers of a test's own (StartRedis, StartCluster), what the programs'
+// tests check the same way in each (Interrupt, SecondRunRefused,
+// JSONKeepsKeys, ...), and wallet ids of a test's own.
 package labtest
 
 import (
@@ -19,25 +16,28 @@ import (
 	"example.com/walletlock/lab/internal/env"
 )
 
-// Prefix is the root's testenv.Prefix, a key prefix that no other test
-// uses, whose keys are deleted when the test ends; and so are the keys
-// under "{" + prefix, where a lock keeps the companions of a key that has
-// no hash tag of its own (lock.FenceKey).
+// Prefix is the root's testenv.Prefix, whose keys are deleted when the
+// test ends, and so are those under "{" + prefix, where a lock keeps the
+// companions of a key that has no hash tag of its own (lock.FenceKey).
 func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 	t.Helper()
 	prefix := testenv.Prefix(t, rdb)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		env.DeletePrefix(ctx, rdb, "{"+prefix)
+		env.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.Cmdable) error {
+			iter := node.Scan(ctx, 0, env.GlobEscape("{"+prefix)+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				node.Del(ctx, iter.Val()) // one key, one slot
+			}
+			return iter.Err()
+		})
 	})
 	return prefix
 }
 
-// WalletID returns a wallet id, unique across the packages that test in
-// parallel against one database, for tests that use PostgreSQL rows.
-// Ids are random in [1e9, 9e18), so they never meet the small ids the demo
-// programs use.
+// WalletID returns a random wallet id in [1e9, 9e18), for tests that use
+// PostgreSQL rows: the packages test in parallel against one database.
 func WalletID(t testing.TB) int64 {
 	t.Helper()
 	b := make([]byte, 8)

@@ -38,8 +38,7 @@ const secret = "s3cret-never-shown"
 const hangGuard = 2*env.ConnectTimeout + 4*time.Second
 
 // name returns the program's name, which starts every line it writes to
-// stderr and its usage line. go test runs a package's tests in the
-// package's directory, cmd/NAME, so the directory says it.
+// stderr: the folder go test runs its tests in, cmd/NAME.
 func name(t *testing.T) string {
 	t.Helper()
 	wd, err := os.Getwd()
@@ -120,10 +119,8 @@ func FailsInOneLine(t *testing.T, run Program, args []string, wants ...string) s
 }
 
 // RedisUnreachable points the program at a Redis that does not answer,
-// first by REDIS_ADDR and then by a REDIS_URL with a password, and
-// requires FailsInOneLine with the address and the fix, `make up`, and
-// never the password. A program that needs PostgreSQL before Redis needs a
-// reachable one: call Postgres(t) first, so that the test skips without.
+// by REDIS_ADDR and then by a REDIS_URL with a password, and requires
+// FailsInOneLine with the address and `make up`, never the password.
 func RedisUnreachable(t *testing.T, run Program, args ...string) {
 	t.Helper()
 	for _, env := range []struct{ name, url, addr string }{
@@ -142,9 +139,7 @@ func RedisUnreachable(t *testing.T, run Program, args ...string) {
 
 // PostgresUnreachable points DATABASE_URL, password included, at a
 // PostgreSQL that does not answer, and requires FailsInOneLine with the
-// address and the fix, `make up`, and never the password. A program that
-// needs Redis before PostgreSQL needs a reachable one: call Redis(t) first,
-// so that the test skips without.
+// address and `make up`, never the password.
 func PostgresUnreachable(t *testing.T, run Program, args ...string) {
 	t.Helper()
 	t.Setenv("DATABASE_URL", "postgres://walletlock:"+secret+"@"+unreachable+"/walletlock?sslmode=disable")

@@ -12,10 +12,9 @@ import (
 	"example.com/walletlock/lab/internal/launch"
 )
 
-// RedisServer is a redis-server of the test's own (see internal/launch),
-// on a free loopback port, for a test that breaks its server: freezes it
-// (SIGSTOP), kills or restarts it, gives it a password. It never touches
-// the shared Redis.
+// RedisServer is a redis-server of the test's own, on a free loopback
+// port, for a test that breaks its server: freezes, kills or restarts it,
+// gives it a password.
 type RedisServer struct {
 	Addr string
 	t    testing.TB
@@ -100,8 +99,7 @@ func (s *RedisServer) Client(t testing.TB) *redis.Client {
 }
 
 // Freeze stops the server with SIGSTOP: it keeps its connections and
-// answers nothing, as a server stalled by the machine would. It is thawed
-// when the test ends, or by Thaw.
+// answers nothing. It is thawed when the test ends, or by Thaw.
 func (s *RedisServer) Freeze(t testing.TB) {
 	t.Helper()
 	if err := s.srv.Proc().Pause(); err != nil {

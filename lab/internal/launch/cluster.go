@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"example.com/walletlock/lab/internal/env"
 )
 
 // ClusterSpec is the shape of a cluster StartCluster starts.
@@ -28,10 +30,8 @@ type ClusterSpec struct {
 	NodeTimeout time.Duration // how long a master may stay silent before a replica takes over
 
 	// Announce, when not nil, is called with each master as soon as it
-	// runs (i counts from 0) and returns the port the master announces
-	// instead of its own: its replicas, and clients that ask the cluster
-	// where a slot lives, reach it there. The drill puts a replication
-	// proxy it can cut on that port.
+	// runs and returns the port the master announces instead of its own,
+	// to its replicas and to clients (the drill's replication proxy).
 	Announce func(i int, master *Redis) (port int, err error)
 }
 
@@ -43,11 +43,8 @@ type Cluster struct {
 
 // StartCluster starts spec's masters and replicas as cluster nodes with
 // their files in dir (see StartClusterNode), joins them into one cluster
-// and returns once it is ready: every node knows all the others, which of
-// them are replicas, and says cluster_state:ok, and every replica is in
-// sync with its master. On an error the Cluster holds the nodes started
-// so far, whose logs may say what went wrong; they stay in g until
-// KillAll.
+// and returns once it is ready (see joinCluster). On an error the Cluster
+// holds the nodes started so far, whose logs may say what went wrong.
 func (g *Group) StartCluster(ctx context.Context, dir string, spec ClusterSpec) (*Cluster, error) {
 	c := &Cluster{Replicas: make([][]*Redis, spec.Masters)}
 	start := func(name string) (*Redis, clusterNode, error) {
@@ -110,13 +107,14 @@ type clusterNode struct {
 	bus      int    // its cluster bus port, when not its port + 10000
 }
 
-// clusterWait bounds each wait of joinCluster: for the nodes to meet, and
-// for the cluster to be ready.
-const clusterWait = 30 * time.Second
+// setupWait bounds each wait for servers to find each other: a cluster's
+// nodes, a replica and its primary, Sentinels.
+const setupWait = 30 * time.Second
 
 // joinCluster hands out the slots among masters, meets every node, makes
 // replica k a replica of master k % len(masters), and waits until the
-// cluster is ready.
+// cluster is ready: every node knows all the others and which are
+// replicas, and says cluster_state:ok, and every replica is in sync.
 func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 	all := append(slices.Clone(masters), replicas...)
 	clients := make([]*redis.Client, len(all))
@@ -196,7 +194,7 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 			}
 			for _, want := range [][2]string{{"cluster_state", "ok"},
 				{"cluster_known_nodes", strconv.Itoa(len(all))}, {"cluster_size", strconv.Itoa(len(masters))}} {
-				if got := infoField(info, want[0]); got != want[1] {
+				if got := env.InfoField(info, want[0]); got != want[1] {
 					return fmt.Sprintf("%s says %s:%s, not %s", all[i].addr, want[0], got, want[1])
 				}
 			}
@@ -206,7 +204,7 @@ func joinCluster(ctx context.Context, masters, replicas []clusterNode) error {
 		}
 		for k := range replicas {
 			c := clients[len(masters)+k]
-			if got := infoField(c.Info(ctx, "replication").Val(), "master_link_status"); got != "up" {
+			if got := env.InfoField(c.Info(ctx, "replication").Val(), "master_link_status"); got != "up" {
 				return fmt.Sprintf("%s says master_link_status:%s", replicas[k].addr, got)
 			}
 		}
@@ -236,10 +234,10 @@ func slotShare(i, n int) (lo, hi int) {
 	return lo, last(i)
 }
 
-// await asks missing every 50 ms, for at most clusterWait, until it says
+// await asks missing every 50 ms, for at most setupWait, until it says
 // nothing is missing.
 func await(ctx context.Context, what string, missing func() string) error {
-	deadline := time.Now().Add(clusterWait)
+	deadline := time.Now().Add(setupWait)
 	for {
 		m := missing()
 		if m == "" {
@@ -249,7 +247,7 @@ func await(ctx context.Context, what string, missing func() string) error {
 			return fmt.Errorf("launch: %s: %w (%s)", what, ctx.Err(), m)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("launch: %s within %v: %s", what, clusterWait, m)
+			return fmt.Errorf("launch: %s within %v: %s", what, setupWait, m)
 		}
 		select {
 		case <-ctx.Done():
@@ -265,24 +263,13 @@ func (s *Redis) Promoted(ctx context.Context) bool {
 	defer c.Close()
 	role, err := c.Do(ctx, "ROLE").Slice()
 	return err == nil && len(role) > 0 && role[0] == "master" &&
-		infoField(c.ClusterInfo(ctx).Val(), "cluster_state") == "ok"
+		env.InfoField(c.ClusterInfo(ctx).Val(), "cluster_state") == "ok"
 }
 
 // adminClient is a client of one node for setting it up: short timeouts,
-// no retries, and no commands beyond the ones asked (RESP2, no CLIENT
-// SETINFO), which any Redis with cluster mode understands.
+// no retries, and RESP2 with no CLIENT SETINFO, which any Redis with
+// cluster mode understands.
 func adminClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second,
 		WriteTimeout: time.Second, MaxRetries: -1, PoolSize: 1, DisableIdentity: true, Protocol: 2})
-}
-
-// infoField is the value of key in the text of INFO or CLUSTER INFO, or
-// "" when it has none.
-func infoField(info, key string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+":"); ok {
-			return v
-		}
-	}
-	return ""
 }

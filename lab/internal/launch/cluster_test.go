@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"example.com/walletlock/lab/internal/env"
 )
 
 // The slots are shared out as redis-cli shares them, every slot once.
@@ -64,16 +66,16 @@ func TestCluster_readyWithTwoReplicasAndAnnouncedPort(t *testing.T) {
 		repl := c.Info(ctx, "replication").Val()
 		port := c.ConfigGet(ctx, "cluster-announce-port").Val()["cluster-announce-port"]
 		c.Close()
-		if infoField(info, "cluster_state") != "ok" || infoField(info, "cluster_known_nodes") != "3" {
+		if env.InfoField(info, "cluster_state") != "ok" || env.InfoField(info, "cluster_known_nodes") != "3" {
 			t.Errorf("%s: cluster_state:%s, cluster_known_nodes:%s; want ok and 3", s.Addr,
-				infoField(info, "cluster_state"), infoField(info, "cluster_known_nodes"))
+				env.InfoField(info, "cluster_state"), env.InfoField(info, "cluster_known_nodes"))
 		}
 		if s == cl.Masters[0] {
-			if port != strconv.Itoa(announced) || infoField(repl, "connected_slaves") != "2" {
-				t.Errorf("master %s announces port %q and has %s replicas, want %d and 2", s.Addr, port, infoField(repl, "connected_slaves"), announced)
+			if port != strconv.Itoa(announced) || env.InfoField(repl, "connected_slaves") != "2" {
+				t.Errorf("master %s announces port %q and has %s replicas, want %d and 2", s.Addr, port, env.InfoField(repl, "connected_slaves"), announced)
 			}
-		} else if infoField(repl, "master_link_status") != "up" || s.Promoted(ctx) {
-			t.Errorf("replica %s: master_link_status:%s, promoted %v; want up and not promoted", s.Addr, infoField(repl, "master_link_status"), s.Promoted(ctx))
+		} else if env.InfoField(repl, "master_link_status") != "up" || s.Promoted(ctx) {
+			t.Errorf("replica %s: master_link_status:%s, promoted %v; want up and not promoted", s.Addr, env.InfoField(repl, "master_link_status"), s.Promoted(ctx))
 		}
 	}
 }

@@ -19,18 +19,17 @@ import (
 )
 
 // A daemon is a server that outlives the program that started it: `make
-// up` starts Redis and PostgreSQL and exits, and `make down`, another run,
-// stops them again. Unlike the processes of a Group, a daemon is in no
-// Group: it runs in a session of its own, so neither the parent's death
-// nor a Ctrl-C at the terminal reaches it. It is started here, not by
+// up` starts Redis and PostgreSQL and exits, and `make down` stops them.
+// It runs in a session of its own, so neither the parent's death nor a
+// Ctrl-C at the terminal reaches it. It is started here, not by
 // redis-server's daemonize or pg_ctl, so that its pid is known the moment
 // it exists: a start that is interrupted stops what it started.
 //
 // A pid file is not enough to find it again: a copy of the checkout (cp
-// -a) carries the pid files of the original's servers, and a pid outlives
-// its process. A Daemon names a process by its pid, its start time, the
-// folder it serves and the port it listens on, and nothing here signals
-// a process unless all four are the Daemon's.
+// -a) carries the original's pid files, and a pid outlives its process. A
+// Daemon names a process by its pid, its start time, the folder it serves
+// and the port it listens on, and nothing here signals a process unless
+// all four are the Daemon's.
 
 // Daemon is what identifies a server of ours that outlives us. Keep it
 // (cmd/servers writes it in .services/) and give it to Check and Stop.
@@ -49,12 +48,11 @@ type Daemon struct {
 }
 
 // StartRedisDaemon starts redis-server in the background on bind:port,
-// with its pid file (redis.pid), log (redis.log) and working files in dir
-// and no persistence; lines are more lines of its configuration (a
-// requirepass, a user, cluster-enabled). The configuration goes in on
-// stdin, so a password in it is on no command line. It returns once the
-// server answers, at most 10 s later; when it does not, or ctx ends
-// first, it stops the server again and returns the error.
+// with its pid file, log (redis.log) and working files in dir and no
+// persistence; lines are more lines of its configuration, which goes in
+// on stdin, so that a password in it is on no command line. It returns
+// once the server answers, at most 10 s later; when it does not, or ctx
+// ends first, it stops the server again.
 func StartRedisDaemon(ctx context.Context, dir, bind string, port int, lines ...string) (*Daemon, error) {
 	bin, err := RedisBinary()
 	if err != nil {
@@ -200,11 +198,10 @@ func sameDir(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
 }
 
-// Stop ends d's process, once Check says it is d's (SIGTERM for Redis,
-// SIGINT, a fast shutdown, for PostgreSQL), and waits until it is gone,
-// so that a start right after finds its port free; after 10 s it kills
-// it. It returns Check's error, wrapping ErrNotOurs, when there is no
-// such process: then it signals nothing.
+// Stop ends d's process, once Check says it is d's, and waits until it is
+// gone, so that a start right after finds its port free; after 10 s it
+// kills it. It returns Check's error, and signals nothing, when there is
+// no such process.
 func (d *Daemon) Stop() error {
 	if err := d.Check(); err != nil {
 		return err
@@ -233,10 +230,9 @@ func ConfQuote(s string) string {
 }
 
 // PostgresCluster is a PostgreSQL data folder of ours, Dir/data, whose
-// server runs in the background, with its socket and logs in Dir.
-// initdb and postgres refuse to run as root: as root they run as the
-// user postgres, from Dir, which that user owns (never from the caller's
-// working directory, which it may not be able to enter).
+// server runs in the background, with its socket and logs in Dir. As
+// root, initdb and postgres run as the user postgres, from Dir, which
+// that user owns.
 type PostgresCluster struct {
 	Dir  string
 	bin  string // the folder of initdb, postgres and psql
@@ -298,10 +294,9 @@ func (c *PostgresCluster) Data() string { return filepath.Join(c.Dir, "data") }
 
 // Init creates the data folder unless it exists: the superuser postgres,
 // trusted on the socket (in Dir, which only its owner can enter), a
-// password over TCP. The C locale exists everywhere, even where no locale
-// is installed. initdb works in a folder of its own, renamed to data once
-// it succeeded: an initdb that fails or is interrupted leaves no half
-// folder that a later Init would take for a whole one.
+// password over TCP, and the C locale, which exists everywhere. initdb
+// works in a folder of its own, renamed to data once it succeeded, so that
+// an interrupted one leaves no half folder.
 func (c *PostgresCluster) Init(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(c.Data(), "PG_VERSION")); err == nil {
 		return nil
@@ -326,11 +321,10 @@ func (c *PostgresCluster) Init(ctx context.Context) error {
 	return nil
 }
 
-// Start starts the server on bind:port (bind is 127.0.0.1 or ::1) and
-// waits, at most 30 s, until it accepts connections; when it does not,
-// or ctx ends first, it stops the server again. fsync is off: this is a
-// throwaway teaching database, and tests should not wait for the disk.
-// Never do this with data you want to keep.
+// Start starts the server on bind:port and waits, at most 30 s, until it
+// accepts connections; when it does not, or ctx ends first, it stops the
+// server again. fsync is off: a throwaway teaching database, never one
+// with data you want to keep.
 func (c *PostgresCluster) Start(ctx context.Context, bind string, port int) (*Daemon, error) {
 	d := &Daemon{Kind: "postgres", Port: port, Dir: c.Data()}
 	// A postmaster.pid copied along with the folder (cp -a), or left by a
@@ -396,10 +390,9 @@ func PackagedPsql(ctx context.Context, port int, stdin string) error {
 	return RunPsql(ctx, cmd, stdin)
 }
 
-// RunPsql adds the options of a script to cmd (a psql command line): the
-// database postgres, quiet, stop at the first error; and runs it with
-// stdin as the script. Its error holds what psql said, on one line that
-// no control character of the server's reaches the terminal through.
+// RunPsql runs cmd, a psql command line, on the database postgres with
+// stdin as its script, stopping at the first error, which holds what psql
+// said on one printable line.
 func RunPsql(ctx context.Context, cmd *exec.Cmd, stdin string) error {
 	cmd.Args = append(cmd.Args, "-d", "postgres", "-qtAX", "-v", "ON_ERROR_STOP=1")
 	cmd.Stdin = strings.NewReader(stdin)

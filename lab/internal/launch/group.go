@@ -26,9 +26,9 @@ type Proc struct {
 	exited chan struct{} // closed once the process has been reaped
 }
 
-// Start starts cmd (in a process group of its own, where the system has
-// them) and keeps it for KillAll. It reaps the process as soon as it
-// exits: use pipes of your own for its output (see StartProgram).
+// Start starts cmd in a process group of its own and keeps it for
+// KillAll. It reaps the process as soon as it exits: use pipes of your
+// own for its output (see StartProgram).
 func (g *Group) Start(name string, cmd *exec.Cmd) (*Proc, error) {
 	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {

@@ -2,28 +2,12 @@ package launch
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"strings"
 	"sync"
 
 	"example.com/walletlock/internal/safe"
 )
-
-// SharedWriter returns a writer that passes each Write to w whole, for
-// several processes that share one stderr.
-func SharedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
 
 // Log is what a process wrote, safe to read while it writes.
 type Log struct {

@@ -4,15 +4,13 @@ package launch
 
 // Who owns what a run leaves on the machine: a drill's or a judge's
 // temporary folder, a drill's network. A run killed before its clean-up
-// (SIGKILL, a power cut) leaves them; a later run removes them only when
-// it can prove that their owner is dead, never another live run's. The proof is an owner
-// record, written where the thing lives: the run's pid, when that
-// process started, the boot it started in and its pid namespace. The
-// owner is dead when, on the same boot and in the same pid namespace, no
-// process has that pid, or the one that has it started at another time
-// (the pid was reused), or it is a zombie. Anything else (another boot,
-// another pid namespace, a record that cannot be read) proves nothing,
-// and the thing stays.
+// leaves them; a later run removes them only when it can prove that their
+// owner is dead. The proof is an owner record, written where the thing
+// lives: the run's pid, when that process started, the boot it started in
+// and its pid namespace. The owner is dead when, on the same boot and in
+// the same pid namespace, no process has that pid, or the one that has it
+// started at another time, or it is a zombie. Anything else proves
+// nothing, and the thing stays.
 
 import (
 	"errors"
@@ -154,10 +152,9 @@ func OwnedTemp(prefix string) (string, error) {
 	return dir, nil
 }
 
-// DeadTemps returns the temporary folders named prefix and more whose
-// owner is dead: a folder of this user, not a link, whose owner record
-// names a dead process. A folder without a record (a run that has just
-// made it, or an older one's) stays.
+// DeadTemps returns the temporary folders named prefix and more, of this
+// user and not links, whose owner record names a dead process. A folder
+// without a record (a run that has just made it) stays.
 func DeadTemps(prefix string) []string {
 	paths, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
 	var dead []string

@@ -19,7 +19,7 @@ type Program struct {
 }
 
 // StartProgram starts cmd with pipes for its stdin and stdout; cmd.Stderr
-// is the caller's (SharedWriter, when several copies share one).
+// is the caller's.
 func (g *Group) StartProgram(name string, cmd *exec.Cmd) (*Program, error) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/env"
 )
 
 // ErrNoRedisServer is returned when redis-server is not on PATH.
@@ -92,8 +93,7 @@ func (g *Group) StartTLSRedis(ctx context.Context, dir, certFile, keyFile string
 // StartClusterNode starts a redis-server with cluster mode on, its node
 // table in conf (in dir), a bus port of its own (Redis.Bus) and the given
 // node timeout. A replica cut off from its master may still take over,
-// and none migrates to another master. The caller meets the nodes and
-// hands out the slots.
+// and none migrates to another master.
 func (g *Group) StartClusterNode(ctx context.Context, dir, conf string, nodeTimeout time.Duration, extra ...string) (*Redis, error) {
 	// The bus port is given: port + 10000 may be taken, or past 65535.
 	bus, err := FreePort()
@@ -109,31 +109,72 @@ func (g *Group) StartClusterNode(ctx context.Context, dir, conf string, nodeTime
 	return s, err
 }
 
-// StartSentinel starts a Sentinel (redis-server --sentinel) in dir that
-// monitors the primary at primary under the name master, with a quorum of
-// 2 and the given down-after time. Its failover timeout is long, so that
-// no sentinel "repairs" a replication link a caller cut on purpose.
+// StartSentinel starts a Sentinel in dir that monitors the primary at
+// primary under the name master, with a quorum of 2 and the given
+// down-after time. Its failover timeout is long, so that no sentinel
+// "repairs" a replication link a caller cut on purpose.
 func (g *Group) StartSentinel(ctx context.Context, dir, master, primary string, downAfter time.Duration) (*Redis, error) {
 	host, pport, err := net.SplitHostPort(primary)
 	if err != nil {
 		return nil, fmt.Errorf("launch: sentinel of %q: %w", primary, err)
 	}
 	return g.startRedis(ctx, dir, "redis-sentinel", false, func(port int) ([]string, error) {
-		// A sentinel rewrites its configuration file, so it needs one.
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d-%d.conf", port, time.Now().UnixNano()))
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\nsentinel monitor %s %s %s 2\n"+
-			"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
-			port, master, host, pport, master, downAfter.Milliseconds(), master)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, fmt.Errorf("launch: write %s: %w", conf, err)
+		conf, err := SentinelConf(dir, port, []string{"127.0.0.1"}, master, host, pport, downAfter)
+		return []string{conf, "--sentinel"}, err
+	})
+}
+
+// SentinelConf writes, in dir, the configuration file of a Sentinel on
+// port, bound to binds, that monitors the primary at host:port under the
+// name master, with a quorum of 2 and the given down-after time, and
+// returns its path: a sentinel rewrites its file, so it needs one.
+func SentinelConf(dir string, port int, binds []string, master, host, pport string, downAfter time.Duration) (string, error) {
+	conf := filepath.Join(dir, fmt.Sprintf("sentinel-%d-%d.conf", port, time.Now().UnixNano()))
+	text := fmt.Sprintf("port %d\nbind %s\nprotected-mode no\nsentinel monitor %s %s %s 2\n"+
+		"sentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 60000\n",
+		port, strings.Join(binds, " "), master, host, pport, master, downAfter.Milliseconds(), master)
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		return "", fmt.Errorf("launch: write %s: %w", conf, err)
+	}
+	return conf, nil
+}
+
+// AwaitInSync waits until every replica at addrs says
+// master_link_status:up.
+func AwaitInSync(ctx context.Context, addrs ...string) error {
+	return await(ctx, "the replicas did not sync with the primary", func() string {
+		for _, a := range addrs {
+			c := adminClient(a)
+			info, err := c.Info(ctx, "replication").Result()
+			c.Close()
+			if got := env.InfoField(info, "master_link_status"); got != "up" {
+				return fmt.Sprintf("%s says master_link_status:%s (%v)", a, got, err)
+			}
 		}
-		return []string{conf, "--sentinel"}, nil
+		return ""
+	})
+}
+
+// AwaitSentinels waits until every Sentinel at addrs, all monitoring
+// master, knows the others and replicas replicas: before that, a failover
+// may find no quorum to promote anyone.
+func AwaitSentinels(ctx context.Context, master string, addrs []string, replicas int) error {
+	return await(ctx, "the Sentinels did not find each other and the replicas", func() string {
+		for _, a := range addrs {
+			c := adminClient(a)
+			peers, _ := c.Do(ctx, "SENTINEL", "SENTINELS", master).Slice()
+			reps, err := c.Do(ctx, "SENTINEL", "REPLICAS", master).Slice()
+			c.Close()
+			if len(peers) != len(addrs)-1 || len(reps) != replicas {
+				return fmt.Sprintf("%s knows %d of %d other Sentinels and %d of %d replicas (%v)", a, len(peers), len(addrs)-1, len(reps), replicas, err)
+			}
+		}
+		return ""
 	})
 }
 
 // plain is the start of a node's command line: loopback only, no
-// persistence, and a replica that reconnects gets its full copy at once,
-// not after 5 s.
+// persistence, and a replica's full copy at once, not after 5 s.
 func plain(portFlag string, port int) []string {
 	return []string{portFlag, strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--repl-diskless-sync-delay", "0"}
@@ -229,8 +270,8 @@ func (s *Redis) Start(ctx context.Context) error {
 }
 
 // Answers reports whether a Redis server at addr replies to a PING within
-// a second, over a bare connection: no client, no retries, no password (a
-// server that wants one still answers, with an error).
+// a second, over a bare connection (a server that wants a password still
+// answers, with an error).
 func Answers(addr string) bool {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {

@@ -1,15 +1,10 @@
-// Package ledger is what the lab's runs add to the article's wallet
-// (package wallet at the root, and its PostgreSQL store, wallet/postgres):
-// many wallets instead of one, each by id under a run's key prefix, with
-// keys that share a Redis Cluster slot (BalanceKey, LockKey); a block of
-// ids each prefix owns (FirstIDFor); the balance each spend read, for a
-// history (ObserveReads); a run's verdict wallet by wallet (Judge); and a
-// Store that sets up, reads and deletes ranges of wallets in batches and
-// says which fence holds a row that refused one (store.go).
-//
-// The spend, the check line and the table are the root's: a run spends
-// with wallet.Spend and wallet/postgres's Store, and judges with
-// wallet.Check.
+// Package ledger is what the lab's runs add to the article's wallet (the
+// root's wallet and wallet/postgres): many wallets instead of one, each by
+// id under a run's key prefix, with keys that share a Redis Cluster slot
+// (BalanceKey, LockKey); a block of ids each prefix owns (FirstIDFor); the
+// balance each spend read, for a history (ObserveReads); a run's verdict
+// wallet by wallet (Judge); and a Store of ranges of wallets (store.go).
+// The spend and the check are the root's.
 package ledger
 
 import (
@@ -53,10 +48,8 @@ const IDBlock = 1_000_000
 
 // FirstIDFor is the first wallet id of a run on prefix: one of nine million
 // blocks of IDBlock ids, from 10^12 up, chosen by a hash of the prefix.
-// Two prefixes get the same block once in nine million pairs, and even
-// then the second run is refused, not mixed up (the Store's owners). The
-// blocks stay clear of the demo wallet (42) and of the ids the workshop
-// chooses (2x10^9 up).
+// Two prefixes that get the same block are refused, not mixed up (the
+// Store's owners).
 func FirstIDFor(prefix string) int64 {
 	const base, blocks = 1_000_000_000_000, 9_000_000
 	h := fnv.New64a()
@@ -71,11 +64,9 @@ const MaxAmount = 1_000_000
 
 // A history (internal/history) records the balance each spend read. A
 // spend reads inside itself, so a recorder hands it a context that
-// carries a function to tell: ObserveReads. Every read of a balance made
-// with that context through Observed (wallet.Spend's GET) or the Store
-// (Balance, Claim, the versioned spend's reads) calls it; a spend that
-// reads again after a conflict calls it again, and the last read is the
-// one its write was computed from.
+// carries a function to tell (ObserveReads), which every read of a
+// balance through Observed or the Store calls; the last one is what the
+// write was computed from.
 
 type readsKey struct{}
 
@@ -149,13 +140,11 @@ func Off(v wallet.Verdict, amount int64) int64 {
 	return 0
 }
 
-// Judge is a run's verdict, wallet by wallet: each balance must equal
-// initial minus amount times that wallet's accepted spends, plus some of
-// its spends whose outcome is unknown, and never be negative
-// (wallet.Check). It returns the check line's figures summed over the
-// wallets, OK only if every wallet is; how many unknown spends landed in
-// all (-1 when a wallet is off); how many wallets are off, and by how much
-// money in all. unknown may be nil: no unknown outcome.
+// Judge is a run's verdict, wallet by wallet (wallet.Check): it returns
+// the check line's figures summed over the wallets, OK only if every
+// wallet is; how many unknown spends landed in all (-1 when a wallet is
+// off); how many wallets are off, and by how much money in all. unknown
+// may be nil.
 func Judge(initial, amount int64, accepted, unknown, balances []int64) (v wallet.Verdict, landed, off int, money int64) {
 	var sum wallet.Tally
 	var total, sumBalance int64

@@ -1,11 +1,10 @@
 package ledger
 
-// The PostgreSQL side: the root's Store (wallet/postgres: one table, its
-// schema, its owners, its claims and fenced writes) for one run, with what
-// the runs add: ranges of wallets set up, read and deleted in batches; a
-// refusal that says which fence holds the row, so that the lock's fence
-// counter can be raised to it (lock.RaiseFence); every read told to a
-// history; and the versioned spend counting its conflicts.
+// The PostgreSQL side: the root's Store (wallet/postgres) for one run,
+// with what the runs add: ranges of wallets set up, read and deleted in
+// batches; a refusal that says which fence holds the row (for
+// lock.RaiseFence); every read told to a history; and the versioned spend
+// counting its conflicts.
 
 import (
 	"cmp"
@@ -51,13 +50,10 @@ func (e *OwnedError) Error() string {
 func (e *OwnedError) Unwrap() error { return ErrOwned }
 
 // StaleFenceError is the error of a refused fenced claim or write. It
-// matches ErrStaleFence with errors.Is.
-//
-// Highest is the fence PostgreSQL holds for the wallet, read right after
-// the refusal. When it is above every fence the lock has handed out, the
-// lock's counter went backwards (Redis restarted without its data): raise
-// the counter to at least Highest and acquire again. The Store never
-// retries on its own, because only the lock holder can get a newer fence.
+// matches ErrStaleFence with errors.Is. Highest is the fence PostgreSQL
+// holds for the wallet, read right after the refusal: above every fence
+// the lock has handed out, it says the lock's counter went backwards (see
+// Heal).
 type StaleFenceError struct {
 	ID      int64 // the wallet
 	Fence   int64 // the fence that was refused
@@ -71,11 +67,10 @@ func (e *StaleFenceError) Error() string {
 // Unwrap makes errors.Is(err, ErrStaleFence) true.
 func (e *StaleFenceError) Unwrap() error { return ErrStaleFence }
 
-// Store is the root's postgres.Store of one owner, a run's key prefix,
-// which its run lease makes its own: it resets and deletes only the rows
-// it owns, so two runs with different prefixes never share or delete each
-// other's wallets, even when they ask for the same ids. It is safe for
-// concurrent use; every call is bounded by its ctx.
+// Store is the root's postgres.Store of one owner, a run's key prefix: it
+// resets and deletes only the rows it owns, so two runs with different
+// prefixes never share or delete each other's wallets. It is safe for
+// concurrent use.
 type Store struct {
 	*postgres.Store
 	pool  *pgxpool.Pool
@@ -125,13 +120,10 @@ func (s *Store) Write(ctx context.Context, id, balance int64) error {
 	return s.failed(ctx, "write", id, 0, sent(s.Store.Write(ctx, id, balance)))
 }
 
-// Claim is the root's Claim: it reads the balance of wallet id and stamps
-// the row with fence, unless the row has seen this fence or a higher one.
-// It tells a history what it read.
-//
-// It returns ErrBadFence for a fence below 1; a *StaleFenceError
-// (matching ErrStaleFence) when the row has seen this fence or a higher
-// one; ErrNoWallet when there is no such wallet. When ctx ends, the error
+// Claim is the root's Claim (it reads the balance of wallet id and stamps
+// the row with fence, unless the row has seen this fence or a higher one),
+// and tells a history what it read. It returns ErrBadFence for a fence
+// below 1, a *StaleFenceError, or ErrNoWallet; when ctx ends, the error
 // matches ctx.Err() and the context's cause.
 func (s *Store) Claim(ctx context.Context, id, fence int64) (int64, error) {
 	if fence < 1 {
@@ -183,16 +175,12 @@ func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.
 	return ok, s.failed(ctx, "spend from", id, 0, sent(err))
 }
 
-// SpendVersioned is the root's versioned spend (no lock: it writes only
-// if the row's version is still the one it read, and reads again when
-// another spend wrote first), written out here for what the runs measure:
-// it returns how many conflicts it met, tells a history each read, and
-// waits a random moment after a conflict, so that the losers of one round
-// do not all read again at the same instant. It cannot spin forever:
-// every conflict means another spend succeeded.
-//
-// An error that matches wallet.ErrUnknownOutcome means the versioned
-// UPDATE was sent and its reply never came: the spend may have landed.
+// SpendVersioned is the root's versioned spend (it writes only if the
+// row's version is still the one it read, and reads again when another
+// spend wrote first), written out here for what the runs measure: it
+// returns how many conflicts it met, tells a history each read, and waits
+// a random moment after a conflict, so that the losers of one round do not
+// all read again at once. Every conflict means another spend succeeded.
 func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.Duration) (ok bool, conflicts int, err error) {
 	for {
 		var bal, version int64
@@ -240,9 +228,8 @@ func (s *Store) failed(ctx context.Context, what string, id, fence int64, err er
 }
 
 // refused explains a fenced statement that matched no row: either the
-// wallet does not exist or another fence holds it. The fence is read in a
-// second statement; in the meantime it can only have risen (or been
-// reset).
+// wallet does not exist or another fence holds it (read in a second
+// statement; in the meantime it can only have risen).
 func (s *Store) refused(ctx context.Context, id, fence int64) error {
 	highest, err := s.Fence(ctx, id)
 	if errors.Is(err, ErrNoWallet) {
@@ -273,12 +260,10 @@ func fatal(e *pgconn.PgError) bool {
 }
 
 // writeError classifies the error of a write that may have reached the
-// server, as wallet.WriteError does for Redis. An ERROR reply means the
-// statement did not happen; so does a failure that pgx knows came before
-// anything was sent. Anything else leaves the outcome unknown, and the
-// error then matches wallet.ErrUnknownOutcome too: a timeout, a lost
-// connection, a context that ended in flight, and a FATAL reply, which
-// ends the session and may arrive after the commit.
+// server, as wallet.WriteError does for Redis: an ERROR reply, or a
+// failure pgx knows came before anything was sent, means it did not
+// happen; anything else (a timeout, a lost connection, a FATAL reply)
+// leaves the outcome unknown, and matches wallet.ErrUnknownOutcome.
 func writeError(err error) error {
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
 		if !fatal(pgErr) {
@@ -291,9 +276,8 @@ func writeError(err error) error {
 }
 
 // withCause makes err, when ctx has ended, match ctx.Err() and the
-// context's cause (a lock's watchdog cancels with lock.ErrNotHeld),
-// whichever call the end interrupted: pgx reports a context that ends
-// during a query as a bare context.Canceled, or as an error of its own.
+// context's cause (a lock's watchdog cancels with lock.ErrNotHeld): pgx
+// reports a context that ends during a query in ways of its own.
 func withCause(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err
@@ -308,9 +292,7 @@ func withCause(ctx context.Context, err error) error {
 }
 
 // ResetBatch is how many wallets ResetRange sets up, and DeleteRange
-// deletes, per statement: few enough that a statement takes a fraction of
-// a second and holds no lock for longer, and that a context that ends is
-// noticed between two of them.
+// deletes, per statement: a fraction of a second each.
 const ResetBatch = 10_000
 
 // ownerLockKey is the advisory lock that serialises the check and the
@@ -323,18 +305,15 @@ const ownerLockKey int64 = 0x77616c6c65746f77
 // ResetRange creates the n wallets first .. first+n-1 with balance, or
 // puts existing ones back to balance with fence and version 0, marked as
 // this Store's owner's, and calls done (when not nil) after each
-// statement of ResetBatch wallets with how many are set up so far, for a
-// progress bar: a load test sets up 10,000 wallets in one round trip, a
-// million in a hundred. Do not call it while spends on those wallets run.
+// statement with how many are set up so far. Do not call it while spends
+// on those wallets run.
 //
 // A row that another owner set up is left alone: ResetRange then changes
 // nothing and returns an *OwnedError. Each statement commits on its own,
-// so that a million wallets never hold a transaction open for seconds in
-// a shared database; resets of any range are serialised by a session
-// advisory lock, taken on the connection that runs them, around the check
-// for other owners and the statements. When ctx ends between two
-// statements it stops: the wallets set up so far stay set up, and owned,
-// and DeleteRange removes them.
+// so that a million wallets never hold a transaction open for seconds;
+// resets are serialised by a session advisory lock around the check for
+// other owners and the statements. When ctx ends it stops: the wallets
+// set up so far stay owned, and DeleteRange removes them.
 func (s *Store) ResetRange(ctx context.Context, first int64, n int, balance int64, done func(int)) error {
 	last := first + int64(n) - 1
 	fail := func(err error) error {
@@ -397,10 +376,9 @@ func (s *Store) ResetRange(ctx context.Context, first int64, n int, balance int6
 	return nil
 }
 
-// unlockOwners gives back the advisory lock of ResetRange, with a short
-// context of its own (ctx may have ended). A connection that cannot run
-// the unlock is closed, which releases the lock too, rather than going
-// back to the pool still holding it.
+// unlockOwners gives back the advisory lock of ResetRange, on a context
+// of its own (ctx may have ended). A connection that cannot run the
+// unlock is closed, which releases the lock too.
 func unlockOwners(ctx context.Context, conn *pgxpool.Conn) {
 	if conn.Conn().IsClosed() {
 		return // and the lock went with it
@@ -441,10 +419,8 @@ func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, erro
 }
 
 // DeleteRange removes the n wallets first .. first+n-1 that this Store's
-// owner owns; missing ones and other runs' are left alone. It deletes
-// ResetBatch ids per statement, each committed on its own: when ctx ends
-// half-way, what was deleted stays deleted, and the error says that some
-// rows are left.
+// owner owns, ResetBatch ids per statement: when ctx ends half-way, the
+// error says that some rows are left.
 func (s *Store) DeleteRange(ctx context.Context, first int64, n int) error {
 	last := first + int64(n) - 1
 	for lo := first; lo <= last; lo += ResetBatch {

@@ -1,12 +1,10 @@
 // Package lesson is the one place that says what each program must print:
-// the verdict of every phase of every step program at the root
-// (cmd/step1-race .. cmd/step6-loadtest, Phases), of the lab's deep load
-// test (cmd/loadtest, LoadTest) and of the drill's cells (Drills). The
-// root's steps state their verdicts inline, and a test here runs them and
-// holds them to Phases; cmd/loadtest and the drill check themselves
-// against it (a phase that gives another verdict makes them exit 1);
-// `make workshop` compares a room's runs with it, and reads the files of
-// earlier revisions of it (Formers).
+// the verdict of every phase of the root's steps (Phases), of the lab's
+// load test (LoadTest) and of the drill's cells (Drills). A test here runs
+// the root's steps and holds them to Phases; cmd/loadtest and the drill
+// exit 1 on a phase that gives another verdict; `make workshop` compares a
+// room's runs with it, and reads the files of earlier revisions of it
+// (Formers).
 package lesson
 
 import (
@@ -83,9 +81,8 @@ func Want(step, phase string) string {
 	return p.Want
 }
 
-// Lookup finds a phase of a step in Phases or LoadTest. The drill's cells
-// are phases too, of the step "drill", named "nemesis/strategy" (see
-// DrillPhase), so that the workshop can report them beside the steps.
+// Lookup finds a phase of a step in Phases or LoadTest, or a drill cell,
+// a phase of DrillStep named "nemesis/strategy" (DrillPhase).
 func Lookup(step, phase string) (Phase, bool) {
 	if step == DrillStep {
 		nemesis, strategy, _ := strings.Cut(phase, "/")
@@ -105,11 +102,8 @@ func Lookup(step, phase string) (Phase, bool) {
 }
 
 // Revision is the lesson's revision, which the workshop writes into its
-// files so that an older file is read as it meant. Revision 1 had the
-// steps in the lab: step 5's phase 3 was fifty fenced spenders and its
-// phase 4 the version column, and step 6 ran redsync, redlock and fair.
-// Revision 2 has the steps at the root: step 5's version column is its
-// phase 3, and those three strategies are the lab load test's alone.
+// files so that an older file is read as it meant (see Formers). Revision
+// 2 has the steps at the root.
 const Revision = 2
 
 // Former is a phase an earlier revision had that this one does not have,
@@ -175,23 +169,15 @@ func NewResult(step, phase, check string, ok bool) Result {
 	return Result{Step: step, Phase: phase, Check: check, Verdict: v, Want: Want(step, phase)}
 }
 
-// The drill (cmd/drill) runs each strategy against real faults: real
-// processes paused and killed, a Redis restarted, a Sentinel failover. Its
-// table is kept apart from Phases: a drill row is one run of one nemesis
-// against one strategy with one seed.
-
 // DrillCell is what one strategy must give under one nemesis.
 type DrillCell struct {
 	Nemesis  string // none, pause, crash, restart, failover, cluster-failover, partition or partition-min-replicas
 	Strategy string // lock, wait, fenced, version, fair, redlock or redlock-fenced
 	Want     string // OK or BROKEN
-	// Share is the least share of seeds that must give Want: 1 means
-	// every seed. The drill times each fault to land inside a critical
-	// section, so every cell is 1 but two: lock and fair under
-	// partition-min-replicas are OK by a race of timeouts (the old primary
-	// stops granting before the new one starts), which a machine that
-	// stalls a holder past its TTL can lose. Never below 1 for fenced or
-	// version.
+	// Share is the least share of seeds that must give Want: 1 but where
+	// the verdict is a race of timeouts (lock and fair under
+	// partition-min-replicas), which a machine that stalls a holder past
+	// its TTL can lose. Never below 1 for fenced or version.
 	Share float64
 	What  string // one line: why
 }
@@ -272,59 +258,25 @@ const (
 	NotLinearizable = "no"
 )
 
-// HistoryCell is the history verdict a phase must give, beside its
-// balance verdict in LoadTest or Drills.
-type HistoryCell struct {
-	Step, Phase string
-	Want        string // Linearizable or NotLinearizable
-	// Why says why Want is not what the balance verdict pairs with
-	// (BROKEN: not linearizable, OK: linearizable); "" where it is.
-	Why string
-}
-
-// Histories lists the phases whose programs record a history: the lab's
-// load test's strategies; the drill's cells follow from Drills (see
-// WantHistory). (The root's steps record none.) Where the balance check is
-// BROKEN the history is not linearizable: a lost update is two spends that
-// read one balance, and the balance read back is one no order of the
-// accepted spends leaves. Where a correct strategy is OK the history is
-// linearizable: a refused stale write (a fenced drill cell) read a balance
-// the wallet held while it waited. The two differ in no cell of this table
-// (every Why is ""): the case where they do, a refusal computed from a
-// stale replica read (balance OK, linearizable=no), is internal/history's
-// stale-read test. The load test's none is a control, as in LoadTest: with
-// little contention it may lose no update and give OK and yes.
-var Histories = []HistoryCell{
-	{LoadTestStep, "none", NotLinearizable, ""},
-	{LoadTestStep, "lock", Linearizable, ""},
-	{LoadTestStep, "redislock", Linearizable, ""},
-	{LoadTestStep, "redsync", Linearizable, ""},
-	{LoadTestStep, "redlock", Linearizable, ""},
-	{LoadTestStep, "fair", Linearizable, ""},
-	{LoadTestStep, "fenced", Linearizable, ""},
-	{LoadTestStep, "atomic", Linearizable, ""},
-	{LoadTestStep, "version", Linearizable, ""},
-	{LoadTestStep, "forupdate", Linearizable, ""},
-}
-
 // WantHistory returns the history verdict a phase must give, and whether
-// the table has one. A drill cell (DrillStep, "nemesis/strategy") that
-// Histories does not list pairs with its balance verdict in Drills: a
-// BROKEN cell is not linearizable, an OK one is.
+// it has one: the phases whose programs record a history are the lab's
+// load test's (LoadTestStep) and the drill's cells (DrillStep); the
+// root's steps record none. Each pairs with its balance verdict. Where the
+// balance check is BROKEN the history is not linearizable: a lost update
+// is two spends that read one balance, and the balance read back is one
+// no order of the accepted spends leaves. Where a correct strategy is OK
+// the history is linearizable: a refused stale write (a fenced drill
+// cell) read a balance the wallet held while it waited. The case where
+// the two differ, a refusal computed from a stale replica read (balance
+// OK, linearizable=no), is no phase here: it is internal/history's
+// stale-read test. The load test's none is a control, as in LoadTest:
+// with little contention it may lose no update and give OK and yes.
 func WantHistory(step, phase string) (string, bool) {
-	for _, c := range Histories {
-		if c.Step == step && c.Phase == phase {
-			return c.Want, true
-		}
-	}
-	if step != DrillStep {
-		return "", false
-	}
 	p, ok := Lookup(step, phase)
-	if !ok {
+	switch {
+	case !ok || step != LoadTestStep && step != DrillStep:
 		return "", false
-	}
-	if p.Want == Broken {
+	case p.Want == Broken:
 		return NotLinearizable, true
 	}
 	return Linearizable, true

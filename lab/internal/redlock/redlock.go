@@ -1,19 +1,14 @@
 // Package redlock is Redlock, the lock of Redis's distributed-lock page,
-// taken with go-redsync's mutex over independent Redis nodes: the load
-// test's redlock strategy and the drill's redlock and redlock-fenced
-// spenders use it.
+// taken with go-redsync's mutex over independent Redis nodes, for the load
+// test and the drill.
 //
 // Redlock sets the same key with a random value on every node at once and
-// holds the lock when a majority of the nodes said yes, well within the
-// TTL. It survives the loss of a minority of nodes; it does not survive a
-// node that forgets a key it granted (a restart without persistence, a
-// clock that jumps) while a second client can reach a majority that
-// includes it, nor a holder that stalls past its TTL. It hands out no
-// fencing token: the drill takes one from a PostgreSQL sequence.
-//
-// Errors name how many nodes answered, so that "the nodes are down" and
-// "the lock is taken" never look alike. The nodes' addresses come from
-// env.RedlockAddrs (REDLOCK_ADDRS).
+// holds the lock when a majority said yes, well within the TTL. It
+// survives the loss of a minority of nodes; not a node that forgets a key
+// it granted while a second client can reach a majority that includes
+// it, nor a holder that stalls past its TTL. It hands out no fencing
+// token. Errors name how many nodes answered, so that "the nodes are
+// down" and "the lock is taken" never look alike.
 package redlock
 
 import (
@@ -61,17 +56,12 @@ func NewNodes(addrs []string, clients ...redis.UniversalClient) *Nodes {
 	return &Nodes{addrs: addrs, clients: clients, rs: redsync.New(pools...)}
 }
 
-// Dial opens a client to each of addrs (configure, when not nil,
-// may change its options: pool size, timeouts) and asks every node for
-// INFO server within a second.
-//
-// Redlock tolerates a minority of its nodes down: when a majority answer,
-// Dial returns the nodes, and Degraded says which do not. When
-// fewer answer, it returns an error wrapping ErrNodesDown that says
-// how many answered and how to start them. When two nodes answer with one
-// run_id, they are one server behind two addresses (a second name, another
-// loopback address): it returns an error wrapping
-// env.ErrSameRedlockNode.
+// Dial opens a client to each of addrs (configure, when not nil, may
+// change its options) and asks every node for INFO server within a second.
+// When a majority answer it returns the nodes, and Degraded says which do
+// not; when fewer do, an error wrapping ErrNodesDown that says how to
+// start them. Two nodes that answer with one run_id are one server behind
+// two addresses: env.ErrSameRedlockNode.
 func Dial(ctx context.Context, addrs []string, configure func(*redis.Options)) (*Nodes, error) {
 	clients := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
@@ -190,20 +180,16 @@ type Lock struct {
 
 // Acquire takes the lock named key for ttl, trying again after a random
 // wait of 5 to 15 ms (as lock.Acquire does) while a majority of the nodes
-// answer that another holder has it, until ctx ends.
-//
-// It returns an error wrapping ErrNoQuorum, which says how many nodes
-// answered, as soon as one attempt reaches fewer than a majority: no
-// amount of waiting on a busy key fixes a node that is down. When ctx
-// ends first, the error wraps ctx's.
+// answer that another holder has it, until ctx ends. It returns an error
+// wrapping ErrNoQuorum as soon as one attempt reaches fewer than a
+// majority: no amount of waiting fixes a node that is down.
 func (n *Nodes) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
 	if err := lock.CheckTTL(ttl); err != nil {
 		return nil, err
 	}
 	// A single try per call: this loop, not redsync's, decides what a
 	// failed try means. Each node gets a quarter of the TTL to answer
-	// (redsync's default, a twentieth, is 25 ms for a 500 ms TTL: on a
-	// busy machine a live node misses that, and would count as down).
+	// (redsync's twentieth, 25 ms of 500 ms, a busy live node misses).
 	m := n.rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1), redsync.WithTimeoutFactor(0.25))
 	var retry lock.Jitter
 	for attempt := 1; ; attempt++ {
@@ -227,10 +213,8 @@ func (n *Nodes) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lo
 	}
 }
 
-// quorumLost returns an error wrapping ErrNoQuorum when err, a
-// failure of redsync over every node, says that fewer than a majority of
-// them answered; nil when enough answered (the key was taken, or the call
-// was too slow to count).
+// quorumLost returns an error wrapping ErrNoQuorum when err, a failure of
+// redsync over every node, says that fewer than a majority answered.
 func (n *Nodes) quorumLost(op, key string, err error) error {
 	var failed []*redsync.RedisError
 	walkErrors(err, func(e error) {
@@ -267,21 +251,16 @@ func walkErrors(err error, f func(error)) {
 // holder. Never print it whole.
 func (l *Lock) Token() string { return l.m.Value() }
 
-// Key is the key the lock set on the nodes.
-func (l *Lock) Key() string { return l.m.Name() }
-
 // Extend gives the lock its full TTL again on every node that still holds
-// it. It fails with an error wrapping lock.ErrNotHeld when fewer than a
-// majority still hold it, or ErrNoQuorum when fewer than a majority
-// answered. It fits lock.KeepAlive.
+// it, for lock.KeepAlive. It fails with lock.ErrNotHeld when fewer than a
+// majority still hold it, ErrNoQuorum when fewer answered.
 func (l *Lock) Extend(ctx context.Context) error {
 	ok, err := l.m.ExtendContext(ctx)
 	return l.failed("extend", ok, err)
 }
 
-// Release deletes the lock on every node that holds it with its token. It
-// fails like Extend when fewer than a majority did. A nil Lock has
-// nothing to release.
+// Release deletes the lock on every node that holds it with its token,
+// and fails like Extend. A nil Lock has nothing to release.
 func (l *Lock) Release(ctx context.Context) error {
 	if l == nil {
 		return nil

@@ -172,7 +172,7 @@ func theNextJudgeRemoves(t *testing.T, root, tmp, folder string) {
 	if next.code != 0 {
 		t.Errorf("the next judge = %d, want 0; stderr:\n%s", next.code, next.stderr)
 	}
-	oneLine(t, "the next judge's stderr", next.stderr, "judge: removed what judges killed before their clean-up left: "+folder)
+	oneLine(t, "the next judge's stderr", next.stderr, "judge: removed what judges killed before their clean-up left: folder "+folder)
 	if left := files(t, tmp); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %q", left)
 	}

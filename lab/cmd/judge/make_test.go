@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,7 +27,13 @@ func runMake(t *testing.T, dir, tmp string, args ...string) makeRun {
 	before := files(t, dir)
 	cmd := exec.Command("make", append([]string{"--no-print-directory", "-o", "up", "-o", "judge-bin"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), asJudge+"=1", "TMPDIR="+tmp)
+	// A make of its own, not a sub-make of `make test`'s: none of the
+	// outer make's flags or level, which would name it make[1].
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains([]string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES"}, name)
+	})
+	cmd.Env = append(env, asJudge+"=1", "TMPDIR="+tmp)
 	r := makeRun{judgeRun: runToEnd(t, cmd)}
 	for _, f := range files(t, dir) {
 		if !slices.Contains(before, f) {
@@ -37,10 +44,11 @@ func runMake(t *testing.T, dir, tmp string, args ...string) makeRun {
 }
 
 // judgeSaid is what the judge wrote to stderr through make: make's own
-// line ("make: *** [Makefile:N: judge] Error 2") taken out.
+// line ("make: *** [Makefile:N: judge] Error 2", make[1]: under another
+// make) taken out.
 func judgeSaid(stderr string) (said, makes string) {
 	for _, l := range strings.SplitAfter(stderr, "\n") {
-		if strings.HasPrefix(l, "make: ") {
+		if makeLine.MatchString(l) {
 			makes += l
 		} else {
 			said += l
@@ -48,6 +56,8 @@ func judgeSaid(stderr string) (said, makes string) {
 	}
 	return said, makes
 }
+
+var makeLine = regexp.MustCompile(`^make(\[\d+\])?: `)
 
 // A teacher loops `make judge LOCK=$dir` over a class's folders: whatever
 // a folder is called, nothing in its name runs, in `make -n` or in make,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/walletlock/lab/internal/holder"
 	"example.com/walletlock/lab/internal/wire"
 )
 
@@ -83,7 +84,7 @@ func (c *check) learn(p *proc, setup, op, undo func()) []wire.Command {
 type pending struct {
 	p    *proc
 	q    request
-	ch   <-chan answer
+	ch   <-chan holder.Answer
 	call int64
 }
 
@@ -110,16 +111,15 @@ func (c *check) strike(p *proc, pt point, q request) (pd pending, at wire.Comman
 		select { // a lost reply ends the operation at once: both may be ready
 		case cmd, ok := <-p.wire.Struck():
 			if ok {
-				again := make(chan answer, 1)
+				again := make(chan holder.Answer, 1)
 				again <- a
 				pd.ch = again
 				return pd, cmd, true, answer{}
 			}
 		default:
 		}
-		a.call = call
 		p.wire.Arm(wire.None, 0)
-		return pd, wire.Command{}, false, a
+		return pd, wire.Command{}, false, answer{Answer: a, call: call, ret: a.At}
 	case <-t.C:
 		return pd, wire.Command{}, false, c.wait(pd) // did not return: c.wait says so
 	case <-c.ctx.Done():

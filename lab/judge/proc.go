@@ -4,17 +4,15 @@ package judge
 // proxy every command it sends to Redis passes through.
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"example.com/walletlock/internal/safe"
+	"example.com/walletlock/lab/internal/holder"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/wire"
 )
@@ -23,20 +21,13 @@ import (
 // answer in time, or the holder process died with the call in flight.
 var errNoReturn = errors.New("judge: did not return")
 
-// proc is one holder process.
+// proc is one holder process, as the judge sees it.
 type proc struct {
-	name string // "A", "B": the holder's name in every sentence and drawing
-	prog *launch.Program
-	wire *wire.Proxy // between it and the check's Redis
-	log  launch.Log  // its stderr, and what it printed on stdout that was not the protocol
-
-	mu     sync.Mutex
-	next   int64
-	waits  map[int64]chan answer
-	events func(*proc, answer)
-	ended  chan struct{} // its stdout read to the end
-	wmu    sync.Mutex
-	leases int // how many leases it took, for the drawing's labels
+	name   string // "A", "B": the holder's name in every sentence and drawing
+	h      *holder.Holder
+	prog   *launch.Program
+	wire   *wire.Proxy // between it and the check's Redis
+	leases int         // how many leases it took, for the drawing's labels
 
 	quitErr error
 }
@@ -48,7 +39,7 @@ func (r *runner) start(ctx context.Context, name, upstream string, events func(*
 	if err != nil {
 		return nil, fmt.Errorf("judge: start the proxy of holder %s: %w", name, err)
 	}
-	p := &proc{name: name, wire: w, waits: map[int64]chan answer{}, ended: make(chan struct{}), events: events}
+	p := &proc{name: name, wire: w}
 	var cmd *exec.Cmd
 	if len(r.c.adapter.Command) > 0 {
 		cmd = exec.CommandContext(ctx, r.c.adapter.Command[0], r.c.adapter.Command[1:]...)
@@ -59,95 +50,31 @@ func (r *runner) start(ctx context.Context, name, upstream string, events func(*
 	}
 	cmd.Env = append(cmd.Env, redisEnv+"="+w.Addr())
 	cmd.Dir = r.c.workDir
-	cmd.Stderr = &p.log
-	prog, err := r.procs.StartProgram("holder "+name, cmd)
+	h, err := holder.Start(r.procs, "holder "+name, cmd, func(a holder.Answer) { events(p, answer{Answer: a, ret: a.At}) })
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("judge: start holder %s: %w", name, err)
 	}
-	p.prog = prog
-	go p.read()
+	p.h, p.prog = h, h.Program
 	return p, nil
-}
-
-// read reads the holder's stdout: answers go to their callers, events to
-// the check, and anything else is the lock's own output, kept for the
-// learner and never parsed further. A print with no newline before an
-// answer leaves the answer on the same line, after it: it is still found.
-func (p *proc) read() {
-	defer close(p.ended)
-	defer p.prog.Stdout.Close()
-	sc := bufio.NewScanner(p.prog.Stdout)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var a answer
-		i := strings.Index(line, "{\"")
-		if i < 0 || json.Unmarshal([]byte(line[i:]), &a) != nil || (a.ID == 0 && a.Event == "") {
-			fmt.Fprintln(&p.log, line)
-			continue
-		}
-		if i > 0 {
-			fmt.Fprintln(&p.log, line[:i])
-		}
-		a.ret = now()
-		if a.Event != "" {
-			p.events(p, a)
-			continue
-		}
-		p.mu.Lock()
-		ch := p.waits[a.ID]
-		delete(p.waits, a.ID)
-		p.mu.Unlock()
-		if ch != nil {
-			ch <- a
-		}
-	}
 }
 
 // send writes a request and returns where its answer will come, stamped
 // with when it was sent.
-func (p *proc) send(q request) (<-chan answer, int64) {
-	ch := make(chan answer, 1)
-	p.mu.Lock()
-	p.next++
-	q.ID = p.next
-	p.waits[q.ID] = ch
-	p.mu.Unlock()
-	b, _ := json.Marshal(q)
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	call := now()
-	p.prog.Stdin.Write(append(b, '\n'))
-	return ch, call
-}
+func (p *proc) send(q request) (<-chan holder.Answer, int64) { return p.h.Send(q) }
 
 // await waits, at most within, for the answer to q. When it does not come
 // the holder is killed, and the error says what happened: the lock did
 // not return, or the process died (a panic, or a kill the judge ordered).
-func (p *proc) await(q request, ch <-chan answer, call int64, within time.Duration) (answer, error) {
-	t := time.NewTimer(within)
-	defer t.Stop()
-	select {
-	case a := <-ch:
-		a.call = call
-		return a, nil
-	case <-p.prog.Exited():
-		select { // its last lines may still be in the pipe
-		case <-p.ended:
-		case <-time.After(3 * time.Second):
-		}
-		select {
-		case a := <-ch:
-			a.call = call
-			return a, nil
-		default:
-		}
+func (p *proc) await(q request, ch <-chan holder.Answer, call int64, within time.Duration) (answer, error) {
+	a, err := p.h.Await(ch, within)
+	switch {
+	case errors.Is(err, holder.ErrDied):
 		return answer{}, fmt.Errorf("%w: holder %s died during its %s (%s)%s", errNoReturn, p.name, opName(q), p.prog.State(), p.why())
-	case <-t.C:
-		p.prog.Kill(3 * time.Second)
+	case err != nil:
 		return answer{}, fmt.Errorf("%w: %s did not return within %v; the judge killed holder %s", errNoReturn, opName(q), within.Round(time.Millisecond), p.name)
 	}
+	return answer{Answer: a, call: call, ret: a.At}, nil
 }
 
 // opName is a request as the sentences name the lock's call.
@@ -169,7 +96,7 @@ func opName(q request) string {
 // why is what the process said as it died (a panic's first line), ready
 // to follow a sentence.
 func (p *proc) why() string {
-	s := strings.TrimSpace(p.log.String())
+	s := strings.TrimSpace(p.h.Log.String())
 	if s == "" {
 		return ""
 	}
@@ -178,7 +105,7 @@ func (p *proc) why() string {
 			return ": " + safe.Line(l)
 		}
 	}
-	return ": " + safe.Line(p.log.LastLine())
+	return ": " + safe.Line(p.h.Log.LastLine())
 }
 
 // quit asks the holder to end and reports what it left running; it kills
@@ -205,7 +132,7 @@ func (p *proc) quit() error {
 // lines, each made printable, with its name in front.
 func (p *proc) output(most int) []string {
 	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(p.log.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(p.h.Log.String()), "\n") {
 		if l = strings.TrimSpace(l); l == "" || len(out) == most {
 			continue
 		}

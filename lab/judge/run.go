@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/lab/internal/holder"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lab/internal/wire"
@@ -359,7 +360,7 @@ func (c *check) fill(q request) request {
 	return q
 }
 
-func (c *check) await(p *proc, q request, ch <-chan answer, call int64) answer {
+func (c *check) await(p *proc, q request, ch <-chan holder.Answer, call int64) answer {
 	a, err := p.await(q, ch, call, fromMS(q.Wait)+3*time.Second)
 	if err != nil {
 		panic(noReturn{err})

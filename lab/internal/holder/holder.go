@@ -67,9 +67,13 @@ type Answer struct {
 	// release ("refresh", "watch", "fence"), and "concurrent" when the
 	// holder answers several requests at once.
 	Can []string `json:"can,omitempty"`
+	// At is when the driver read the line (Unix ns): its clock, not the
+	// holder's.
+	At int64 `json:"-"`
 }
 
-// Holder is one holder process.
+// Holder is one holder process, driven by the judge or by the room's
+// race: the one reader of its answers and writer of its requests.
 type Holder struct {
 	*launch.Program
 	Log launch.Log // its stderr, and what it printed that was not the protocol
@@ -78,9 +82,16 @@ type Holder struct {
 	next   int64
 	waits  map[int64]chan Answer
 	events func(Answer)
-	ended  chan struct{}
+	ended  chan struct{} // its stdout read to the end
 	wmu    sync.Mutex
 }
+
+// Errors of Await, each an ErrNoReturn: the process died with the call in
+// flight, or the call did not return in time (and the holder was killed).
+var (
+	ErrDied     = fmt.Errorf("%w: the holder died", ErrNoReturn)
+	ErrTimedOut = fmt.Errorf("%w: no answer in time", ErrNoReturn)
+)
 
 // Start starts cmd as a holder in g; events, if not nil, gets its events.
 func Start(g *launch.Group, name string, cmd *exec.Cmd, events func(Answer)) (*Holder, error) {
@@ -95,8 +106,10 @@ func Start(g *launch.Group, name string, cmd *exec.Cmd, events func(Answer)) (*H
 	return h, nil
 }
 
-// read hands each answer to its caller and each event to events; any
-// other line is the lock's own output.
+// read hands each answer to its caller and each event to events, stamped
+// with when it was read (At); any other line is the lock's own output,
+// kept and never parsed further. A print with no newline before an
+// answer leaves the answer on the same line, after it: it is still found.
 func (h *Holder) read() {
 	defer close(h.ended)
 	defer h.Stdout.Close()
@@ -110,6 +123,10 @@ func (h *Holder) read() {
 			fmt.Fprintln(&h.Log, line)
 			continue
 		}
+		if i > 0 {
+			fmt.Fprintln(&h.Log, line[:i])
+		}
+		a.At = time.Now().UnixNano()
 		if a.Event != "" {
 			if h.events != nil {
 				h.events(a)
@@ -126,10 +143,9 @@ func (h *Holder) read() {
 	}
 }
 
-// Call sends q and waits, at most within, for its answer. When none comes
-// the holder is killed, and the error says whether it died or did not
-// answer.
-func (h *Holder) Call(q Request, within time.Duration) (Answer, error) {
+// Send writes q (its ID set here) and returns where its answer will come,
+// and when it was written (Unix ns).
+func (h *Holder) Send(q Request) (<-chan Answer, int64) {
 	ch := make(chan Answer, 1)
 	h.mu.Lock()
 	h.next++
@@ -138,8 +154,15 @@ func (h *Holder) Call(q Request, within time.Duration) (Answer, error) {
 	h.mu.Unlock()
 	b, _ := json.Marshal(q)
 	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	sent := time.Now().UnixNano()
 	h.Stdin.Write(append(b, '\n'))
-	h.wmu.Unlock()
+	return ch, sent
+}
+
+// Await waits, at most within, for the answer on ch. When none comes the
+// holder is killed (ErrTimedOut); when it died first, ErrDied.
+func (h *Holder) Await(ch <-chan Answer, within time.Duration) (Answer, error) {
 	t := time.NewTimer(within)
 	defer t.Stop()
 	select {
@@ -155,11 +178,25 @@ func (h *Holder) Call(q Request, within time.Duration) (Answer, error) {
 			return a, nil
 		default:
 		}
-		return Answer{}, fmt.Errorf("%w: the holder died during its %s (%s): %s", ErrNoReturn, q.Op, h.State(), h.Log.LastLine())
+		return Answer{}, ErrDied
 	case <-t.C:
 		h.Kill(3 * time.Second)
-		return Answer{}, fmt.Errorf("%w: its %s did not return within %v, and the holder was killed", ErrNoReturn, q.Op, within)
+		return Answer{}, ErrTimedOut
 	}
+}
+
+// Call sends q and waits, at most within, for its answer; the error says
+// whether the holder died or did not answer.
+func (h *Holder) Call(q Request, within time.Duration) (Answer, error) {
+	ch, _ := h.Send(q)
+	a, err := h.Await(ch, within)
+	switch {
+	case errors.Is(err, ErrDied):
+		return a, fmt.Errorf("%w: the holder died during its %s (%s): %s", ErrNoReturn, q.Op, h.State(), h.Log.LastLine())
+	case err != nil:
+		return a, fmt.Errorf("%w: its %s did not return within %v, and the holder was killed", ErrNoReturn, q.Op, within)
+	}
+	return a, nil
 }
 
 // Quit asks the holder to end, and kills it if it has not within a few

@@ -203,7 +203,7 @@ body { overflow-x: hidden; }
 .axis .unit { position: absolute; left: -230px; width: 220px; text-align: right; }
 </style></head><body>
 <h1>The judge: {{.Lock}}</h1>
-<p class="lead">Seed {{.Seed}} (<code>make judge SEED={{.Seed}}</code> replays this schedule). {{.Count}}. Failures come first.</p>
+<p class="lead">Seed {{.Seed}}: judging {{.Lock}} again with this seed (<code>SEED={{.Seed}}</code> beside <code>make judge</code>'s other settings, or <code>Options{Seed: {{.Seed}}}</code> in a test) replays this schedule. {{.Count}}. Failures come first.</p>
 <p class="legend">How to read a drawing: each row is one holder, a process that calls the lock, named by a letter as in the sentence above it;
 <span class="k" style="background:#5b8def"></span>a lease it held, from the moment its Acquire returned to its release, or to the end of its TTL when it lapsed;
 <span class="k" style="background:#d93025"></span>the lease that broke the property;

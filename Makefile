@@ -111,14 +111,14 @@ workshop-bin:
 	@cd lab && $(GO) build -o ../$(WORKSHOP) ./cmd/workshop
 
 workshop: up workshop-bin ## run every step briefly, compare with the tutorial (JSON=1: also write workshop-<host>.json here; LABEL=name; ROOM=<join line>: hand it in to the live room too)
-	@$(WORKSHOP) $(if $(JSON)$(value ROOM),-save) $(if $(LABEL),-host '$(LABEL)') $(if $(value ROOM),-room $(call arg,ROOM))
+	@$(WORKSHOP) $(if $(value JSON)$(value ROOM),-save) $(if $(value LABEL),-host $(call arg,LABEL)) $(if $(value ROOM),-room $(call arg,ROOM))
 
 # The facilitator's page: every collected workshop-*.json side by side.
 # ROOM names the page here; for make workshop and make race it is the
 # live room's join line.
 FILES ?= $(wildcard workshop-*.json)
 compare: workshop-bin ## put the room's machines side by side in room.html (FILES="a.json b.json", ROOM=page.html)
-	@$(WORKSHOP) -compare -html '$(or $(ROOM),room.html)' $(FILES)
+	@$(WORKSHOP) -compare -html $(if $(value ROOM),$(call arg,ROOM),room.html) $(files)
 
 # The live room (docs/workshop.md): the room's page over HTTP on ADDR
 # (host:port; by default this machine's address on its network, port
@@ -132,7 +132,7 @@ compare: workshop-bin ## put the room's machines side by side in room.html (FILE
 ADDR ?=
 RACE ?=
 room: workshop-bin ## the live room: its page on ADDR, filled in as laptops hand their documents in (RACE=1: the race of their locks too)
-	@$(WORKSHOP) -serve $(if $(value ADDR),-addr $(call arg,ADDR)) $(if $(RACE),-race) $(if $(filter command line,$(origin FILES)),$(FILES))
+	@$(WORKSHOP) -serve $(if $(value ADDR),-addr $(call arg,ADDR)) $(if $(value RACE),-race) $(if $(filter command line,$(origin FILES)),$(files))
 
 race: workshop-bin ## race this laptop's lock/ (LOCK=./mylock) in the live room's race (ROOM=<join line>, LABEL=name)
 	@$(WORKSHOP) -race -room $(call arg,ROOM) $(if $(value LOCK),-lock $(call arg,LOCK)) $(if $(value LABEL),-host $(call arg,LABEL))
@@ -191,12 +191,15 @@ test-cluster: up $(SERVICES) ## the locks' tests and short runs of steps 2, 5 an
 # so a $(shell ...) in LOCK= would run even in `make help`: unexport.
 JUDGE = .services/bin/judge
 arg = '$(subst ','\'',$(value $1))'
+# FILES as the shell's words, each quoted: a list, split where it has
+# spaces, and nothing in a name runs.
+files = $(foreach w,$(if $(filter command line,$(origin FILES)),$(value FILES),$(FILES)),'$(subst ','\'',$w)')
 LOCK ?=
 STEP ?=
 SEED ?=
 ONLY ?=
 HTML ?=
-unexport LOCK STEP SEED ONLY HTML
+unexport LOCK STEP SEED ONLY HTML ROOM LABEL ADDR FILES RACE JSON
 judge-bin:
 	@cd lab && $(GO) build -o ../$(JUDGE) ./cmd/judge
 

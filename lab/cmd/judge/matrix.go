@@ -46,7 +46,7 @@ var means = map[string]string{
 	"redislock":      "bsm/redislock v0.10.0: no fence and no watchdog: a pause, a restart or a failover loses money unless the database checks each write itself.",
 	"redsync":        "Redlock's mutex on go-redis, here on one node: no fence and no watchdog, and it waits by its own count of tries rather than your context.",
 	"redsync-redigo": "The same redsync mutex on a redigo pool: a lock on another client library, judged at the wire all the same; redigo bounds each command by its connection's timeouts, not your context.",
-	"rueidislock":    "rueidis's lock: its lease is renewed for as long as you hold it, and its context ends when the lease is lost; no fence, and the TTL is the Locker's (0 is its 5s default). An Acquire whose first reply is lost, or slower than its 20ms, waits for a lock nobody holds until your context ends.",
+	"rueidislock":    "rueidis's lock: its lease is renewed for as long as you hold it, and its context ends when the lease is lost; no fence, and the TTL is the Locker's (0 is its 5s default). An Acquire whose first reply is lost, or slower than its 20ms, waits for a lock nobody holds until your context ends; on a busy machine the next holder after a killed one has waited so too.",
 	"redis-py":       "redis-py's Lock (Python), judged through a holder of 59 lines: no fence, no watchdog; a timeout of 0 is a lock that never expires, and a lost reply to its SET leaves the lease to run out its TTL.",
 }
 

@@ -2,11 +2,13 @@ package workshop
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/charts"
 )
 
@@ -83,7 +85,7 @@ func TestRace_twoRoundsOnLoopback(t *testing.T) {
 	}
 	r, _ := openRoom(t)
 	if err := r.StartRace(t.Context(), 6*time.Second, HouseLocks); err != nil {
-		t.Skipf("the race's servers: %v", err)
+		testenv.Missing(t, fmt.Errorf("the race's servers: %w", err))
 	}
 	runRacers(t, r, map[string]string{"ana": "lock", "bob": "mutant:release-get-del"})
 

@@ -3,6 +3,7 @@ package workshop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/wallet/postgres"
 )
 
@@ -22,7 +24,7 @@ func startTestServers(t *testing.T) *servers {
 	defer cancel()
 	s, err := startServers(ctx, "127.0.0.1", 0, 0)
 	if err != nil {
-		t.Skipf("the race's servers: %v", err)
+		testenv.Missing(t, fmt.Errorf("the race's servers: %w", err))
 	}
 	t.Cleanup(s.close)
 	return s

@@ -12,10 +12,9 @@ import (
 
 // AcquireFenced is Acquire with a fencing token: with the lock it takes the
 // next number of the counter at fenceKey, in one script
-// (acquire_fenced.lua), so later holders always carry higher fences. The
-// database that the lock protects keeps the highest fence it has seen and
-// refuses a write that carries a lower one: a holder paused past its TTL
-// wakes with a stale fence, and its write is turned down (step 5).
+// (acquire_fenced.lua), so later holders always carry higher fences: the
+// database the lock guards can then turn down a holder that wakes from a
+// pause past its TTL. Step 5 shows which check does that.
 //
 // key and fenceKey must differ, and share a Redis Cluster hash slot: give
 // them one hash tag, as lock:{wallet:42} and fence:{wallet:42}. When

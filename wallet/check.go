@@ -1,10 +1,5 @@
 package wallet
 
-// The yardstick every step holds its spends to: Hammer starts them at
-// once and counts what they report (a Tally), and Check says whether the
-// balance is what the accepted ones leave (a Verdict, whose String is the
-// check line).
-
 import (
 	"errors"
 	"fmt"
@@ -38,12 +33,10 @@ func (t *Tally) Add(ok bool, err error) {
 // (they wait on one channel, closed when all of them exist) and counts
 // what the calls report.
 func Hammer(n int, spend func() (bool, error)) Tally {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		t     Tally
-		start = make(chan struct{})
-	)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards t
+	var t Tally
+	start := make(chan struct{})
 	for range n {
 		wg.Go(func() {
 			<-start

@@ -11,6 +11,7 @@ import (
 	"log"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,15 +32,6 @@ type Run struct {
 	phases   []Result
 	doc      map[string]any
 	giveBack func(context.Context) // the run's lease
-}
-
-// Result is one phase as -json reports it.
-type Result struct {
-	Step    string `json:"step"`
-	Phase   string `json:"phase"`
-	Check   string `json:"check"`   // the check line
-	Verdict string `json:"verdict"` // OK or BROKEN, as the check line ends
-	Want    string `json:"want"`    // what the lesson promises
 }
 
 // Begin parses the flags, -prefix and -json among them, connects to Redis
@@ -92,10 +84,8 @@ func (r *Run) AtEnd(clean func(context.Context) error) { r.atEnd = append(r.atEn
 // lesson promises; given an error, the run fails.
 func (r *Run) Check(phase, want string, v wallet.Verdict, err error) {
 	r.Must(err)
-	res := Result{r.name, phase, v.String(), "BROKEN", want}
-	if v.OK {
-		res.Verdict = "OK"
-	}
+	check := v.String()
+	res := Result{r.name, phase, check, check[strings.LastIndexByte(check, ' ')+1:], want}
 	r.phases = append(r.phases, res)
 	if len(v.Errors) > 0 {
 		log.Printf("%sspends that failed: %d, the first with: %v", label(r.name, phase), len(v.Errors), v.Errors[0])
@@ -116,24 +106,18 @@ func (r *Run) End() {
 	}
 	r.Must(context.Cause(r.Ctx))
 	r.clean()
-	for _, p := range r.phases {
-		if p.Verdict != p.Want {
-			os.Exit(1)
-		}
+	if slices.ContainsFunc(r.phases, func(p Result) bool { return p.Verdict != p.Want }) {
+		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-// Must ends the run as Fail does when err is not nil.
+// Must ends the run when err is not nil: it says why the run cannot go
+// on, cleans up and exits 1, or 130 after Ctrl-C.
 func (r *Run) Must(err error) {
-	if err != nil {
-		r.Fail(err)
+	if err == nil {
+		return
 	}
-}
-
-// Fail says why the run cannot go on, cleans up and exits 1, or 130 after
-// Ctrl-C.
-func (r *Run) Fail(err error) {
 	if cause := context.Cause(r.Ctx); cause != nil {
 		err = cause // Ctrl-C, or the run's lease lost: that is the news
 	}

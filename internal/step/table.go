@@ -1,6 +1,7 @@
 package step
 
-// The table steps 4 and 6 print after their check lines.
+// What a run prints besides its check lines: each phase's result in the
+// -json document, and the table steps 4 and 6 print.
 
 import (
 	"fmt"
@@ -8,6 +9,15 @@ import (
 	"strings"
 	"text/tabwriter"
 )
+
+// Result is one phase as -json reports it.
+type Result struct {
+	Step    string `json:"step"`
+	Phase   string `json:"phase"`
+	Check   string `json:"check"`   // the check line
+	Verdict string `json:"verdict"` // OK or BROKEN, as the check line ends
+	Want    string `json:"want"`    // what the lesson promises
+}
 
 // Table prints rows, a slice of structs, as a table whose columns are the
 // fields' JSON names; with -json the rows go into the document under key.

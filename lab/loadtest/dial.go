@@ -60,6 +60,9 @@ type Env struct {
 
 	calls *env.CallCounter // the commands sent to Redis; nil when Dial did not make Redis
 
+	// The servers' versions, for the report.
+	redisVersion, postgresVersion string
+
 	// Redlock is the nodes of the redlock strategy; nil when the run
 	// has none.
 	Redlock *redlock.Nodes
@@ -67,8 +70,9 @@ type Env struct {
 
 // Dial connects to the services the strategies of cfg need, and to Redis
 // in any case (for the run lease), with pools sized for the most workers
-// of cfg, and opens every connection up front, so that the first strategy
-// does not pay for dialling them. Its errors name the address and the fix.
+// of cfg, opens every connection up front, so that the first strategy
+// does not pay for dialling them, and reads the servers' versions. Its
+// errors name the address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
 	e := &Env{}
@@ -131,6 +135,13 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		e.Postgres = pool
 	}
 	if err := e.warm(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if e.redisVersion, err = env.RedisVersion(ctx, e.Redis); err == nil && e.Postgres != nil {
+		e.postgresVersion, err = env.PostgresVersion(ctx, e.Postgres)
+	}
+	if err != nil {
 		e.Close()
 		return nil, err
 	}

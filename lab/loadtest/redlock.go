@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
-	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
-	"example.com/walletlock/lab/lock"
 )
 
 // The redlock strategy: go-redsync's mutex over three independent Redis
@@ -48,22 +45,6 @@ func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redl
 		c.AddHook(calls)
 	}
 	return nodes, nil
-}
-
-// spendRedlock is spendRedsync on a majority of three nodes.
-func spendRedlock(r *runner, c call) outcome {
-	start := time.Now()
-	l, err := r.redlock.Acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
-	if err != nil {
-		return waitFailed(c, err)
-	}
-	waited := c.lockWait(start)
-	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)
-		},
-		l.Release)
-	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
 }
 
 // commandStats reads Redis's command counts and, in a redlock phase, adds

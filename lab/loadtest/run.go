@@ -9,13 +9,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
@@ -292,7 +291,7 @@ type runner struct {
 	rdb     redis.UniversalClient // nil when no strategy spends through Redis
 	store   *ledger.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *fair.Lock            // nil when the run has no fair strategy
-	redsync *redsync.Redsync      // nil when the run has no redsync strategy
+	redsync *redlock.Nodes        // the one Redis, for the redsync strategy; nil without it
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
 	calls   *env.CallCounter      // commands sent to Redis; nil: not counted
 	w       *wallets
@@ -314,7 +313,7 @@ func newRunner(cfg Config, e *Env) *runner {
 		r.fair = fair.NewReadingOn(e.Redis, e.FairReads)
 	}
 	if slices.Contains(cfg.Strategies, "redsync") {
-		r.redsync = redsync.New(goredis.NewPool(e.Redis))
+		r.redsync = redlock.NewNodes([]string{strings.Join(env.OptionsOf(e.Redis).Addrs, ",")}, e.Redis)
 	}
 	if slices.Contains(cfg.Strategies, Redlock) {
 		r.redlock = e.Redlock

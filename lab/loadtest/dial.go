@@ -173,27 +173,21 @@ func (e *Env) warm(ctx context.Context) error {
 	if e.Postgres != nil {
 		// Concurrently: a PostgreSQL connection takes a few milliseconds
 		// to set up, 50 of them in a row would add up.
-		n := int(e.Postgres.Config().MaxConns)
-		conns := make(chan *pgxpool.Conn, n)
-		errs := make(chan error, n)
+		conns := make([]*pgxpool.Conn, e.Postgres.Config().MaxConns)
+		errs := make([]error, len(conns))
 		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() {
-				c, err := e.Postgres.Acquire(ctx)
-				if err != nil {
-					errs <- fmt.Errorf("loadtest: open the PostgreSQL pool: %w", err)
-					return
-				}
-				conns <- c
-			})
+		for i := range conns {
+			wg.Go(func() { conns[i], errs[i] = e.Postgres.Acquire(ctx) })
 		}
 		wg.Wait()
-		close(conns)
-		close(errs)
-		for c := range conns {
-			c.Release()
+		for _, c := range conns {
+			if c != nil {
+				c.Release()
+			}
 		}
-		return <-errs // nil when closed and empty
+		if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+			return fmt.Errorf("loadtest: open the PostgreSQL pool: %w", errs[i])
+		}
 	}
 	return nil
 }

@@ -79,12 +79,10 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
-	r := newRunner(cfg, env)
 	// The spends end a moment after ctx (see stopBudget), never before.
 	spends, stop := lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
 	defer stop()
-	var stopWatching func() bool
-	r.stopped, stopWatching = stopClock(ctx)
+	stopped, stopWatching := stopClock(ctx)
 	defer stopWatching()
 
 	lease, err := harness.TakeLease(ctx, env.Redis, cfg.Prefix)
@@ -92,7 +90,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
 	if err == nil {
-		r.bar = startProgress(cfg)
+		r := newRunner(cfg, env, stopped)
 		err = r.setUp(ctx, env, rep)
 		if err == nil {
 			err = r.phases(ctx, spends, lease, rep)
@@ -302,9 +300,11 @@ type runner struct {
 	slowest time.Duration    // the longest set-up of the wallets so far
 }
 
-// newRunner readies the clients of the strategies of cfg on e.
-func newRunner(cfg Config, e *Env) *runner {
-	r := &runner{cfg: cfg, calls: e.calls, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: e.Redis}}
+// newRunner readies the clients of the strategies of cfg on e, and its
+// progress bar; stopped says when the run's ctx ended.
+func newRunner(cfg Config, e *Env, stopped func() time.Time) *runner {
+	r := &runner{cfg: cfg, calls: e.calls, stopped: stopped, bar: startProgress(cfg),
+		w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: e.Redis}}
 	if needRedis, _ := cfg.needs(); needRedis {
 		r.rdb = e.Redis
 	}
@@ -795,9 +795,9 @@ func (r *runner) turnsFor(s strategy) *turns {
 		return nil
 	}
 	if pg := r.cfg.PostgresPool(); s.inPostgres && pg < r.cfg.RedisPool() {
-		return newTurns(pg, true)
+		return &turns{free: make(chan struct{}, pg), postgres: true}
 	}
-	return newTurns(r.cfg.RedisPool(), false)
+	return &turns{free: make(chan struct{}, r.cfg.RedisPool())}
 }
 
 // inTurn makes the spend once r.turns admits it, and returns how long it
@@ -808,10 +808,12 @@ func (r *runner) inTurn(s strategy, c call) (outcome, time.Duration) {
 		return s.spend(r, c), 0
 	}
 	start := time.Now()
-	if err := r.turns.take(c.wait); err != nil {
-		return waitFailed(c, fmt.Errorf("loadtest: wait for a turn at the pool: %w", err)), time.Since(start)
+	select {
+	case r.turns.free <- struct{}{}:
+	case <-c.wait.Done():
+		return waitFailed(c, fmt.Errorf("loadtest: wait for a turn at the pool: %w", context.Cause(c.wait))), time.Since(start)
 	}
-	defer r.turns.give()
+	defer func() { <-r.turns.free }()
 	turn := time.Since(start)
 	return s.spend(r, c), turn
 }

@@ -235,7 +235,7 @@ func spendRedislock(r *runner, c call) outcome {
 				}
 				return nil
 			},
-			attempts: retry.Busy() + 1,
+			attempts: int(retry.busy.Load()) + 1,
 		}, nil
 	})
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/wallet"
 )
@@ -79,16 +77,16 @@ func (r *RTT) duration() time.Duration {
 // fastest. The median, not the minimum, goes into the ceiling: a machine
 // that answers in 80 µs once and in 150 µs most of the time is a 150 µs
 // machine.
-func measureRTT(ctx context.Context, n int, ping func(context.Context) error) (RTT, error) {
+func measureRTT(ctx context.Context, n int, ping func(context.Context) error) (*RTT, error) {
 	h := newHistogram()
 	for range n {
 		start := time.Now()
 		if err := ping(ctx); err != nil {
-			return RTT{}, err
+			return nil, err
 		}
 		record(h, time.Since(start))
 	}
-	return RTT{P50: ms(h.ValueAtQuantile(50)), Min: ms(h.Min()), N: n}, nil
+	return &RTT{P50: ms(h.ValueAtQuantile(50)), Min: ms(h.Min()), N: n}, nil
 }
 
 // measureWork times how long the work really takes on this machine. A
@@ -105,7 +103,7 @@ func measureWork(ctx context.Context, work time.Duration) (*RTT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: time the work: %w", err)
 	}
-	return &rtt, nil
+	return rtt, nil
 }
 
 // probeWork times the work beside a phase's workers until ctx ends, as
@@ -132,25 +130,6 @@ func probeWork(ctx context.Context, work time.Duration) func() float64 {
 			return 0
 		}
 		return ms(h.ValueAtQuantile(50))
-	}
-}
-
-func redisPing(rdb redis.UniversalClient) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("loadtest: time Redis round trips: %w", err)
-		}
-		return nil
-	}
-}
-
-func postgresPing(pool *pgxpool.Pool) func(context.Context) error {
-	return func(ctx context.Context) error {
-		var one int
-		if err := pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-			return fmt.Errorf("loadtest: time PostgreSQL round trips: %w", err)
-		}
-		return nil
 	}
 }
 

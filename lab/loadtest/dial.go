@@ -60,6 +60,9 @@ type Env struct {
 
 	calls *env.CallCounter // the commands sent to Redis; nil when Dial did not make Redis
 
+	// The servers' versions, for the report.
+	redisVersion, postgresVersion string
+
 	// Redlock is the nodes of the redlock strategy; nil when the run
 	// has none.
 	Redlock *redlock.Nodes
@@ -67,8 +70,9 @@ type Env struct {
 
 // Dial connects to the services the strategies of cfg need, and to Redis
 // in any case (for the run lease), with pools sized for the most workers
-// of cfg, and opens every connection up front, so that the first strategy
-// does not pay for dialling them. Its errors name the address and the fix.
+// of cfg, opens every connection up front, so that the first strategy
+// does not pay for dialling them, and reads the servers' versions. Its
+// errors name the address and the fix.
 func Dial(ctx context.Context, cfg Config) (*Env, error) {
 	needRedis, needPostgres := cfg.needs()
 	e := &Env{}
@@ -134,6 +138,13 @@ func Dial(ctx context.Context, cfg Config) (*Env, error) {
 		e.Close()
 		return nil, err
 	}
+	if e.redisVersion, err = env.RedisVersion(ctx, e.Redis); err == nil && e.Postgres != nil {
+		e.postgresVersion, err = env.PostgresVersion(ctx, e.Postgres)
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -162,27 +173,21 @@ func (e *Env) warm(ctx context.Context) error {
 	if e.Postgres != nil {
 		// Concurrently: a PostgreSQL connection takes a few milliseconds
 		// to set up, 50 of them in a row would add up.
-		n := int(e.Postgres.Config().MaxConns)
-		conns := make(chan *pgxpool.Conn, n)
-		errs := make(chan error, n)
+		conns := make([]*pgxpool.Conn, e.Postgres.Config().MaxConns)
+		errs := make([]error, len(conns))
 		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() {
-				c, err := e.Postgres.Acquire(ctx)
-				if err != nil {
-					errs <- fmt.Errorf("loadtest: open the PostgreSQL pool: %w", err)
-					return
-				}
-				conns <- c
-			})
+		for i := range conns {
+			wg.Go(func() { conns[i], errs[i] = e.Postgres.Acquire(ctx) })
 		}
 		wg.Wait()
-		close(conns)
-		close(errs)
-		for c := range conns {
-			c.Release()
+		for _, c := range conns {
+			if c != nil {
+				c.Release()
+			}
 		}
-		return <-errs // nil when closed and empty
+		if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+			return fmt.Errorf("loadtest: open the PostgreSQL pool: %w", errs[i])
+		}
 	}
 	return nil
 }

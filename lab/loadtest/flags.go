@@ -51,22 +51,6 @@ func ProgressTo(w io.Writer) io.Writer {
 	return nil
 }
 
-// DialLeavingOut is Dial, except that when leaveOut is true and
-// redlock's nodes do not answer (redlock.ErrNodesDown) it takes Redlock
-// out of c.Strategies and dials again: those nodes come from `make
-// redlock-up`, not `make up`, so a default run goes on without them. It
-// returns what it left out, with why.
-func DialLeavingOut(ctx context.Context, c *Config, leaveOut bool) (*Env, map[string]string, error) {
-	env, err := Dial(ctx, *c)
-	if !leaveOut || !errors.Is(err, redlock.ErrNodesDown) {
-		return env, nil, err
-	}
-	leftOut := map[string]string{Redlock: err.Error()}
-	c.Strategies = slices.DeleteFunc(c.Strategies, func(s string) bool { return s == Redlock })
-	env, err = Dial(ctx, *c)
-	return env, leftOut, err
-}
-
 // Flags is cmd/loadtest's command line on a harness program: the workload's
 // flags, beside the -prefix and -json every program has.
 type Flags struct {
@@ -128,15 +112,18 @@ func trimBad(err error) error {
 }
 
 // Dial dials the services of the strategies chosen. A default run (-strategy
-// all) goes on without Redlock when its nodes are down, and says so: they
-// come from `make redlock-up`, not `make up` (DialLeavingOut). It returns
-// what it left out, with why; with a nil Env it has told the user why it
-// cannot go on, and returns the exit code.
+// all) goes on without Redlock when its nodes do not answer
+// (redlock.ErrNodesDown), and says so: they come from `make redlock-up`,
+// not `make up`. It returns what it left out, with why; with a nil Env it
+// has told the user why it cannot go on, and returns the exit code.
 func (f *Flags) Dial(ctx context.Context) (env *Env, leftOut map[string]string, code int) {
 	f.Progress = ProgressTo(f.p.Stderr) // a bar only on a terminal
-	env, leftOut, err := DialLeavingOut(ctx, &f.Config, f.strategy == "all")
-	for name, why := range leftOut {
-		fmt.Fprintf(f.p.Stderr, "%s: leaving %s out: %s\n", f.p.Step, name, why)
+	env, err := Dial(ctx, f.Config)
+	if f.strategy == "all" && errors.Is(err, redlock.ErrNodesDown) {
+		leftOut = map[string]string{Redlock: err.Error()}
+		fmt.Fprintf(f.p.Stderr, "%s: leaving %s out: %s\n", f.p.Step, Redlock, err)
+		f.Strategies = slices.DeleteFunc(f.Strategies, func(s string) bool { return s == Redlock })
+		env, err = Dial(ctx, f.Config)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -65,23 +65,6 @@ func (r *runner) startHistory(t *tally) {
 	}
 }
 
-// checkHistory ends the phase's history with the balances read back (nil
-// when they were not), checks it, and puts the verdict in row.
-func (r *runner) checkHistory(ctx context.Context, row *Row, t *tally, bal []int64, rep *Report) {
-	if t.rec == nil {
-		return
-	}
-	for i, b := range bal {
-		t.rec.Read(r.w.id(i), b)
-	}
-	v := t.rec.Check(ctx, historyLimits)
-	row.Linearizable, row.LinearizableWhy = string(v.Linearizable), v.Why
-	row.HistoryOps, row.HistoryDropped, row.HistoryCheckSeconds = v.Ops, v.Dropped, v.Seconds
-	if r.cfg.History == HistoryPage {
-		rep.histories = append(rep.histories, history.Section{Label: rep.label(*row), History: t.rec, Verdict: v})
-	}
-}
-
 // Histories are the run's histories, a section of a page each
 // (harness.WriteHistoryPage); Config.History must be HistoryPage.
 func (rep *Report) Histories() []history.Section { return rep.histories }

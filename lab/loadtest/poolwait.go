@@ -40,22 +40,6 @@ type turns struct {
 	postgres bool          // sized to the PostgreSQL pool: its waits are that pool's
 }
 
-func newTurns(n int, postgres bool) *turns {
-	return &turns{free: make(chan struct{}, n), postgres: postgres}
-}
-
-// take waits for a turn until ctx ends, and then returns its cause.
-func (t *turns) take(ctx context.Context) error {
-	select {
-	case t.free <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-func (t *turns) give() { <-t.free }
-
 // poolClock adds up what the calls of one spend waited for a
 // connection, in nanoseconds, per service. A spend's watchdog refreshes
 // on contexts derived from the spend's, so their waits count too.

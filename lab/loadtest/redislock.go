@@ -118,7 +118,7 @@ func refreshRedislock(l *redislock.Lock, ttl time.Duration) func(ctx context.Con
 // countingRetry is a redislock.RetryStrategy that passes the waits of
 // Strategy through and counts how often redislock asked for one: once
 // after every attempt that found the lock held, so an Obtain that
-// returned the lock made Busy()+1 attempts. Use one per Obtain.
+// returned the lock made busy+1 attempts. Use one per Obtain.
 type countingRetry struct {
 	Strategy redislock.RetryStrategy
 	busy     atomic.Int64
@@ -129,6 +129,3 @@ func (c *countingRetry) NextBackoff() time.Duration {
 	c.busy.Add(1)
 	return c.Strategy.NextBackoff()
 }
-
-// Busy returns how many attempts so far found the lock held.
-func (c *countingRetry) Busy() int { return int(c.busy.Load()) }

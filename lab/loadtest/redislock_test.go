@@ -295,12 +295,12 @@ func TestRefresh_mapsNotObtainedToNotHeld(t *testing.T) {
 
 func TestCountingRetry_passesWaitsThroughAndCounts(t *testing.T) {
 	c := &countingRetry{Strategy: redislock.LinearBackoff(7 * time.Millisecond)}
-	for i := 1; i <= 3; i++ {
+	for i := int64(1); i <= 3; i++ {
 		if got := c.NextBackoff(); got != 7*time.Millisecond {
 			t.Fatalf("wait %d = %v, want 7ms", i, got)
 		}
-		if c.Busy() != i {
-			t.Fatalf("Busy() = %d after %d calls", c.Busy(), i)
+		if c.busy.Load() != i {
+			t.Fatalf("busy = %d after %d calls", c.busy.Load(), i)
 		}
 	}
 }
@@ -322,8 +322,8 @@ func TestCountingRetry_countsAttempts(t *testing.T) {
 	}
 
 	t.Run("no contention: one attempt", func(t *testing.T) {
-		if retry := obtain(t, prefix+"free"); retry.Busy() != 0 {
-			t.Errorf("Busy() = %d, want 0 (one attempt)", retry.Busy())
+		if retry := obtain(t, prefix+"free"); retry.busy.Load() != 0 {
+			t.Errorf("busy = %d, want 0 (one attempt)", retry.busy.Load())
 		}
 	})
 	t.Run("contention: more attempts", func(t *testing.T) {
@@ -336,8 +336,8 @@ func TestCountingRetry_countsAttempts(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			held.Release(context.Background())
 		}()
-		if retry := obtain(t, key); retry.Busy() < 1 {
-			t.Errorf("Busy() = %d, want at least 1 while the lock was held", retry.Busy())
+		if retry := obtain(t, key); retry.busy.Load() < 1 {
+			t.Errorf("busy = %d, want at least 1 while the lock was held", retry.busy.Load())
 		}
 	})
 }

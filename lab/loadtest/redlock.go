@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
-	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/redlock"
-	"example.com/walletlock/lab/lock"
 )
 
 // The redlock strategy: go-redsync's mutex over three independent Redis
@@ -50,28 +47,13 @@ func openRedlock(ctx context.Context, cfg Config, calls *env.CallCounter) (*redl
 	return nodes, nil
 }
 
-// spendRedlock is spendRedsync on a majority of three nodes.
-func spendRedlock(r *runner, c call) outcome {
-	start := time.Now()
-	l, err := r.redlock.Acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
-	if err != nil {
-		return waitFailed(c, err)
-	}
-	waited := c.lockWait(start)
-	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)
-		},
-		l.Release)
-	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
-}
-
-// addRedlockStats adds to stats, in a redlock phase, the commands each
-// Redlock node ran. A node that cannot be read makes the count unknown
-// (see CommandStats.Since), never short.
-func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats env.CommandStats) {
-	if s.name != Redlock || r.redlock == nil {
-		return
+// commandStats reads Redis's command counts and, in a redlock phase, adds
+// those of every Redlock node. A node that cannot be read makes the count
+// unknown (see CommandStats.Since), never short.
+func (r *runner) commandStats(ctx context.Context, s strategy) (env.CommandStats, error) {
+	stats, err := env.ReadCommandStats(ctx, r.rdb)
+	if err != nil || s.name != Redlock || r.redlock == nil {
+		return stats, err
 	}
 	for i, c := range r.redlock.Clients() {
 		node, err := env.ReadCommandStats(ctx, c)
@@ -80,7 +62,7 @@ func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats env.Comm
 		}
 		if err != nil {
 			stats["redlock node unread"] = -1
-			return
+			return stats, nil
 		}
 		// Summed per command, so that Since leaves out the overhead
 		// (INFO, PING) of the nodes as of the wallets' Redis.
@@ -88,6 +70,7 @@ func (r *runner) addRedlockStats(ctx context.Context, s strategy, stats env.Comm
 			stats[name] += n
 		}
 	}
+	return stats, nil
 }
 
 // downAtDial reports whether Redlock node i did not answer when the run

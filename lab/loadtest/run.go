@@ -9,13 +9,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/go-redsync/redsync/v4"
-	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"example.com/walletlock/lab/internal/env"
@@ -70,7 +69,7 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	needRedis, needPostgres := cfg.needs()
+	_, needPostgres := cfg.needs()
 	if env == nil || env.Redis == nil || (needPostgres && env.Postgres == nil) ||
 		(slices.Contains(cfg.Strategies, Redlock) && env.Redlock == nil) {
 		return nil, errors.New("loadtest: Run needs Redis, PostgreSQL when a strategy uses it, and the Redlock nodes for redlock (see Dial)")
@@ -80,41 +79,26 @@ func Run(ctx context.Context, env *Env, cfg Config) (*Report, error) {
 	}
 	started := time.Now()
 	rep := newReport(cfg, env, started)
+	// The spends end a moment after ctx (see stopBudget), never before.
+	spends, stop := lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
+	defer stop()
+	stopped, stopWatching := stopClock(ctx)
+	defer stopWatching()
+
 	lease, err := harness.TakeLease(ctx, env.Redis, cfg.Prefix)
 	if err != nil && ctx.Err() == nil {
 		return nil, err // runlease's message names the prefix and -prefix
 	}
 	if err == nil {
-		r := &runner{cfg: cfg, lease: lease, calls: env.calls, w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: env.Redis}}
-		if needRedis {
-			r.rdb = env.Redis
-		}
-		if slices.Contains(cfg.Strategies, "fair") {
-			// One for the whole run: its waiters share one subscription.
-			r.fair = fair.NewReadingOn(env.Redis, env.FairReads)
-		}
-		if slices.Contains(cfg.Strategies, "redsync") {
-			r.redsync = redsync.New(goredis.NewPool(env.Redis))
-		}
-		if slices.Contains(cfg.Strategies, Redlock) {
-			r.redlock = env.Redlock
-		}
-		var stop context.CancelFunc
-		r.spends, stop = lingering(context.WithoutCancel(ctx), ctx, stopBudget/3)
-		defer stop()
-		var stopWatching func() bool
-		r.stopped, stopWatching = stopClock(ctx)
-		defer stopWatching()
-
-		r.bar = startProgress(cfg)
-		err = r.prepare(ctx, env, rep)
+		r := newRunner(cfg, env, stopped)
+		err = r.setUp(ctx, env, rep)
 		if err == nil {
-			err = r.phases(ctx, rep)
+			err = r.phases(ctx, spends, lease, rep)
 		}
 		r.fair.Close() // its waiters are gone: every spend has returned
 		rep.compare()
 		r.bar.finish() // before any line about leftovers
-		r.finish(ctx, rep, env)
+		r.cleanUp(ctx, lease, env, rep)
 		if rep.Leftovers != nil && err != nil && len(rep.Rows) == 0 {
 			err = fmt.Errorf("%w; and %s", err, rep.Leftovers) // no report to hold them
 		}
@@ -219,7 +203,7 @@ func (p step) label(c Config) string {
 
 // phases runs the strategies one after another, until one fails, ctx ends
 // or the lease is lost, and adds their rows to rep.
-func (r *runner) phases(ctx context.Context, rep *Report) error {
+func (r *runner) phases(ctx, spends context.Context, lease *harness.Lease, rep *Report) error {
 	plan := r.cfg.plan()
 	notRun := func(from int) {
 		for _, p := range plan[from:] {
@@ -227,13 +211,13 @@ func (r *runner) phases(ctx context.Context, rep *Report) error {
 		}
 	}
 	for i, p := range plan {
-		if ctx.Err() != nil || r.lease.Context().Err() != nil {
+		if ctx.Err() != nil || lease.Context().Err() != nil {
 			notRun(i)
 			break
 		}
 		s, _ := strategyByName(p.name)
 		r.bar.phase(i, p.label(r.cfg))
-		row, err := r.phase(ctx, s, p.workers, rep)
+		row, err := r.phase(ctx, spends, s, p.workers, rep)
 		if row != nil {
 			rep.Rows = append(rep.Rows, *row)
 		}
@@ -245,8 +229,8 @@ func (r *runner) phases(ctx context.Context, rep *Report) error {
 			return err
 		}
 	}
-	if r.lease.Context().Err() != nil {
-		return fmt.Errorf("loadtest: lost the run lease on prefix %q (%v): stopped, and left the keys and rows, which may be another run's now", r.cfg.Prefix, context.Cause(r.lease.Context()))
+	if lease.Context().Err() != nil {
+		return fmt.Errorf("loadtest: lost the run lease on prefix %q (%v): stopped, and left the keys and rows, which may be another run's now", r.cfg.Prefix, context.Cause(lease.Context()))
 	}
 	return nil
 }
@@ -305,97 +289,86 @@ type runner struct {
 	rdb     redis.UniversalClient // nil when no strategy spends through Redis
 	store   *ledger.Store         // owned by the prefix; nil when no strategy uses PostgreSQL
 	fair    *fair.Lock            // nil when the run has no fair strategy
-	redsync *redsync.Redsync      // nil when the run has no redsync strategy
+	redsync *redlock.Nodes        // the one Redis, for the redsync strategy; nil without it
 	redlock *redlock.Nodes        // nil when the run has no redlock strategy
 	calls   *env.CallCounter      // commands sent to Redis; nil: not counted
 	w       *wallets
-	lease   *harness.Lease
 	bar     *progress
 	turns   *turns // the phase's critical sections at once (see turnsFor); nil: not limited
 
-	// spends ends a moment after ctx (see stopBudget), never before.
-	spends  context.Context
 	stopped func() time.Time // when ctx ended; zero while it runs
 	slowest time.Duration    // the longest set-up of the wallets so far
+}
+
+// newRunner readies the clients of the strategies of cfg on e, and its
+// progress bar; stopped says when the run's ctx ended.
+func newRunner(cfg Config, e *Env, stopped func() time.Time) *runner {
+	r := &runner{cfg: cfg, calls: e.calls, stopped: stopped, bar: startProgress(cfg),
+		w: &wallets{prefix: cfg.Prefix, first: cfg.FirstID, n: cfg.Wallets, rdb: e.Redis}}
+	if needRedis, _ := cfg.needs(); needRedis {
+		r.rdb = e.Redis
+	}
+	if slices.Contains(cfg.Strategies, "fair") {
+		// One for the whole run: its waiters share one subscription.
+		r.fair = fair.NewReadingOn(e.Redis, e.FairReads)
+	}
+	if slices.Contains(cfg.Strategies, "redsync") {
+		r.redsync = redlock.NewNodes([]string{strings.Join(env.OptionsOf(e.Redis).Addrs, ",")}, e.Redis)
+	}
+	if slices.Contains(cfg.Strategies, Redlock) {
+		r.redlock = e.Redlock
+	}
+	return r
 }
 
 // settle is settleTimeout, or twice the slowest set-up.
 func (r *runner) settle() time.Duration { return max(settleTimeout, 2*r.slowest) }
 
-// prepare reads the servers' versions, times their round trips, makes sure
-// the wallet table exists and sets up the run's PostgreSQL wallets once,
-// which marks them as the prefix's: ids that another run holds are refused
-// here, before any strategy runs.
-func (r *runner) prepare(ctx context.Context, e *Env, rep *Report) error {
-	work, err := measureWork(ctx, r.cfg.Work)
-	if err != nil {
-		return err
-	}
-	rep.WorkTime = work
-	if err := r.clearRedlock(ctx); err != nil {
+// setUp times the work and the round trips to the services the run uses,
+// deletes what an interrupted earlier run left on the Redlock nodes, makes
+// sure the wallet table exists and sets up the run's PostgreSQL wallets
+// once, which marks them as the prefix's: ids that another run holds are
+// refused here, before any strategy runs.
+func (r *runner) setUp(ctx context.Context, e *Env, rep *Report) (err error) {
+	if rep.WorkTime, err = measureWork(ctx, r.cfg.Work); err != nil {
 		return err
 	}
 	if r.rdb != nil {
-		v, err := env.RedisVersion(ctx, r.rdb)
+		rep.RedisRTT, err = measureRTT(ctx, pings, func(ctx context.Context) error { return r.rdb.Ping(ctx).Err() })
 		if err != nil {
-			return err
+			return fmt.Errorf("loadtest: time Redis round trips: %w", err)
 		}
-		rep.System.Redis = v
-		rtt, err := measureRTT(ctx, pings, redisPing(r.rdb))
-		if err != nil {
-			return err
-		}
-		rep.RedisRTT = &rtt
 	}
 	_, needPostgres := r.cfg.needs()
-	if !needPostgres {
-		return nil
+	if needPostgres {
+		rep.PostgresRTT, err = measureRTT(ctx, pings, func(ctx context.Context) error { return e.Postgres.Ping(ctx) })
+		if err != nil {
+			return fmt.Errorf("loadtest: time PostgreSQL round trips: %w", err)
+		}
 	}
-	v, err := env.PostgresVersion(ctx, e.Postgres)
-	if err != nil {
+	if err := r.clearRedlock(ctx); err != nil || !needPostgres {
 		return err
 	}
-	rep.System.Postgres = v
-	store, err := ledger.Open(ctx, e.Postgres, r.cfg.Prefix)
-	if err != nil {
+	if r.store, err = ledger.Open(ctx, e.Postgres, r.cfg.Prefix); err != nil {
 		return err
 	}
-	r.store = store
 	r.w.store = r.store
-	rtt, err := measureRTT(ctx, pings, postgresPing(e.Postgres))
-	if err != nil {
-		return err
-	}
-	rep.PostgresRTT = &rtt
-	return r.resetPostgres(ctx)
-}
-
-// resetPostgres sets up the run's wallets in PostgreSQL. It says who holds
-// ids that another run owns, and how to choose others.
-func (r *runner) resetPostgres(ctx context.Context) error {
 	defer r.timeSetup(time.Now())
-	err := r.store.ResetRange(ctx, r.cfg.FirstID, r.cfg.Wallets, r.cfg.Initial, func(done int) {
-		r.bar.setup(done, r.cfg.Wallets)
-	})
-	if owned, ok := errors.AsType[*ledger.OwnedError](err); ok {
-		return fmt.Errorf("loadtest: set up wallets %d to %d: %w: wallet %d belongs to the run with prefix %q; choose other wallets with -first-id, or another -prefix (without -first-id, each prefix gets ids of its own)",
-			r.cfg.FirstID, r.cfg.FirstID+int64(r.cfg.Wallets)-1, ledger.ErrOwned, owned.ID, owned.Owner)
-	}
-	return err
+	return r.w.reset(ctx, true, r.cfg.Initial, r.bar.setup)
 }
 
 func (r *runner) timeSetup(start time.Time) { r.slowest = max(r.slowest, time.Since(start)) }
 
-// finish deletes what the run wrote and gives the lease back, and records
+// cleanUp deletes what the run wrote and gives the lease back, and records
 // in rep what is left.
-func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
+func (r *runner) cleanUp(ctx context.Context, lease *harness.Lease, env *Env, rep *Report) {
 	clean, cancel := r.windDown(ctx, 5*stopBudget/6, r.settle())
 	defer cancel()
-	if r.lease.Context().Err() != nil {
+	if lease.Context().Err() != nil {
 		// Another run may hold the prefix by now: deleting by it could
 		// take that run's keys and rows.
 		rep.Leftovers = leftovers(env, r.cfg.Prefix, r.w.touched > 0, r.store != nil,
-			fmt.Errorf("the run lease was lost: %w", context.Cause(r.lease.Context())))
+			fmt.Errorf("the run lease was lost: %w", context.Cause(lease.Context())))
 	} else {
 		if redisLeft, pgLeft, err := r.w.cleanup(clean); err != nil {
 			rep.Leftovers = leftovers(env, r.cfg.Prefix, redisLeft, pgLeft, err)
@@ -408,7 +381,7 @@ func (r *runner) finish(ctx context.Context, rep *Report, env *Env) {
 	// out of time must not keep the next run out too.
 	leaseCtx, cancelLease := r.windDown(ctx, stopBudget, r.settle())
 	defer cancelLease()
-	_ = r.lease.Close(leaseCtx)
+	_ = lease.Close(leaseCtx)
 }
 
 // tally collects what the workers of one phase measure.
@@ -479,42 +452,19 @@ func (t *tally) add(i int, o outcome, took time.Duration) {
 // cfg.Ops spends) on fresh wallets and measures it. It returns no row when
 // the wallets could not be set up, and a row with a Note but no Check when
 // the balances could not be read back after the spends.
-func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report) (*Row, error) {
+func (r *runner) phase(ctx, spends context.Context, s strategy, workers int, rep *Report) (*Row, error) {
 	cfg := r.cfg
 	row := &Row{Strategy: s.name, Workers: workers, RoundTrips: s.trips}
-
-	setup := time.Now()
-	var err error
-	if s.inPostgres {
-		err = r.resetPostgres(ctx)
-	} else {
-		// Setting up may be done again: a cluster that fails over between
-		// two phases delays the next one, it does not end the run.
-		err = r.again(ctx, func(ctx context.Context) error { return r.w.resetRedis(ctx, cfg.Initial, r.bar.setup) })
-		r.timeSetup(setup)
-	}
+	before, err := r.freshWallets(ctx, s, row)
 	if err != nil {
 		return nil, err
 	}
-	row.SetupSeconds = time.Since(setup).Seconds()
 	r.bar.spending()
 	if s.trips.Redis > 0 {
 		// Lock and fence keys, wherever the balances are: cleanup deletes
 		// them on the wallets spent from (wallets.spentOn).
 		r.w.touched = cfg.Wallets
 		r.w.lockKeysFrom()
-	}
-
-	var before env.CommandStats
-	if r.rdb != nil {
-		err = r.again(ctx, func(ctx context.Context) (err error) {
-			before, err = env.ReadCommandStats(ctx, r.rdb)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		r.addRedlockStats(ctx, s, before)
 	}
 	sentBefore := r.calls.Sent()
 
@@ -552,7 +502,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 				if s.trips.Redis > 0 {
 					r.w.spentOn(i) // before: a spend cut short may leave its lock
 				}
-				o, start, took := r.spendOnce(run, s, r.w.id(i))
+				o, start, took := r.spendOnce(run, spends, s, r.w.id(i))
 				t.add(i, o, took)
 				t.record(r.w.id(i), w, o, start, took)
 			}
@@ -570,52 +520,87 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 		runtime.GC()
 	}
 	sent := r.calls.Sent() - sentBefore
+	if sentBefore < 0 {
+		sent = -1
+	}
 	row.Interrupted = ctx.Err() != nil
 	r.count(row, t, elapsed, rep)
 
-	if row.Interrupted && cfg.Wallets > readBackAfterStop {
+	return row, r.judge(ctx, s, row, t, before, sent, rep)
+}
+
+// freshWallets sets up the wallets of a phase of s, and returns Redis's
+// command counts once they are (nil without Redis). Both may be done
+// again: a cluster that fails over between two phases delays the next
+// one, it does not end the run.
+func (r *runner) freshWallets(ctx context.Context, s strategy, row *Row) (env.CommandStats, error) {
+	start := time.Now()
+	err := r.again(ctx, func(ctx context.Context) error { return r.w.reset(ctx, s.inPostgres, r.cfg.Initial, r.bar.setup) })
+	r.timeSetup(start)
+	row.SetupSeconds = time.Since(start).Seconds()
+	if err != nil || r.rdb == nil {
+		return nil, err
+	}
+	var before env.CommandStats
+	err = r.again(ctx, func(ctx context.Context) (err error) {
+		before, err = r.commandStats(ctx, s)
+		return err
+	})
+	return before, err
+}
+
+// judge reads the balances back after the spends, on a clock that starts
+// now, however long the phase took; checks them (ledger.Judge) and the
+// history of the spends (see history.go); and counts the Redis commands
+// the spends cost: as Redis counts them since before (nil: not known),
+// and the sent ones this run sent (-1: not known).
+func (r *runner) judge(ctx context.Context, s strategy, row *Row, t *tally, before env.CommandStats, sent int64, rep *Report) error {
+	var bal []int64
+	var err error
+	if row.Interrupted && r.cfg.Wallets > readBackAfterStop {
 		// What is left of stopBudget goes to deleting the wallets: a
 		// read-back as long would leave them behind.
 		row.Note = fmt.Sprintf("balances not read back after Ctrl-C: at more than %d wallets the time left goes to deleting them", readBackAfterStop)
-		r.checkHistory(ctx, row, t, nil, rep)
-		return row, nil
-	}
-	// The clock of the read-back starts now, after the phase, however long
-	// the phase took.
-	after, cancelAfter := r.windDown(ctx, stopBudget/2, r.settle())
-	defer cancelAfter()
-	var bal []int64
-	err = retry(after, func() error {
-		if s.inPostgres {
-			bal, err = r.store.Balances(after, cfg.FirstID, cfg.Wallets)
-		} else {
-			bal, err = r.w.balancesRedis(after)
+	} else {
+		after, cancel := r.windDown(ctx, stopBudget/2, r.settle())
+		defer cancel()
+		err = retry(after, func() (err error) {
+			bal, err = r.w.balances(after, s.inPostgres)
+			return err
+		})
+		if err != nil {
+			row.Note = "balances not read back: " + err.Error()
+		} else if r.rdb != nil {
+			if now, err := r.commandStats(after, s); err == nil && before != nil {
+				if n := now.Since(before); n >= 0 {
+					row.RedisCommands, row.RedisPerSpend = perSpend(n, row.Accepted)
+				}
+			}
+			if sent >= 0 {
+				row.RedisCalls, row.RedisCallsPerSpend = perSpend(sent, row.Accepted)
+			}
 		}
-		return err
-	})
-	if err != nil {
-		row.Note = "balances not read back: " + err.Error()
-		r.checkHistory(ctx, row, t, nil, rep)
-		return row, err
 	}
-	r.checkHistory(ctx, row, t, bal, rep)
-	v, landed, off, money := ledger.Judge(cfg.Initial, cfg.Amount, t.accepted, t.unknownAt, bal)
+	if t.rec != nil {
+		// The history ends with the balances read back, if they were.
+		for i, b := range bal {
+			t.rec.Read(r.w.id(i), b)
+		}
+		v := t.rec.Check(ctx, historyLimits)
+		row.Linearizable, row.LinearizableWhy = string(v.Linearizable), v.Why
+		row.HistoryOps, row.HistoryDropped, row.HistoryCheckSeconds = v.Ops, v.Dropped, v.Seconds
+		if r.cfg.History == HistoryPage {
+			rep.histories = append(rep.histories, history.Section{Label: rep.label(*row), History: t.rec, Verdict: v})
+		}
+	}
+	if bal == nil {
+		return err
+	}
+	v, landed, off, money := ledger.Judge(r.cfg.Initial, r.cfg.Amount, t.accepted, t.unknownAt, bal)
 	row.Sum, row.Check, row.OK, row.WalletsOff, row.MoneyOff = v, v.String(), v.OK, off, money
 	row.UnknownLanded = int64(landed)
 	row.Measured, row.Note = measured(row)
-
-	if r.rdb != nil {
-		if now, err := env.ReadCommandStats(after, r.rdb); err == nil {
-			r.addRedlockStats(after, s, now)
-			if n := now.Since(before); n >= 0 {
-				row.RedisCommands, row.RedisPerSpend = perSpend(n, v.Accepted)
-			}
-		}
-		if sentBefore >= 0 {
-			row.RedisCalls, row.RedisCallsPerSpend = perSpend(sent, v.Accepted)
-		}
-	}
-	return row, nil
+	return nil
 }
 
 // readBackAfterStop is the most wallets an interrupted phase reads back:
@@ -625,7 +610,7 @@ func (r *runner) phase(ctx context.Context, s strategy, workers int, rep *Report
 const readBackAfterStop = 10_000
 
 // perSpend returns n, and n per accepted spend (nil when none was).
-func perSpend(n int64, accepted int) (*int64, *float64) {
+func perSpend(n, accepted int64) (*int64, *float64) {
 	if accepted == 0 {
 		return &n, nil
 	}
@@ -769,17 +754,17 @@ func (r *runner) again(ctx context.Context, f func(ctx context.Context) error) e
 // spendOnce makes one spend of wallet id and times it, waiting included.
 // The wait for a lock, and for a turn at the pool before it (see turns),
 // ends with run; the spend itself with -timeout, or a moment after Ctrl-C
-// (see stopBudget). Both contexts carry a poolClock, which times what the
+// (see stopBudget), which spends does. Both contexts carry a poolClock, which times what the
 // spend's calls wait for a connection; its pool wait is that and its turn.
-func (r *runner) spendOnce(run context.Context, s strategy, id int64) (outcome, time.Time, time.Duration) {
+func (r *runner) spendOnce(run, spends context.Context, s strategy, id int64) (outcome, time.Time, time.Duration) {
 	clock := &poolClock{}
 	start := time.Now()
-	spendCtx, cancel := context.WithDeadline(withPoolClock(r.spends, clock), start.Add(r.cfg.Timeout))
+	spendCtx, cancel := context.WithDeadline(withPoolClock(spends, clock), start.Add(r.cfg.Timeout))
 	defer cancel()
 	spendCtx, read := r.seeReads(spendCtx)
 	c := call{ctx: spendCtx, wait: spendCtx, id: id, pool: clock}
 	if s.locks {
-		// run ends before r.spends does, never after: ending with either,
+		// run ends before spends does, never after: ending with either,
 		// the wait ends within the spend. No goroutine waits for the end
 		// of run, as context.AfterFunc would start one per worker then.
 		wait, cancelWait := context.WithDeadlineCause(withPoolClock(run, clock), start.Add(r.cfg.Timeout), errSpendTimeout)
@@ -810,9 +795,9 @@ func (r *runner) turnsFor(s strategy) *turns {
 		return nil
 	}
 	if pg := r.cfg.PostgresPool(); s.inPostgres && pg < r.cfg.RedisPool() {
-		return newTurns(pg, true)
+		return &turns{free: make(chan struct{}, pg), postgres: true}
 	}
-	return newTurns(r.cfg.RedisPool(), false)
+	return &turns{free: make(chan struct{}, r.cfg.RedisPool())}
 }
 
 // inTurn makes the spend once r.turns admits it, and returns how long it
@@ -823,10 +808,12 @@ func (r *runner) inTurn(s strategy, c call) (outcome, time.Duration) {
 		return s.spend(r, c), 0
 	}
 	start := time.Now()
-	if err := r.turns.take(c.wait); err != nil {
-		return waitFailed(c, fmt.Errorf("loadtest: wait for a turn at the pool: %w", err)), time.Since(start)
+	select {
+	case r.turns.free <- struct{}{}:
+	case <-c.wait.Done():
+		return waitFailed(c, fmt.Errorf("loadtest: wait for a turn at the pool: %w", context.Cause(c.wait))), time.Since(start)
 	}
-	defer r.turns.give()
+	defer func() { <-r.turns.free }()
 	turn := time.Since(start)
 	return s.spend(r, c), turn
 }
@@ -875,12 +862,16 @@ func newReport(cfg Config, env *Env, started time.Time) *Report {
 		Parallel: Parallel(cfg.Wallets, cfg.maxWorkers(), cfg.Hot),
 		Rows:     []Row{},
 	}
-	if env != nil && env.Redis != nil {
-		rep.Pools.Redis = env.redisPool
-		rep.Pools.FairReaders = env.fairPool
-	}
-	if env != nil && env.Postgres != nil {
+	rep.Pools.Redis, rep.Pools.FairReaders = env.redisPool, env.fairPool
+	if env.Postgres != nil {
 		rep.Pools.Postgres = int(env.Postgres.Config().MaxConns)
+	}
+	needRedis, needPostgres := cfg.needs()
+	if needRedis {
+		rep.System.Redis = env.redisVersion
+	}
+	if needPostgres {
+		rep.System.Postgres = env.postgresVersion
 	}
 	rep.Pools.Note = fmt.Sprintf("sized to the %d workers, at most %d for Redis and %d for PostgreSQL", cfg.maxWorkers(), MaxRedisConns, MaxPostgresConns)
 	if cfg.Pool > 0 {

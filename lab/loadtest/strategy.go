@@ -2,15 +2,13 @@ package loadtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/bsm/redislock"
-	"github.com/go-redsync/redsync/v4"
 
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/redlock"
 	"example.com/walletlock/lab/lock"
 	"example.com/walletlock/wallet"
 )
@@ -60,12 +58,12 @@ var strategies = []strategy{
 	{name: "redislock", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedislock},
 	// The same again, made by go-redsync: SET NX's reply and its release
 	// script's request (1), GET (1), SET (1).
-	{name: "redsync", trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedsync},
+	{name: "redsync", trips: RoundTrips{Redis: 3}, locks: true, spend: func(r *runner, c call) outcome { return spendNodes(r, c, r.redsync) }},
 	// go-redsync's mutex over three independent nodes (Redlock, see
 	// redlock.go): SET NX goes to every node at once, and the reply that
 	// completes a majority and the release script's request are 1; then
 	// GET (1) and SET (1) on the wallets' Redis.
-	{name: Redlock, trips: RoundTrips{Redis: 3}, locks: true, spend: spendRedlock},
+	{name: Redlock, trips: RoundTrips{Redis: 3}, locks: true, spend: func(r *runner, c call) outcome { return spendNodes(r, c, r.redlock) }},
 	// The fair lock (fair.Lock): the release script makes the first
 	// waiter the holder inside Redis, and its message reaches the waiter
 	// half a round trip later. GET (1), SET (1), the release's request and
@@ -164,17 +162,31 @@ func waitFailed(c call, err error) outcome {
 	return outcome{err: err}
 }
 
-// spendUnder runs the read-modify-write under a lease kept alive by a
-// watchdog (step 3), then releases the lease. A release that finds the
-// lease gone is an error, but a write that landed still counts.
-func spendUnder(r *runner, c call, keepAlive func(context.Context) (context.Context, context.CancelFunc), release func(context.Context) error) (bool, error) {
-	work, stop := keepAlive(c.ctx)
+// held is a lease a spend took: its watchdog (step 3), its release, and
+// the attempts taking it made.
+type held struct {
+	keepAlive func(context.Context) (context.Context, context.CancelFunc)
+	release   func(context.Context) error
+	attempts  int
+}
+
+// spendHeld takes a lease on the wallet's lock key with take, runs the
+// read-modify-write under its watchdog, then releases it. A release that
+// finds the lease gone is an error, but a write that landed still counts.
+func spendHeld(r *runner, c call, take func(ctx context.Context, key string) (held, error)) outcome {
+	start := time.Now()
+	h, err := take(c.wait, ledger.LockKey(r.cfg.Prefix, c.id))
+	if err != nil {
+		return waitFailed(c, err)
+	}
+	waited := c.lockWait(start)
+	work, stop := h.keepAlive(c.ctx)
 	ok, err := wallet.Spend(work, ledger.Observed(work, r.rdb), ledger.BalanceKey(r.cfg.Prefix, c.id), r.cfg.Amount, r.cfg.Work)
 	stop()
-	if rerr := release(c.ctx); rerr != nil && err == nil {
+	if rerr := h.release(c.ctx); rerr != nil && err == nil {
 		err = rerr
 	}
-	return ok, err
+	return outcome{ok: ok, err: err, attempts: h.attempts, waited: waited}
 }
 
 func spendLock(r *runner, c call) outcome {
@@ -190,88 +202,60 @@ func spendLock(r *runner, c call) outcome {
 // workers on 256 connections it did, in 3 of 9 runs.
 func spendFair(r *runner, c call) outcome { return spendLease(r, c, r.fair.Acquire) }
 
-// spendLease takes a lease with acquire, spends under its watchdog and
-// releases it (a fair lease passes to the next waiter on release).
+// spendLease spends under a lease of package lock taken with acquire (a
+// fair lease passes to the next waiter on release).
 func spendLease(r *runner, c call, acquire func(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error)) outcome {
-	start := time.Now()
-	l, err := acquire(c.wait, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL)
-	if err != nil {
-		return waitFailed(c, err)
-	}
-	waited := c.lockWait(start)
-	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) },
-		l.Release)
-	return outcome{ok: ok, err: err, attempts: l.Attempts, waited: waited}
+	return spendHeld(r, c, func(ctx context.Context, key string) (held, error) {
+		l, err := acquire(ctx, key, r.cfg.TTL)
+		if err != nil {
+			return held{}, err
+		}
+		watch := func(ctx context.Context) (context.Context, context.CancelFunc) { return l.Watch(ctx, r.cfg.TTL) }
+		return held{watch, l.Release, l.Attempts}, nil
+	})
 }
 
 func spendRedislock(r *runner, c call) outcome {
-	// One counting wrapper per Obtain: it counts the attempts that found
-	// the lock taken.
-	retry := &countingRetry{Strategy: retryWait}
-	start := time.Now()
-	l, err := obtainRedislock(c.wait, r.rdb, ledger.LockKey(r.cfg.Prefix, c.id), r.cfg.TTL,
-		&redislock.Options{RetryStrategy: retry})
-	if err != nil {
-		return waitFailed(c, err)
-	}
-	waited := c.lockWait(start)
-	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, refreshRedislock(l, r.cfg.TTL))
-		},
-		func(ctx context.Context) error {
-			if err := l.Release(ctx); err != nil {
-				return fmt.Errorf("redislock release: %w", err)
-			}
-			return nil
-		})
-	return outcome{ok: ok, err: err, attempts: retry.Busy() + 1, waited: waited}
+	return spendHeld(r, c, func(ctx context.Context, key string) (held, error) {
+		// One counting wrapper per Obtain: it counts the attempts that
+		// found the lock taken.
+		retry := &countingRetry{Strategy: retryWait}
+		l, err := obtainRedislock(ctx, r.rdb, key, r.cfg.TTL, &redislock.Options{RetryStrategy: retry})
+		if err != nil {
+			return held{}, err
+		}
+		refresh := refreshRedislock(l, r.cfg.TTL)
+		return held{
+			keepAlive: func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return lock.KeepAlive(ctx, r.cfg.TTL, refresh)
+			},
+			release: func(ctx context.Context) error {
+				if err := l.Release(ctx); err != nil {
+					return fmt.Errorf("redislock release: %w", err)
+				}
+				return nil
+			},
+			attempts: int(retry.busy.Load()) + 1,
+		}, nil
+	})
 }
 
-// spendRedsync takes go-redsync's mutex on the one Redis of the run, with
-// step 4's jittered retries in place of redsync's 50 to 250 ms, until the
-// wait ends, as the other locks do; asking for a delay counts an attempt.
-func spendRedsync(r *runner, c call) outcome {
-	attempts := 1
-	m := r.redsync.NewMutex(ledger.LockKey(r.cfg.Prefix, c.id),
-		redsync.WithExpiry(r.cfg.TTL),
-		redsync.WithTries(math.MaxInt32),
-		redsync.WithRetryDelayFunc(func(tries int) time.Duration {
-			attempts = tries + 1
-			return retryWait.NextBackoff()
-		}))
-	start := time.Now()
-	if err := m.LockContext(c.wait); err != nil {
-		return waitFailed(c, fmt.Errorf("redsync: lock %s: %w", m.Name(), err))
-	}
-	waited := c.lockWait(start)
-	ok, err := spendUnder(r, c,
-		func(ctx context.Context) (context.Context, context.CancelFunc) {
-			return lock.KeepAlive(ctx, r.cfg.TTL, func(ctx context.Context) error {
-				ok, err := m.ExtendContext(ctx)
-				return redsyncFailed("extend", m.Name(), ok, err)
-			})
-		},
-		func(ctx context.Context) error {
-			ok, err := m.UnlockContext(ctx)
-			return redsyncFailed("release", m.Name(), ok, err)
-		})
-	return outcome{ok: ok, err: err, attempts: attempts, waited: waited}
-}
-
-// redsyncFailed turns what redsync's Extend and Unlock return into an
-// error: a Redis error as it is, anything else as lock.ErrNotHeld.
-func redsyncFailed(op, key string, ok bool, err error) error {
-	var redisErr *redsync.RedisError
-	switch {
-	case ok:
-		return nil
-	case errors.As(err, &redisErr):
-		return fmt.Errorf("redsync: %s %s: %w", op, key, redisErr.Err)
-	default:
-		return fmt.Errorf("redsync: %s %s: %w", op, key, lock.ErrNotHeld)
-	}
+// spendNodes spends under a Redlock on nodes (internal/redlock):
+// go-redsync's mutex, tried again after step 4's jittered waits in place
+// of redsync's 50 to 250 ms, until the wait ends, as the other locks are.
+// The redsync strategy runs it on the one Redis of the run, the redlock
+// strategy on a majority of three nodes.
+func spendNodes(r *runner, c call, nodes *redlock.Nodes) outcome {
+	return spendHeld(r, c, func(ctx context.Context, key string) (held, error) {
+		l, err := nodes.Acquire(ctx, key, r.cfg.TTL)
+		if err != nil {
+			return held{}, err
+		}
+		extend := func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return lock.KeepAlive(ctx, r.cfg.TTL, l.Extend)
+		}
+		return held{extend, l.Release, l.Attempts}, nil
+	})
 }
 
 // spendFenced spends with a fencing token checked by PostgreSQL, healing

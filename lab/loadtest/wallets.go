@@ -82,12 +82,11 @@ func inLanes(ctx context.Context, n, size int, f func(lo, hi int) error) error {
 	return failed
 }
 
-// pipelined sends one command per wallet, for the first n wallets, in
-// pipelines of batch commands (see inLanes), and calls check on each
-// command's result, one at a time.
-func (w *wallets) pipelined(ctx context.Context, n int, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
+// pipelined sends one command per wallet in pipelines of batch commands
+// (see inLanes), and calls check on each command's result, one at a time.
+func (w *wallets) pipelined(ctx context.Context, add func(p redis.Pipeliner, id int64) redis.Cmder, check func(i int, c redis.Cmder) error) error {
 	var mu sync.Mutex
-	return inLanes(ctx, n, batch, func(lo, hi int) error {
+	return inLanes(ctx, w.n, batch, func(lo, hi int) error {
 		cmds := make([]redis.Cmder, 0, hi-lo)
 		_, err := w.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i := lo; i < hi; i++ {
@@ -118,30 +117,39 @@ func (w *wallets) spentOn(i int) {
 	w.locked[i].Store(true)
 }
 
-// resetRedis gives every wallet balance in Redis and deletes the locks an
-// interrupted earlier run may have left. It calls done after each pipeline
-// with how many wallets are set up so far.
-func (w *wallets) resetRedis(ctx context.Context, balance int64, done func(n, of int)) error {
-	// Counted before anything is sent: a pipeline cut short may have
-	// written some of its keys.
-	w.touched = w.n
-	set := 0
-	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
-		lockKey := ledger.LockKey(w.prefix, id)
-		keys := lockKeys(lockKey)
-		p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
-		return p.Set(ctx, ledger.BalanceKey(w.prefix, id), balance, 0)
-	}, func(int, redis.Cmder) error {
-		// Pipelines end out of order: count them, never two at once.
-		if set++; set%batch == 0 || set == w.n {
-			done(set, w.n)
+// reset gives every wallet balance, in PostgreSQL or in Redis, where it
+// also deletes the locks an interrupted earlier run may have left. It
+// calls done as wallets are set up, with how many are so far. Wallets
+// that another run owns in PostgreSQL are refused, with who holds them
+// and how to choose others.
+func (w *wallets) reset(ctx context.Context, inPostgres bool, balance int64, done func(n, of int)) error {
+	if !inPostgres {
+		// Counted before anything is sent: a pipeline cut short may have
+		// written some of its keys.
+		w.touched = w.n
+		set := 0
+		err := w.pipelined(ctx, func(p redis.Pipeliner, id int64) redis.Cmder {
+			keys := lockKeys(ledger.LockKey(w.prefix, id))
+			p.Del(ctx, keys[:len(keys)-1]...) // not the fence counter
+			return p.Set(ctx, ledger.BalanceKey(w.prefix, id), balance, 0)
+		}, func(int, redis.Cmder) error {
+			// Pipelines end out of order: count them, never two at once.
+			if set++; set%batch == 0 || set == w.n {
+				done(set, w.n)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("loadtest: set up %d wallets in Redis: %w", w.n, err)
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("loadtest: set up %d wallets in Redis: %w", w.n, err)
 	}
-	return nil
+	err := w.store.ResetRange(ctx, w.first, w.n, balance, func(n int) { done(n, w.n) })
+	if owned, ok := errors.AsType[*ledger.OwnedError](err); ok {
+		return fmt.Errorf("loadtest: set up wallets %d to %d: %w: wallet %d belongs to the run with prefix %q; choose other wallets with -first-id, or another -prefix (without -first-id, each prefix gets ids of its own)",
+			w.first, w.id(w.n-1), ledger.ErrOwned, owned.ID, owned.Owner)
+	}
+	return err
 }
 
 // lockKeys are the keys a wallet's locks may leave: the lock itself, the
@@ -152,23 +160,26 @@ func lockKeys(lockKey string) []string {
 	return []string{lockKey, lockKey + ":queue", lockKey + ":present", lockKey + ":handoff", lock.FenceKey(lockKey)}
 }
 
-// balancesRedis reads every wallet's balance from Redis.
-func (w *wallets) balancesRedis(ctx context.Context) ([]int64, error) {
-	bal := make([]int64, w.n)
-	err := w.pipelined(ctx, w.n, func(p redis.Pipeliner, id int64) redis.Cmder {
-		return p.Get(ctx, ledger.BalanceKey(w.prefix, id))
-	}, func(i int, c redis.Cmder) error {
-		v, err := c.(*redis.StringCmd).Int64()
-		if errors.Is(err, redis.Nil) {
-			return fmt.Errorf("%w at %s", ledger.ErrNoWallet, ledger.BalanceKey(w.prefix, w.id(i)))
+// balances reads every wallet's balance, from PostgreSQL or from Redis.
+func (w *wallets) balances(ctx context.Context, inPostgres bool) ([]int64, error) {
+	if !inPostgres {
+		bal := make([]int64, w.n)
+		err := w.pipelined(ctx, func(p redis.Pipeliner, id int64) redis.Cmder {
+			return p.Get(ctx, ledger.BalanceKey(w.prefix, id))
+		}, func(i int, c redis.Cmder) error {
+			v, err := c.(*redis.StringCmd).Int64()
+			if errors.Is(err, redis.Nil) {
+				return fmt.Errorf("%w at %s", ledger.ErrNoWallet, ledger.BalanceKey(w.prefix, w.id(i)))
+			}
+			bal[i] = v
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("loadtest: read %d balances from Redis: %w", w.n, err)
 		}
-		bal[i] = v
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: read %d balances from Redis: %w", w.n, err)
+		return bal, nil
 	}
-	return bal, nil
+	return w.store.Balances(ctx, w.first, w.n)
 }
 
 // cleanup deletes every key and row the run wrote, and nothing else, the

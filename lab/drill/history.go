@@ -52,18 +52,6 @@ func (r *runner) startHistory() {
 	}
 }
 
-// checkHistory ends the history with the balances read back and checks it,
-// within history.DefaultLimits or until ctx ends.
-func (r *runner) checkHistory(ctx context.Context, res *Result, balances []int64) {
-	if r.rec == nil {
-		return
-	}
-	for i, bal := range balances {
-		r.rec.Read(r.c.First+int64(i), bal)
-	}
-	res.HistoryVerdict = HistoryVerdict{Verdict: r.rec.Check(ctx, history.DefaultLimits), rec: r.rec}
-}
-
 // CheckLine is the run's check line: the balance check over all wallets,
 // then the history's verdict.
 func (res Result) CheckLine() string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/lab/internal/ledger"
@@ -68,27 +69,17 @@ func TakePrefix(ctx context.Context, pool *pgxpool.Pool, prefix string) (func(),
 // refuses them with a *ledger.OwnedError.
 func TakeOver(ctx context.Context, pool *pgxpool.Pool, prefix string, first int64, n int) (string, error) {
 	last := first + int64(n) - 1
-	rows, err := pool.Query(ctx, `SELECT owner, count(*), min(id), max(id) FROM walletlock_wallets
-		WHERE id BETWEEN $1 AND $2 AND owner <> '' GROUP BY owner ORDER BY owner`, first, last)
-	if err != nil {
-		return "", fmt.Errorf("drill: look for rows a dead drill left: %w", err)
-	}
 	type left struct {
 		owner      string
 		count      int
 		minID, max int64
 	}
-	var found []left
-	for rows.Next() {
-		var l left
-		if err := rows.Scan(&l.owner, &l.count, &l.minID, &l.max); err != nil {
-			rows.Close()
-			return "", fmt.Errorf("drill: look for rows a dead drill left: %w", err)
-		}
-		found = append(found, l)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	rows, _ := pool.Query(ctx, `SELECT owner, count(*), min(id), max(id) FROM walletlock_wallets
+		WHERE id BETWEEN $1 AND $2 AND owner <> '' GROUP BY owner ORDER BY owner`, first, last)
+	found, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (l left, err error) {
+		return l, row.Scan(&l.owner, &l.count, &l.minID, &l.max)
+	})
+	if err != nil {
 		return "", fmt.Errorf("drill: look for rows a dead drill left: %w", err)
 	}
 	var taken []string

@@ -5,12 +5,11 @@ package drill
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"example.com/walletlock/lab/internal/ledger"
+	"example.com/walletlock/lab/internal/wire"
 )
 
 // nemesis injects the run's fault and says what it did. Every fault lands
@@ -28,17 +27,17 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 		if !ok {
 			return 0, "no spend came by to pause", ctx.Err()
 		}
-		if err := g.s.proc.Pause(); err != nil {
-			r.ack(g.s, g.e)
+		err := g.s.proc.Pause()
+		r.ack(g) // read once the spender runs again
+		if err != nil {
 			return 0, "", err
 		}
-		r.ack(g.s, g.e) // read once the spender runs again
 		start := time.Now()
 		d := ttl + ttl/2 + time.Duration(r.rng.Int64N(int64(3*ttl/2)))
 		sleep(ctx, d)
 		// Stay paused until another holder has spent from the wallet (at
 		// most 10 TTLs), so that the stale write has something to undo.
-		poll(ctx, 10*ttl-d, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s, "") != 0 })
+		r.spentSince(ctx, g, start, 10*ttl-d, "")
 		held := time.Since(start)
 		if err := g.s.proc.Resume(); err != nil {
 			return 1, "", err
@@ -70,18 +69,15 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 			return 0, "no spend came by", ctx.Err()
 		}
 		start := time.Now()
-		err := r.primary.Restart(ctx)
+		err := r.masters[0].Restart(ctx)
 		if err == nil {
-			poll(ctx, 3*time.Second+2*ttl, func() bool { return r.spentSince(g.e.Wallet, start.UnixNano(), g.s, "") != 0 })
+			r.spentSince(ctx, g, start, 3*time.Second+2*ttl, "")
 		}
-		r.ack(g.s, g.e)
+		r.ack(g)
 		return 1, "killed and restarted Redis empty while " + r.holding(g), err
 
-	case Failover:
+	case Failover, ClusterFailover:
 		return r.failover(ctx)
-
-	case ClusterFailover:
-		return r.clusterFailover(ctx)
 
 	case Partition, PartitionMinReplicas:
 		return r.partition(ctx)
@@ -89,50 +85,70 @@ func (r *runner) nemesis(ctx context.Context) (faults int, note string, err erro
 	return 0, "", fmt.Errorf("drill: no nemesis %q", r.c.Nemesis)
 }
 
-// failover cuts the replica off, waits for a holder whose lock the
-// replica never received, kills the primary and lets the sentinels
-// promote the replica.
+// failover cuts the replicas off, waits for a holder whose lock the
+// replica of its primary never received, kills that primary and waits
+// until the replica is promoted: by the sentinels (Failover) or by the
+// cluster, whose masters[i] serves a share of the slots (ClusterFailover).
+// It then lets the held spend go on once another spender has spent from
+// its wallet, or after a bound.
 func (r *runner) failover(ctx context.Context) (int, string, error) {
-	r.proxy.Cut()
+	for _, p := range r.proxies {
+		p.Cut()
+	}
 	cut := time.Now().UnixNano()
-	replica := NewClient(r.replica.Addr)
-	defer replica.Close()
+	masterOf := func(int64) int { return 0 } // the index in r.masters of the master of a wallet's lock
+	by, did := "sentinel", "cut the replica off, killed the primary, sentinel promoted the replica"
+	if r.c.Nemesis == ClusterFailover {
+		rdb := newClusterClient(r.sc.Cluster, r.direct)
+		defer rdb.Close()
+		masterOf = func(wallet int64) int {
+			m, err := rdb.MasterForKey(ctx, ledger.LockKey(r.c.Prefix, wallet))
+			if err != nil {
+				return -1
+			}
+			addr := m.Options().Addr // as announced: the proxy's
+			return slices.IndexFunc(r.proxies, func(p *wire.Proxy) bool { return p.Addr() == addr || r.direct[p.Addr()] == addr })
+		}
+		by, did = "the cluster", "cut the replicas off, killed the master of the wallet's slot, the cluster promoted its replica"
+	}
 	var target grabbed
-	found := false
+	found, victim := false, -1
 	for deadline := time.Now().Add(3 * r.c.TTL); !found; {
 		g, ok := r.grabRead(ctx, time.Until(deadline), func(e Event) bool { return e.Start > cut })
 		if !ok {
 			break
 		}
-		if r.c.Strategy == Version || !r.replicaHas(ctx, replica, g.e) {
-			target, found = g, true
+		i := masterOf(g.e.Wallet)
+		if i >= 0 && (r.c.Strategy == Version || !r.replicaHas(ctx, r.replicas[i].Addr, g.e)) {
+			target, found, victim = g, true, i
 			break
 		}
-		r.ack(g.s, g.e)
+		r.ack(g)
 	}
-	if !r.primary.Proc().Kill(3 * time.Second) {
-		return 0, "", fmt.Errorf("drill: the primary did not die")
+	if victim < 0 { // no such holder: fail over the first wallet's master all the same
+		victim = max(masterOf(r.c.First), 0)
 	}
-	r.proxy.Drop()
-	return r.awaitPromotion(ctx, target, found, "sentinel", func() bool { return r.promoted(ctx) },
-		"cut the replica off, killed the primary, sentinel promoted the replica")
-}
-
-// awaitPromotion follows a killed primary (or master): it waits until
-// promoted says the replica took over, lets the held spend of target go
-// on once another spender has spent from its wallet (or after a bound),
-// and says what happened. by names who promotes, for the error.
-func (r *runner) awaitPromotion(ctx context.Context, target grabbed, found bool, by string, promoted func() bool, did string) (int, string, error) {
+	if !r.masters[victim].Proc().Kill(3 * time.Second) {
+		return 0, "", fmt.Errorf("drill: the primary %s did not die", r.masters[victim].Addr)
+	}
+	for _, p := range r.proxies {
+		p.Drop()
+	}
+	replica := r.replicas[victim]
+	promoted := func() bool {
+		if r.c.Nemesis == ClusterFailover {
+			return replica.Promoted(ctx)
+		}
+		return slices.ContainsFunc(r.sc.Sentinels, func(s string) bool { return primaryOf(ctx, s) == replica.Addr })
+	}
 	killed := time.Now()
 	err := poll(ctx, 20*time.Second, promoted)
 	took := time.Since(killed)
 	if found {
 		if err == nil {
-			poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
-				return r.spentSince(target.e.Wallet, killed.UnixNano(), target.s, "") != 0
-			})
+			r.spentSince(ctx, target, killed, 3*time.Second+2*r.c.TTL, "")
 		}
-		r.ack(target.s, target.e)
+		r.ack(target)
 	}
 	if err != nil {
 		return 1, "", fmt.Errorf("drill: %s did not promote the replica: %w", by, err)
@@ -155,23 +171,4 @@ func (r *runner) holding(g grabbed) string {
 		return fmt.Sprintf("spender %d had read wallet %d (version takes no lock)", g.s.n, g.e.Wallet)
 	}
 	return fmt.Sprintf("spender %d held wallet %d", g.s.n, g.e.Wallet)
-}
-
-// replicaHas reports whether the replica holds the lock of the read e.
-func (r *runner) replicaHas(ctx context.Context, replica *redis.Client, e Event) bool {
-	tok, err := replica.Get(ctx, ledger.LockKey(r.c.Prefix, e.Wallet)).Result()
-	return err == nil && holderID(tok) == e.Holder
-}
-
-// promoted reports whether a sentinel names the replica as the primary.
-func (r *runner) promoted(ctx context.Context) bool {
-	for _, s := range r.sentinels {
-		c := NewClient(s.Addr)
-		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
-		c.Close()
-		if err == nil && len(addr) == 2 && strings.Join(addr, ":") == r.replica.Addr {
-			return true
-		}
-	}
-	return false
 }

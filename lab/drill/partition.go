@@ -73,15 +73,6 @@ const rejoinBound = 30 * time.Second
 // which need network namespaces (netns.CanPartition).
 func IsPartition(nemesis string) bool { return nemesis == Partition || nemesis == PartitionMinReplicas }
 
-// hostServer is a redis-server (or a Sentinel) in a host: Addr on the LAN,
-// Ctl on the uplink for the drill's own calls.
-type hostServer struct {
-	host      int
-	Addr, Ctl string
-	proc      *launch.Proc
-	log       *launch.Log
-}
-
 // partition is what the nemesis saw, for the report once the spenders
 // have stopped.
 type partition struct {
@@ -91,7 +82,9 @@ type partition struct {
 	rejoined              time.Duration
 }
 
-// startPartition makes the network and starts the servers in it.
+// startPartition makes the network and starts the servers in it: a
+// redis-server in each host (the primary in host 0, for Sentinel) and,
+// but for Redlock, a Sentinel beside each.
 func (r *runner) startPartition(ctx context.Context) error {
 	pg, err := netns.PostgresAddr(env.DatabaseURL())
 	if err != nil {
@@ -104,84 +97,39 @@ func (r *runner) startPartition(ctx context.Context) error {
 	if left != "" && r.c.Say != nil {
 		r.c.Say(left)
 	}
-	extra := []string{}
-	if r.c.Nemesis == PartitionMinReplicas {
-		extra = []string{"--min-replicas-to-write", "1", "--min-replicas-max-lag", strconv.Itoa(MinReplicasMaxLag)}
-	}
+	var replicas, sentinels []string
 	for i := range netns.Hosts {
-		args := extra
+		var args []string
 		if i > 0 && !isRedlock(r.c.Strategy) {
-			args = append([]string{"--replicaof", r.net.LAN(0), "6379"}, extra...)
+			args = []string{"--replicaof", r.net.LAN(0), "6379"}
 		}
-		s, err := r.startInHost(ctx, i, 6379, args...)
+		if r.c.Nemesis == PartitionMinReplicas {
+			args = append(args, "--min-replicas-to-write", "1", "--min-replicas-max-lag", strconv.Itoa(MinReplicasMaxLag))
+		}
+		s, err := r.net.StartRedis(ctx, r.procs, r.c.Dir, i, 6379, args...)
 		if err != nil {
 			return err
 		}
-		r.hostRedis = append(r.hostRedis, s)
+		r.hostRedis, r.sc.Nodes = append(r.hostRedis, s), append(r.sc.Nodes, s.Addr)
+		if i > 0 {
+			replicas = append(replicas, s.Ctl)
+		}
 	}
 	if isRedlock(r.c.Strategy) {
 		return nil
 	}
-	var replicas, sentinels []string
-	for _, s := range r.hostRedis[1:] {
-		replicas = append(replicas, s.Ctl)
-	}
+	r.sc.Nodes = nil
 	if err := launch.AwaitInSync(ctx, replicas...); err != nil {
 		return err
 	}
 	for i := range netns.Hosts {
-		conf, err := launch.SentinelConf(r.c.Dir, 26379, []string{r.net.LAN(i), r.net.Uplink(i)}, MasterName, r.net.LAN(0), "6379", sentinelDownAfter)
-		if err != nil {
-			return err
-		}
-		s, err := r.startInHost(ctx, i, 26379, conf, "--sentinel")
+		s, err := r.net.StartSentinel(ctx, r.procs, r.c.Dir, i, 26379, masterName, 6379, sentinelDownAfter)
 		if err != nil {
 			return err
 		}
 		r.hostSentinels, sentinels = append(r.hostSentinels, s), append(sentinels, s.Ctl)
 	}
-	return launch.AwaitSentinels(ctx, MasterName, sentinels, netns.Hosts-1)
-}
-
-// startInHost starts redis-server with args in host i, listening on port
-// of both its addresses, and waits until it answers on the uplink.
-func (r *runner) startInHost(ctx context.Context, i, port int, args ...string) (*hostServer, error) {
-	bin, err := launch.RedisBinary()
-	if err != nil {
-		return nil, err
-	}
-	s := &hostServer{host: i, Addr: net.JoinHostPort(r.net.LAN(i), strconv.Itoa(port)),
-		Ctl: net.JoinHostPort(r.net.Uplink(i), strconv.Itoa(port)), log: &launch.Log{}}
-	if port == 6379 { // a sentinel has its own in its configuration file
-		args = append([]string{"--port", "6379", "--bind", r.net.LAN(i), r.net.Uplink(i), "--protected-mode", "no",
-			"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}, args...)
-	}
-	cmd := r.net.Command(i, bin, args...)
-	cmd.Dir = r.c.Dir
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	kind := "redis-server"
-	if port != 6379 {
-		kind = "redis-sentinel"
-	}
-	if s.proc, err = r.procs.Start(fmt.Sprintf("%s %s (host %d)", kind, s.Addr, i), cmd); err != nil {
-		return nil, err
-	}
-	if err := poll(ctx, 10*time.Second, func() bool { return !s.proc.Running() || launch.Answers(s.Ctl) }); err != nil || !s.proc.Running() {
-		return nil, fmt.Errorf("drill: %s in host %d did not start: %s", kind, i, s.log.LastLine())
-	}
-	return s, nil
-}
-
-// stopPartition kills the servers in the hosts and removes the network.
-func (r *runner) stopPartition() {
-	for _, s := range append(append([]*hostServer{}, r.hostRedis...), r.hostSentinels...) {
-		s.proc.Kill(3 * time.Second)
-	}
-	if r.net != nil {
-		if err := r.net.Remove(); err != nil && r.c.Say != nil {
-			r.c.Say(err.Error())
-		}
-	}
+	return launch.AwaitSentinels(ctx, masterName, sentinels, netns.Hosts-1)
 }
 
 // partition is the nemesis: cut host 0 off, let the majority promote,
@@ -249,14 +197,9 @@ func (r *runner) partition(ctx context.Context) (int, string, error) {
 // as the primary, -1 while none does.
 func (r *runner) promotedHost(ctx context.Context) int {
 	for _, s := range r.hostSentinels[1:] {
-		c := NewClient(s.Ctl)
-		addr, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
-		c.Close()
-		if err != nil || len(addr) != 2 {
-			continue
-		}
+		primary := primaryOf(ctx, s.Ctl)
 		for i, h := range r.hostRedis {
-			if i > 0 && h.Addr == net.JoinHostPort(addr[0], addr[1]) {
+			if i > 0 && h.Addr == primary {
 				return i
 			}
 		}
@@ -310,12 +253,10 @@ func (r *runner) strike(ctx context.Context, p *partition, end time.Time) string
 			break
 		}
 		tries++
-		grabbed := time.Now().UnixNano()
 		// A spend whose lock the new primary granted (for Redlock, p.new
 		// is "": any majority spender's).
-		poll(ctx, r.c.TTL/2, func() bool { return r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0 })
-		landed := r.spentSince(g.e.Wallet, grabbed, g.s, p.new) != 0
-		r.ack(g.s, g.e)
+		landed := r.spentSince(ctx, g, time.Now(), r.c.TTL/2, p.new) != 0
+		r.ack(g)
 		if landed {
 			return fmt.Sprintf("spender %d, granted wallet %d by the old primary, wrote after a majority spender spent from it (try %d)", g.s.n, g.e.Wallet, tries)
 		}
@@ -336,7 +277,7 @@ func (r *runner) probeKey() string { return r.c.Prefix + "partition-probe" }
 // probe writes probeKey to the old primary over the uplink, as a client
 // on the isolated side would, and says how it answered.
 func (r *runner) probe(ctx context.Context, p *partition) string {
-	c := NewClient(r.hostRedis[0].Ctl)
+	c := newClient(r.hostRedis[0].Ctl)
 	defer c.Close()
 	err := c.Set(ctx, r.probeKey(), "written to the old primary in the partition", time.Minute).Err()
 	switch {
@@ -352,7 +293,7 @@ func (r *runner) probe(ctx context.Context, p *partition) string {
 func (r *runner) probeAfter(ctx context.Context, promoted int) string {
 	var where []string
 	for _, i := range []int{0, promoted} {
-		c := NewClient(r.hostRedis[i].Ctl)
+		c := newClient(r.hostRedis[i].Ctl)
 		n, err := c.Exists(ctx, r.probeKey()).Result()
 		c.Del(ctx, r.probeKey())
 		c.Close()
@@ -368,7 +309,7 @@ func (r *runner) probeAfter(ctx context.Context, promoted int) string {
 
 // rejoined reports whether the old primary replicates from the new one.
 func (r *runner) rejoined(ctx context.Context, promoted int) bool {
-	c := NewClient(r.hostRedis[0].Ctl)
+	c := newClient(r.hostRedis[0].Ctl)
 	defer c.Close()
 	info := c.Info(ctx, "replication").Val()
 	host, _, _ := net.SplitHostPort(r.hostRedis[promoted].Addr)
@@ -390,12 +331,9 @@ type Window struct {
 // window measures the partition from the sections. For Redlock the
 // isolated spender's grants stand for the old primary's, the majority's
 // for the new one's.
-func (r *runner) window() Window {
-	p := r.part
-	r.mu.Lock()
-	defer r.mu.Unlock()
+func (p *partition) window(sections []section) Window {
 	var olds, news []section
-	for _, s := range r.sections {
+	for _, s := range sections {
 		if s.start < p.cut {
 			continue
 		}
@@ -432,13 +370,13 @@ func (r *runner) window() Window {
 			}
 		}
 	}
-	w.Lost = r.lost(olds, p)
+	w.Lost = p.lost(olds)
 	return w
 }
 
 // lost says what the old primary granted in the partition and what
 // became of it.
-func (r *runner) lost(olds []section, p *partition) string {
+func (p *partition) lost(olds []section) string {
 	if p.old == "" {
 		return fmt.Sprintf("nothing to lose: Redlock's nodes replicate nothing; the isolated spender was granted %d locks", len(olds))
 	}

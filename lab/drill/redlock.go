@@ -57,18 +57,6 @@ func Applies(nemesis, strategy string) (bool, string) {
 	return true, ""
 }
 
-// startRedlock starts the three nodes, with no persistence.
-func (r *runner) startRedlock(ctx context.Context) error {
-	for range 3 {
-		s, err := r.procs.StartRedis(ctx, r.c.Dir)
-		if err != nil {
-			return err
-		}
-		r.nodes = append(r.nodes, s)
-	}
-	return nil
-}
-
 // restartRedlock is the restart nemesis against Redlock, timed so that
 // a node that forgets a lock decides who holds it:
 //
@@ -99,12 +87,9 @@ func (r *runner) restartRedlock(ctx context.Context) (int, string, error) {
 	}
 	var second int64
 	if err == nil {
-		poll(ctx, 3*time.Second+2*r.c.TTL, func() bool {
-			second = r.spentSince(g.e.Wallet, struck.UnixNano(), g.s, "")
-			return second != 0
-		})
+		second = r.spentSince(ctx, g, struck, 3*time.Second+2*r.c.TTL, "")
 	}
-	r.ack(g.s, g.e)
+	r.ack(g)
 	if err != nil {
 		return 2, "", err
 	}

@@ -4,6 +4,7 @@ package drill
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,7 +22,6 @@ import (
 	"example.com/walletlock/lab/internal/ledger"
 	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lab/internal/wire"
-	"example.com/walletlock/wallet"
 )
 
 // Nemeses, as -nemesis names them, in the order of the report.
@@ -65,17 +65,16 @@ type Config struct {
 
 // Result is what one run measured.
 type Result struct {
-	Nemesis      string         `json:"nemesis"`
-	Strategy     string         `json:"strategy"`
-	Seed         int64          `json:"seed"`
-	OK           bool           `json:"ok"`
-	MoneyOff     int64          `json:"money_off"`     // summed over the wallets: how far each balance is from any the reports allow
-	DoubleGrants int            `json:"double_grants"` // pairs of critical sections on one wallet that overlapped
-	Unknown      int            `json:"unknown"`       // spends whose outcome no report settled
-	Faults       int            `json:"faults"`        // faults injected
-	Check        string         `json:"check"`         // the check line over all wallets
-	Note         string         `json:"note"`          // what the nemesis did
-	Verdict      wallet.Verdict `json:"-"`
+	Nemesis      string `json:"nemesis"`
+	Strategy     string `json:"strategy"`
+	Seed         int64  `json:"seed"`
+	OK           bool   `json:"ok"`
+	MoneyOff     int64  `json:"money_off"`     // summed over the wallets: how far each balance is from any the reports allow
+	DoubleGrants int    `json:"double_grants"` // pairs of critical sections on one wallet that overlapped
+	Unknown      int    `json:"unknown"`       // spends whose outcome no report settled
+	Faults       int    `json:"faults"`        // faults injected
+	Check        string `json:"check"`         // the check line over all wallets
+	Note         string `json:"note"`          // what the nemesis did
 
 	// The partition nemeses add (see Window).
 	WindowMS           *int64 `json:"window_ms,omitempty"`            // how long two primaries granted locks at once
@@ -92,21 +91,21 @@ type runner struct {
 	c     Config
 	procs *launch.Group
 	rng   *rand.Rand
+	sc    SpenderConfig // where the spenders find the servers: startSpender adds the rest
 
-	primary, replica *launch.Redis
-	proxy            *wire.Proxy
-	sentinels        []*launch.Redis
-	nodes            []*launch.Redis // Redlock's, instead of the primary
-
-	// The cluster of ClusterFailover: masters[i] has replicas[i] and
-	// announces proxies[i], which direct maps back to the master.
+	// The servers the spenders lock on. masters[i] has replicas[i], whose
+	// replication link runs through proxies[i] (Sentinel's primary is
+	// masters[0]); for a cluster, direct maps the address a master
+	// announces, its proxy's, back to the master's own.
 	masters, replicas []*launch.Redis
+	nodes             []*launch.Redis // Redlock's, instead of a primary
+	servers           []*launch.Redis // every one, to stop
 	proxies           []*wire.Proxy
 	direct            map[string]string
 
 	// The partition's network, hosts and what its nemesis saw.
 	net                      *netns.Net
-	hostRedis, hostSentinels []*hostServer
+	hostRedis, hostSentinels []*netns.Server
 	part                     *partition
 
 	mu       sync.Mutex
@@ -140,18 +139,19 @@ type spenderProc struct {
 	wmu   sync.Mutex
 	err   launch.Log    // its stderr
 	ended chan struct{} // stdout read to the end
-	endAt int64
 }
 
-// Run runs one drill and judges it. procs holds every process it starts;
-// Run stops them before it returns.
+// Run runs one drill in three phases: it starts the servers and resets
+// the wallets, runs the spenders under the nemesis, and judges what they
+// did. procs holds every process it starts; Run stops them before it
+// returns.
 func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
-	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
-		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
 	res := Result{Nemesis: c.Nemesis, Strategy: c.Strategy, Seed: c.Seed}
 	if ok, why := Applies(c.Nemesis, c.Strategy); !ok {
 		return res, fmt.Errorf("drill: %s does not apply to %s: %s", c.Nemesis, c.Strategy, why)
 	}
+	r := &runner{c: c, procs: procs, rng: rand.New(rand.NewPCG(uint64(c.Seed), 0x6472696c6c)),
+		accepted: map[int64]int{}, unknown: map[int64]int{}, open: map[[2]int64]Event{}}
 	defer r.stopServers()
 	if err := r.startServers(ctx); err != nil {
 		return res, err
@@ -159,40 +159,10 @@ func Run(ctx context.Context, procs *launch.Group, c Config) (Result, error) {
 	if err := c.Store.ResetRange(ctx, c.First, c.Wallets, c.Initial, nil); err != nil {
 		return res, err
 	}
-	r.startHistory()
-	for i := range c.Procs {
-		if err := r.startSpender(i); err != nil {
-			r.stopSpenders(ctx)
-			return res, err
-		}
-	}
-	// Let the spenders get going, then strike at a moment the seed picks.
-	r.waitSpends(ctx, c.Procs, 10*time.Second)
-	sleep(ctx, time.Duration(r.rng.Int64N(int64(2*c.TTL))))
-	var err error
-	res.Faults, res.Note, err = r.nemesis(ctx)
-	if err == nil {
-		sleep(ctx, 2*c.TTL) // the aftermath, then stop
-	}
-	r.stopSpenders(ctx)
-	if err != nil {
+	if err := r.spend(ctx, &res); err != nil {
 		return res, err
 	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	bal, err := c.Store.Balances(ctx, c.First, c.Wallets)
-	if err != nil {
-		return res, err
-	}
-	r.judge(ctx, &res, bal)
-	if r.part != nil && r.c.Strategy != Version { // version takes no lock
-		w := r.window()
-		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
-		res.WindowMS, res.OldPrimaryMS = &both, &old
-		res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = w.DoubleGrants, w.OldGrants, w.Lost
-	}
-	return res, nil
+	return res, r.judge(ctx, &res)
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -204,65 +174,79 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// startServers starts the servers that the nemesis and the strategy
+// need, and says in r.sc where the spenders find them.
 func (r *runner) startServers(ctx context.Context) error {
-	if IsPartition(r.c.Nemesis) {
+	c := r.c
+	switch {
+	case IsPartition(c.Nemesis):
 		return r.startPartition(ctx)
-	}
-	if isRedlock(r.c.Strategy) {
-		return r.startRedlock(ctx)
-	}
-	if r.c.Nemesis == ClusterFailover {
-		return r.startCluster(ctx)
-	}
-	var err error
-	if r.primary, err = r.procs.StartRedis(ctx, r.c.Dir); err != nil {
+	case isRedlock(c.Strategy):
+		for range 3 {
+			s, err := r.procs.StartRedis(ctx, c.Dir)
+			if err != nil {
+				return err
+			}
+			r.nodes, r.servers, r.sc.Nodes = append(r.nodes, s), append(r.servers, s), append(r.sc.Nodes, s.Addr)
+		}
+		return nil
+	case c.Nemesis == ClusterFailover:
+		cl, err := r.procs.StartCluster(ctx, c.Dir, r.clusterSpec())
+		r.masters, r.replicas = cl.Masters, slices.Concat(cl.Replicas...)
+		r.servers, r.sc.Direct = slices.Concat(r.masters, r.replicas), r.direct
+		for _, m := range r.masters {
+			r.sc.Cluster = append(r.sc.Cluster, m.Addr)
+		}
 		return err
 	}
-	if r.c.Strategy != Wait && r.c.Nemesis != Failover {
+	primary, err := r.procs.StartRedis(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	r.masters, r.servers, r.sc.Redis = []*launch.Redis{primary}, []*launch.Redis{primary}, primary.Addr
+	if c.Strategy != Wait && c.Nemesis != Failover {
 		return nil
 	}
-	if r.proxy, err = wire.ListenRaw("127.0.0.1:0", r.primary.Addr); err != nil {
+	proxy, err := wire.ListenRaw("127.0.0.1:0", primary.Addr)
+	if err != nil {
 		return err
 	}
-	if r.replica, err = r.procs.StartReplica(ctx, r.c.Dir, r.proxy.Addr()); err != nil {
+	r.proxies = []*wire.Proxy{proxy}
+	replica, err := r.procs.StartReplica(ctx, c.Dir, proxy.Addr())
+	if err != nil {
 		return err
 	}
-	if err := launch.AwaitInSync(ctx, r.replica.Addr); err != nil {
+	r.replicas, r.servers = []*launch.Redis{replica}, append(r.servers, replica)
+	if err := launch.AwaitInSync(ctx, replica.Addr); err != nil || c.Nemesis != Failover {
 		return err
-	}
-	if r.c.Nemesis != Failover {
-		return nil
 	}
 	for range 3 {
-		s, err := r.procs.StartSentinel(ctx, r.c.Dir, MasterName, r.primary.Addr, 500*time.Millisecond)
+		s, err := r.procs.StartSentinel(ctx, c.Dir, masterName, primary.Addr, 500*time.Millisecond)
 		if err != nil {
 			return err
 		}
-		r.sentinels = append(r.sentinels, s)
+		r.servers, r.sc.Sentinels = append(r.servers, s), append(r.sc.Sentinels, s.Addr)
 	}
+	r.sc.Redis = ""
 	// Each sentinel must know the replica and the other two before the
 	// primary dies, or there is no quorum to promote anyone.
-	addrs := make([]string, len(r.sentinels))
-	for i, s := range r.sentinels {
-		addrs[i] = s.Addr
-	}
-	return launch.AwaitSentinels(ctx, MasterName, addrs, 1)
+	return launch.AwaitSentinels(ctx, masterName, r.sc.Sentinels, 1)
 }
 
 func (r *runner) stopServers() {
-	r.stopPartition()
-	servers := append([]*launch.Redis{r.primary, r.replica}, r.sentinels...)
-	servers = append(servers, r.nodes...)
-	for _, s := range append(append(servers, r.masters...), r.replicas...) {
-		if s != nil {
-			s.Proc().Kill(3 * time.Second)
-		}
+	for _, s := range r.servers {
+		s.Proc().Kill(3 * time.Second)
 	}
-	if r.proxy != nil {
-		r.proxy.Close()
+	for _, s := range slices.Concat(r.hostRedis, r.hostSentinels) {
+		s.Proc.Kill(3 * time.Second)
 	}
 	for _, p := range r.proxies {
 		p.Close()
+	}
+	if r.net != nil {
+		if err := r.net.Remove(); err != nil && r.c.Say != nil {
+			r.c.Say(err.Error())
+		}
 	}
 }
 
@@ -281,36 +265,36 @@ func poll(ctx context.Context, d time.Duration, ok func() bool) error {
 	return nil
 }
 
+// spend starts the spenders and the history, strikes at a moment the
+// seed picks, lets two TTLs of aftermath go by and stops the spenders.
+func (r *runner) spend(ctx context.Context, res *Result) (err error) {
+	r.startHistory()
+	defer r.stopSpenders(ctx)
+	for i := range r.c.Procs {
+		if err := r.startSpender(i); err != nil {
+			return err
+		}
+	}
+	r.waitSpends(ctx, r.c.Procs, 10*time.Second)
+	sleep(ctx, time.Duration(r.rng.Int64N(int64(2*r.c.TTL))))
+	if res.Faults, res.Note, err = r.nemesis(ctx); err != nil {
+		return err
+	}
+	sleep(ctx, 2*r.c.TTL)
+	return ctx.Err()
+}
+
 func (r *runner) startSpender(n int) error {
 	c := r.c
-	sc := SpenderConfig{Strategy: c.Strategy, Prefix: c.Prefix, First: c.First, Wallets: c.Wallets,
-		Amount: c.Amount, TTL: c.TTL, Work: c.Work, Conc: c.Conc, Hold: c.Nemesis != None,
-		Seed: uint64(c.Seed)<<16 | uint64(n)}
-	switch {
-	case r.net != nil && isRedlock(c.Strategy):
-		for _, s := range r.hostRedis {
-			sc.Nodes = append(sc.Nodes, s.Addr)
-		}
-	case r.net != nil: // the Sentinel beside the spender first
+	sc := r.sc
+	sc.Strategy, sc.Prefix, sc.First, sc.Wallets, sc.Amount = c.Strategy, c.Prefix, c.First, c.Wallets, c.Amount
+	sc.TTL, sc.Work, sc.Conc, sc.Hold, sc.Seed = c.TTL, c.Work, c.Conc, c.Nemesis != None, uint64(c.Seed)<<16|uint64(n)
+	if r.net != nil && !isRedlock(c.Strategy) { // the Sentinel beside the spender first
+		sc.Sentinels = nil
 		for i := range netns.Hosts {
 			sc.Sentinels = append(sc.Sentinels, r.hostSentinels[(n+i)%netns.Hosts].Addr)
 		}
 		sc.Identify = true
-	case len(r.nodes) > 0:
-		for _, s := range r.nodes {
-			sc.Nodes = append(sc.Nodes, s.Addr)
-		}
-	case len(r.masters) > 0:
-		for _, m := range r.masters {
-			sc.Cluster = append(sc.Cluster, m.Addr)
-		}
-		sc.Direct = r.direct
-	case len(r.sentinels) > 0:
-		for _, s := range r.sentinels {
-			sc.Sentinels = append(sc.Sentinels, s.Addr)
-		}
-	default:
-		sc.Redis = r.primary.Addr
 	}
 	js, _ := json.Marshal(sc)
 	cmd := exec.Command(c.Exe)
@@ -360,44 +344,46 @@ func (r *runner) read(sp *spenderProc, stdout io.ReadCloser) {
 			}
 		case "spend":
 			delete(r.open, k)
-			r.spent(sp.n, e)
-			switch e.Outcome {
-			case Accepted:
-				r.accepted[e.Wallet]++
-			case Unknown:
-				r.unknown[e.Wallet]++
-			}
-			if e.Start != 0 {
-				r.sections = append(r.sections, section{e.Wallet, e.Start, e.End, e.Holder, sp.n, e.Outcome == Accepted, e.Server, e.Fence})
-			}
+			r.record(e)
 		}
 		r.mu.Unlock()
 		if e.Ev == "read" {
-			r.ack(sp, e)
+			r.ack(grabbed{e, sp})
 		}
 	}
 	r.mu.Lock()
-	sp.endAt = time.Now().UnixNano()
+	defer r.mu.Unlock()
 	// A spend that was reading when the process ended may have written:
 	// its outcome is unknown, and its critical section lasted until then.
+	end := time.Now().UnixNano()
 	for k, e := range r.open {
 		if k[0] == int64(sp.n) {
-			r.unknown[e.Wallet]++
-			lost := e
-			lost.End, lost.Read, lost.Result = sp.endAt, nil, uint8(history.Unknown)
-			r.spent(sp.n, lost)
-			r.sections = append(r.sections, section{e.Wallet, e.Start, sp.endAt, e.Holder, sp.n, false, e.Server, e.Fence})
+			e.End, e.Read, e.Result, e.Outcome = end, nil, uint8(history.Unknown), Unknown
+			r.record(e)
 			delete(r.open, k)
 		}
 	}
-	r.mu.Unlock()
+}
+
+// record takes in a spend that ended, with r.mu held.
+func (r *runner) record(e Event) {
+	r.spent(e.proc, e)
+	switch e.Outcome {
+	case Accepted:
+		r.accepted[e.Wallet]++
+	case Unknown:
+		r.unknown[e.Wallet]++
+	}
+	if e.Start != 0 {
+		r.sections = append(r.sections, section{e.Wallet, e.Start, e.End, e.Holder, e.proc, e.Outcome == Accepted, e.Server, e.Fence})
+	}
 }
 
 // ack lets a held spend go on to its write.
-func (r *runner) ack(sp *spenderProc, e Event) {
-	sp.wmu.Lock()
-	defer sp.wmu.Unlock()
-	fmt.Fprintf(sp.proc.Stdin, "go %d\n", e.Req)
+func (r *runner) ack(g grabbed) {
+	g.s.wmu.Lock()
+	defer g.s.wmu.Unlock()
+	fmt.Fprintf(g.s.proc.Stdin, "go %d\n", g.e.Req)
 }
 
 // grabRead hands the nemesis the next read that pass accepts, instead of
@@ -435,13 +421,19 @@ func (r *runner) waitSpends(ctx context.Context, n int, d time.Duration) {
 	})
 }
 
-// spentSince returns when the first accepted spend on wallet that began
-// after t (Unix ns), by another spender process than sp, with a lock that
-// server granted ("": any), began; 0 when there is none.
-func (r *runner) spentSince(wallet, t int64, sp *spenderProc, server string) int64 {
-	return r.firstGrant(func(s section) bool {
-		return s.wallet == wallet && s.start > t && s.proc != sp.n && s.accepted && (server == "" || s.server == server)
+// spentSince waits, for at most d, until another spender process than
+// g's has made an accepted spend on g's wallet that began after t, with
+// a lock that server granted ("": any), and returns when that spend
+// began; 0 when there was none.
+func (r *runner) spentSince(ctx context.Context, g grabbed, t time.Time, d time.Duration, server string) int64 {
+	var first int64
+	poll(ctx, d, func() bool {
+		first = r.firstGrant(func(s section) bool {
+			return s.wallet == g.e.Wallet && s.start > t.UnixNano() && s.proc != g.s.n && s.accepted && (server == "" || s.server == server)
+		})
+		return first != 0
 	})
+	return first
 }
 
 // firstGrant returns when the first critical section that ok accepts
@@ -482,22 +474,40 @@ func (r *runner) stopSpenders(ctx context.Context) {
 	}
 }
 
-// judge checks every wallet and counts the double grants.
-func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
+// judge reads the balances back, ends the history with them and checks
+// it (within history.DefaultLimits or until ctx ends), checks every
+// wallet against the spenders' reports, and counts the double grants.
+func (r *runner) judge(ctx context.Context, res *Result) error {
+	c := r.c
+	balances, err := c.Store.Balances(ctx, c.First, c.Wallets)
+	if err != nil {
+		return err
+	}
+	for i, bal := range balances {
+		r.rec.Read(c.First+int64(i), bal)
+	}
+	res.HistoryVerdict = HistoryVerdict{Verdict: r.rec.Check(ctx, history.DefaultLimits), rec: r.rec}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	accepted, unknown := make([]int64, len(balances)), make([]int64, len(balances))
 	for i := range balances {
-		id := r.c.First + int64(i)
+		id := c.First + int64(i)
 		accepted[i], unknown[i] = int64(r.accepted[id]), int64(r.unknown[id])
 	}
-	v, _, off, money := ledger.Judge(r.c.Initial, r.c.Amount, accepted, unknown, balances)
+	v, _, off, money := ledger.Judge(c.Initial, c.Amount, accepted, unknown, balances)
 	res.OK, res.MoneyOff, res.Unknown = off == 0, money, v.Unknown
-	res.Verdict, res.Check = v, v.String()
-	r.checkHistory(ctx, res, balances)
-	if r.c.Strategy != Version { // no lock, nothing granted
-		res.DoubleGrants = overlaps(r.sections)
+	res.Check = v.String()
+	if c.Strategy == Version { // no lock, nothing granted
+		return nil
 	}
+	res.DoubleGrants = overlaps(r.sections)
+	if r.part != nil {
+		w := r.part.window(r.sections)
+		both, old := w.Both.Milliseconds(), w.OldFor.Milliseconds()
+		res.WindowMS, res.OldPrimaryMS = &both, &old
+		res.WindowDoubleGrants, res.OldPrimaryGrants, res.Lost = w.DoubleGrants, w.OldGrants, w.Lost
+	}
+	return nil
 }
 
 // overlaps counts the pairs of critical sections on one wallet, of two
@@ -505,12 +515,7 @@ func (r *runner) judge(ctx context.Context, res *Result, balances []int64) {
 // another still believed it held it.
 func overlaps(sections []section) int {
 	s := append([]section(nil), sections...)
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].wallet != s[j].wallet {
-			return s[i].wallet < s[j].wallet
-		}
-		return s[i].start < s[j].start
-	})
+	slices.SortFunc(s, func(a, b section) int { return cmp.Or(cmp.Compare(a.wallet, b.wallet), cmp.Compare(a.start, b.start)) })
 	n := 0
 	for i := range s {
 		for j := i + 1; j < len(s) && s[j].wallet == s[i].wallet && s[j].start < s[i].end; j++ {

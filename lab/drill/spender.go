@@ -167,18 +167,18 @@ func runSpender(c SpenderConfig, stdin io.Reader, stdout io.Writer) error {
 	if isRedlock(c.Strategy) {
 		clients := make([]redis.UniversalClient, len(c.Nodes))
 		for i, a := range c.Nodes {
-			clients[i] = NewClient(a)
+			clients[i] = newClient(a)
 		}
 		s.redlock = redlock.NewNodes(c.Nodes, clients...)
 		defer s.redlock.Close()
 	} else if c.Strategy != Version {
 		switch {
 		case len(c.Cluster) > 0:
-			s.rdb = NewClusterClient(c.Cluster, c.Direct)
+			s.rdb = newClusterClient(c.Cluster, c.Direct)
 		case len(c.Sentinels) > 0:
-			s.rdb = NewFailoverClient(c.Sentinels)
+			s.rdb = newFailoverClient(c.Sentinels)
 		default:
-			s.rdb = NewClient(c.Redis)
+			s.rdb = newClient(c.Redis)
 		}
 		defer s.rdb.Close()
 		if c.Strategy == Fair {
@@ -206,26 +206,20 @@ func (s *spender) listen(stdin io.Reader) {
 	sc := bufio.NewScanner(stdin)
 	for sc.Scan() {
 		req, err := strconv.ParseInt(strings.TrimPrefix(sc.Text(), "go "), 10, 64)
-		if err == nil {
-			s.release(req)
+		s.mu.Lock()
+		if ch, ok := s.holds[req]; ok && err == nil {
+			close(ch)
+			delete(s.holds, req)
 		}
+		s.mu.Unlock()
 	}
 	s.stopped.Store(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for req, ch := range s.holds {
+	for _, ch := range s.holds {
 		close(ch)
-		delete(s.holds, req)
 	}
-}
-
-func (s *spender) release(req int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ch, ok := s.holds[req]; ok {
-		close(ch)
-		delete(s.holds, req)
-	}
+	clear(s.holds)
 }
 
 func (s *spender) emit(e Event) {

@@ -181,6 +181,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r.header(ctx, pool, c, nems)
 
 	var runErr error
+cells:
 	for _, n := range nems {
 		for _, s := range strats {
 			if ok, why := drill.Applies(n, s); !ok {
@@ -192,16 +193,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				res, err := drill.Run(ctx, procs, c)
 				if err != nil {
 					runErr = fmt.Errorf("%s %s seed %d: %w", n, s, c.Seed, err)
-					break
+					break cells
 				}
 				r.add(res)
 			}
-			if runErr != nil {
-				break
-			}
-		}
-		if runErr != nil {
-			break
 		}
 	}
 

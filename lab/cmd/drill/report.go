@@ -90,6 +90,7 @@ type cell struct {
 	seeds, broken, unknown, faults, dg int
 	off                                int64
 	want                               lesson.DrillCell
+	old, both, wdg                     []string // each seed's measure of a partition (see drill.Window)
 }
 
 func (c cell) match() bool {
@@ -121,6 +122,12 @@ func (r *report) cells() []cell {
 		c.dg += res.DoubleGrants
 		c.unknown += res.Unknown
 		c.faults += res.Faults
+		if res.WindowMS != nil {
+			ms := func(p *int64) string {
+				return (time.Duration(*p) * time.Millisecond).Round(10 * time.Millisecond).String()
+			}
+			c.old, c.both, c.wdg = append(c.old, ms(res.OldPrimaryMS)), append(c.both, ms(res.WindowMS)), append(c.wdg, fmt.Sprint(res.WindowDoubleGrants))
+		}
 	}
 	return out
 }
@@ -140,40 +147,16 @@ func (r *report) table() {
 		tab.Row(c.nemesis, c.strategy, c.seeds, c.broken, c.off, c.dg, c.unknown, c.faults, c.want.Want+", "+verdict)
 	}
 	tab.Flush()
-	r.windows()
-}
-
-// windows adds, for the partition nemeses, each seed's measure of the
-// partition (see drill.Window).
-func (r *report) windows() {
-	type seeds struct{ old, both, dg []string }
-	var order [][2]string
-	by := map[[2]string]*seeds{}
-	for _, res := range r.rows {
-		if res.WindowMS == nil {
-			continue
-		}
-		k := [2]string{res.Nemesis, res.Strategy}
-		if by[k] == nil {
-			by[k] = &seeds{}
-			order = append(order, k)
-		}
-		ms := func(p *int64) string {
-			return (time.Duration(*p) * time.Millisecond).Round(10 * time.Millisecond).String()
-		}
-		by[k].old = append(by[k].old, ms(res.OldPrimaryMS))
-		by[k].both = append(by[k].both, ms(res.WindowMS))
-		by[k].dg = append(by[k].dg, fmt.Sprint(res.WindowDoubleGrants))
-	}
-	if len(order) == 0 {
+	// The partition nemeses' cells add each seed's measure of the partition.
+	cells := slices.DeleteFunc(r.cells(), func(c cell) bool { return c.old == nil })
+	if len(cells) == 0 {
 		return
 	}
 	fmt.Fprintln(r.w)
-	tab := harness.NewTable(r.w, "")
+	tab = harness.NewTable(r.w, "")
 	tab.Row("nemesis", "strategy", "old primary granted for", "two primaries at once", "double grants across them", "(each seed)")
-	for _, k := range order {
-		s := by[k]
-		tab.Row(k[0], k[1], strings.Join(s.old, " "), strings.Join(s.both, " "), strings.Join(s.dg, " "), "")
+	for _, c := range cells {
+		tab.Row(c.nemesis, c.strategy, strings.Join(c.old, " "), strings.Join(c.both, " "), strings.Join(c.wdg, " "), "")
 	}
 	tab.Flush()
 }

@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,8 +144,6 @@ func (n *Net) lanBridge() string    { return netLinks(n.id)[0] }
 func (n *Net) uplinkBridge() string { return netLinks(n.id)[1] }
 func (n *Net) lanVeth(i int) string { return netLinks(n.id)[2+2*i] }
 func (n *Net) upVeth(i int) string  { return netLinks(n.id)[3+2*i] }
-
-func ipCmd(args ...string) *exec.Cmd { return exec.Command("ip", args...) }
 
 // ip runs ip with args, bounded by a few seconds whatever ctx says (a
 // clean-up must run after Ctrl-C too), and returns what it printed.
@@ -299,19 +298,11 @@ func releaseClaim(f *os.File) {
 // carries ("" for none).
 type netObj struct{ kind, name, mark string }
 
-// present lists the namespaces and links of id that exist now.
+// present lists the namespaces and links of id that exist now: those of
+// netObjects that are named for id.
 func present(id int) ([]netObj, error) {
 	all, err := netObjects()
-	if err != nil {
-		return nil, err
-	}
-	var found []netObj
-	for _, o := range all {
-		if objID(o) == id {
-			found = append(found, o)
-		}
-	}
-	return found, nil
+	return slices.DeleteFunc(all, func(o netObj) bool { return objID(o) != id }), err
 }
 
 // objID is the id a namespace or link of the runs is named for, 0 for
@@ -327,6 +318,25 @@ func objID(o netObj) int {
 	}
 	id, _ := strconv.Atoi(m[1])
 	return id
+}
+
+// link is a link as ip -j link show lists it.
+type link struct {
+	Name  string `json:"ifname"`
+	Alias string `json:"ifalias"`
+}
+
+// links lists the links ip -j link show finds with args.
+func links(args ...string) ([]link, error) {
+	out, err := ip(append([]string{"-j"}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	var l []link
+	if err := json.Unmarshal(out, &l); err != nil {
+		return nil, fmt.Errorf("netns: read ip link show: %w", err)
+	}
+	return l, nil
 }
 
 // netObjects lists the runs' namespaces and links on the machine, each
@@ -352,42 +362,21 @@ func netObjects() ([]netObj, error) {
 		// Its loopback carries the record. A namespace gone in between,
 		// or one made and not yet marked, has none.
 		mark := ""
-		if out, err := ip("-j", "-n", ns.Name, "link", "show", "dev", "lo"); err == nil {
-			mark = aliasOf(out, "lo")
+		if lo, err := links("-n", ns.Name, "link", "show", "dev", "lo"); err == nil && len(lo) == 1 {
+			mark = lo[0].Alias
 		}
 		found = append(found, netObj{"namespace", ns.Name, mark})
 	}
-	if out, err = ip("-j", "link", "show"); err != nil {
+	all, err := links("link", "show")
+	if err != nil {
 		return nil, err
 	}
-	var links []struct {
-		Name  string `json:"ifname"`
-		Alias string `json:"ifalias"`
-	}
-	if err := json.Unmarshal(out, &links); err != nil {
-		return nil, fmt.Errorf("netns: read ip link show: %w", err)
-	}
-	for _, l := range links {
+	for _, l := range all {
 		if linkName.MatchString(l.Name) {
 			found = append(found, netObj{"link", l.Name, l.Alias})
 		}
 	}
 	return found, nil
-}
-
-// aliasOf returns the alias of the link name in ip -j link show's out.
-func aliasOf(out []byte, name string) string {
-	var links []struct {
-		Name  string `json:"ifname"`
-		Alias string `json:"ifalias"`
-	}
-	json.Unmarshal(out, &links)
-	for _, l := range links {
-		if l.Name == name {
-			return l.Alias
-		}
-	}
-	return ""
 }
 
 // clearNet removes the namespaces and links of id, whose claim the
@@ -422,7 +411,7 @@ func clearNet(id int, mine string) ([]string, error) {
 		}
 	}
 	for _, o := range objs {
-		if o.kind == "link" && ipCmd("link", "show", "dev", o.name).Run() == nil {
+		if o.kind == "link" && exec.Command("ip", "link", "show", "dev", o.name).Run() == nil { // not gone with its namespace
 			if _, err := ip("link", "del", o.name); err != nil {
 				errs = append(errs, err)
 				continue
@@ -578,4 +567,54 @@ func withHostPort(raw, hostport string) (string, error) {
 	}
 	// Keyword/value: a later keyword wins.
 	return raw + " host=" + host + " port=" + port, nil
+}
+
+// Server is a redis-server or a Sentinel in a host: Addr on the LAN, Ctl
+// on the uplink, where the run calls it.
+type Server struct {
+	Addr, Ctl string
+	Proc      *launch.Proc
+}
+
+// StartRedis starts a redis-server in host i, in dir, on port of both the
+// host's addresses, with no persistence and args added to its command
+// line, and waits until it answers on the uplink.
+func (n *Net) StartRedis(ctx context.Context, g *launch.Group, dir string, i, port int, args ...string) (*Server, error) {
+	p := strconv.Itoa(port)
+	return n.start(ctx, g, dir, i, port, "redis-server", append([]string{"--port", p, "--bind", n.LAN(i), n.Uplink(i),
+		"--protected-mode", "no", "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}, args...))
+}
+
+// StartSentinel starts a Sentinel in host i, in dir, on port of both the
+// host's addresses, that monitors the primary at host 0's LAN address
+// and primaryPort under the name master (see launch.SentinelConf), and
+// waits until it answers on the uplink.
+func (n *Net) StartSentinel(ctx context.Context, g *launch.Group, dir string, i, port int, master string, primaryPort int, downAfter time.Duration) (*Server, error) {
+	conf, err := launch.SentinelConf(dir, port, []string{n.LAN(i), n.Uplink(i)}, master, n.LAN(0), strconv.Itoa(primaryPort), downAfter)
+	if err != nil {
+		return nil, err
+	}
+	return n.start(ctx, g, dir, i, port, "redis-sentinel", []string{conf, "--sentinel"})
+}
+
+func (n *Net) start(ctx context.Context, g *launch.Group, dir string, i, port int, kind string, args []string) (*Server, error) {
+	bin, err := launch.RedisBinary()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: net.JoinHostPort(n.LAN(i), strconv.Itoa(port)), Ctl: net.JoinHostPort(n.Uplink(i), strconv.Itoa(port))}
+	cmd := n.Command(i, bin, args...)
+	cmd.Dir = dir
+	var log launch.Log
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if s.Proc, err = g.Start(fmt.Sprintf("%s %s (host %d)", kind, s.Addr, i), cmd); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(10 * time.Second); !launch.Answers(s.Ctl); time.Sleep(50 * time.Millisecond) {
+		if !s.Proc.Running() || time.Now().After(deadline) || ctx.Err() != nil {
+			s.Proc.Kill(time.Second)
+			return nil, fmt.Errorf("netns: %s in host %d did not start: %s", kind, i, log.LastLine())
+		}
+	}
+	return s, nil
 }

@@ -27,19 +27,11 @@ type Net struct{}
 // MakeNet makes no network here.
 func MakeNet(string, string) (*Net, string, error) { return nil, "", CanPartition() }
 
-// MakeNetOf makes no network here.
-func MakeNetOf(string, int, string) (*Net, string, error) { return nil, "", CanPartition() }
-
 // RemoveDead has nothing to remove here.
 func RemoveDead() ([]string, error) { return nil, nil }
 
-func (n *Net) Namespace(int) string                     { return "" }
 func (n *Net) LAN(int) string                           { return "" }
 func (n *Net) Uplink(int) string                        { return "" }
-func (n *Net) Machine() string                          { return "" }
 func (n *Net) Remove() error                            { return nil }
 func (n *Net) Cut(int) error                            { return CanPartition() }
-func (n *Net) Heal(int) error                           { return CanPartition() }
 func (n *Net) Command(int, string, ...string) *exec.Cmd { return nil }
-func (n *Net) DatabaseURL(string) (string, error)       { return "", CanPartition() }
-func PostgresAddr(string) (string, error)               { return "", CanPartition() }

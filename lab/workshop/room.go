@@ -171,7 +171,7 @@ func printRoom(w io.Writer, room *charts.Room) {
 		if room.Differs(i) {
 			differ++
 		}
-		left += room.Tallies[i].LeftOut
+		left += room.Tallies[i][charts.LeftOut]
 	}
 	switch {
 	case differ == 0 && left == 0:

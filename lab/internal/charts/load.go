@@ -520,10 +520,15 @@ func percent(v float64, known bool) string {
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
-// Plural is word, with an s unless n is 1: "1 wallet", "3 wallets".
-func Plural(n int, word string) string {
-	if n == 1 {
+// Plural is word, with an s unless n is 1: "1 wallet", "3 wallets"; or,
+// given, the plural of words whose plural is not one s more ("phase is",
+// "phases are").
+func Plural(n int, word string, plural ...string) string {
+	switch {
+	case n == 1:
 		return word
+	case len(plural) > 0:
+		return plural[0]
 	}
 	return word + "s"
 }

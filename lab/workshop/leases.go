@@ -202,17 +202,16 @@ func readLeases(log []wire.Command, start time.Time, stops map[string]time.Time)
 // of is what user's commands did in round 2, or what happened to its
 // lease, in a sentence or two; "" when nothing.
 func (ls *leases) of(user string) string {
-	s := ls.by[user]
-	switch len(s) {
+	switch s := ls.by[user]; len(s) {
 	case 0:
 		return ""
 	case 1:
 		return s[0]
-	}
-	if len(s) == 2 {
+	case 2:
 		return s[0] + " (and once more)"
+	default:
+		return fmt.Sprintf("%s (and %d more times)", s[0], len(s)-1)
 	}
-	return fmt.Sprintf("%s (and %d more times)", s[0], len(s)-1)
 }
 
 // keysOf are a command's keys and, for a script, its other arguments.

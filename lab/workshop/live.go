@@ -50,6 +50,9 @@ type Room struct {
 	// its join code, "192.168.1.10:8080/k7d2-p9xq".
 	Line string
 
+	// Listen says every address the room listens on, with what for.
+	Listen []string
+
 	code   string
 	dir    string
 	files  []string // named by hand on the command line, read beside the folder's
@@ -57,8 +60,7 @@ type Room struct {
 	ln     net.Listener
 	mux    *http.ServeMux
 	srv    *http.Server
-	race   *race    // nil: a room without the race
-	listen []string // every address the room listens on, with what for
+	race   *race // nil: a room without the race
 	closed chan struct{}
 	once   sync.Once
 
@@ -79,7 +81,7 @@ func OpenRoom(addr, dir string, files []string) (*Room, error) {
 	}
 	r := &Room{code: newCode(), dir: dir, files: files, asked: addr, ln: ln, mux: http.NewServeMux(), sent: map[string]string{}, closed: make(chan struct{})}
 	r.Line = ln.Addr().String() + "/" + r.code
-	r.listen = []string{ln.Addr().String() + " (this page, documents, joins)"}
+	r.Listen = []string{ln.Addr().String() + " (this page, documents, joins)"}
 	r.mux.HandleFunc("GET /{$}", r.servePage)
 	r.mux.HandleFunc("POST /doc", r.takeDoc)
 	// A stray client's bad request is no business of the facilitator's
@@ -110,9 +112,6 @@ func (r *Room) Close() {
 		}
 	})
 }
-
-// Listen says every address the room listens on, with what for.
-func (r *Room) Listen() []string { return r.listen }
 
 // newCode is a join code: eight characters that read aloud without
 // confusion (no 0/o, 1/l/i), about 40 bits.
@@ -199,41 +198,23 @@ func (r *Room) takeDoc(w http.ResponseWriter, req *http.Request) {
 }
 
 // controlChar names the first control character in a JSON document's
-// text, a newline and a tab apart (a step's error may quote its
-// stderr); "" when there is none, or the document is not JSON.
+// text, its keys too, a newline and a tab apart (a step's error may quote
+// its stderr); "" when there is none before the document ends or stops
+// being JSON.
 func controlChar(data []byte) string {
-	var v any
-	if json.Unmarshal(data, &v) != nil {
-		return ""
-	}
-	var walk func(v any) string
-	walk = func(v any) string {
-		switch v := v.(type) {
-		case string:
-			for _, c := range v {
-				if (c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c < 0xa0) {
-					return fmt.Sprintf("%U", c)
-				}
-			}
-		case []any:
-			for _, e := range v {
-				if s := walk(e); s != "" {
-					return s
-				}
-			}
-		case map[string]any:
-			for k, e := range v {
-				if s := walk(k); s != "" {
-					return s
-				}
-				if s := walk(e); s != "" {
-					return s
-				}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		s, _ := tok.(string)
+		for _, c := range s {
+			if (c < 0x20 && c != '\n' && c != '\t') || (c >= 0x7f && c < 0xa0) {
+				return fmt.Sprintf("%U", c)
 			}
 		}
-		return ""
 	}
-	return walk(v)
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
@@ -294,8 +275,10 @@ func (r *Room) draw() []byte {
 			fmt.Fprintf(&sig, "%s %d %d\n", n, fi.Size(), fi.ModTime().UnixNano())
 		}
 	}
+	var race *charts.Race
 	if r.race != nil {
-		fmt.Fprintf(&sig, "race %d %s\n", r.race.version(), r.race.view().State)
+		race = r.race.view()
+		fmt.Fprintf(&sig, "race %v\n", *race)
 	}
 	r.mu.Lock()
 	fmt.Fprintf(&sig, "notes %q\n", r.notes)
@@ -316,10 +299,7 @@ func (r *Room) draw() []byte {
 		machines = append(machines, m)
 	}
 	uniqueLabels(machines)
-	live := &charts.Live{Refresh: refresh, Listen: r.listen, Updated: time.Now().Format("15:04:05"), Notes: notes}
-	if r.race != nil {
-		live.Race = r.race.view()
-	}
+	live := &charts.Live{Refresh: refresh, Listen: r.Listen, Updated: time.Now().Format("15:04:05"), Notes: notes, Race: race}
 	var b bytes.Buffer
 	room, err := charts.Judge(machines)
 	if err == nil {

@@ -110,17 +110,13 @@ type race struct {
 	house []House
 
 	mu      sync.Mutex
-	ver     int
 	laptops []*laptop
 	now     int           // the round running or last run; 0 before the first
 	started time.Time     // when round now started
 	begun   chan struct{} // closed when the next round's plans are out
 	over    bool          // both rounds ran
 	log     []wire.Command
-	rows    [3][]charts.RaceRow
-	checks  [3]string
-	lost    [3]bool
-	story   []string
+	rounds  []charts.Round // those judged, for the page
 }
 
 // StartRace starts the race's servers behind proxies on the room's host
@@ -140,18 +136,12 @@ func (r *Room) StartRace(ctx context.Context, round time.Duration, house []House
 	}
 	r.race = &race{s: s, round: round, house: house, begun: make(chan struct{})}
 	s.rproxy.OnCommand(r.race.saw)
-	r.listen = append(r.listen, s.rproxy.Addr()+" (the race's Redis, through the room's proxy)",
+	r.Listen = append(r.Listen, s.rproxy.Addr()+" (the race's Redis, through the room's proxy)",
 		s.pproxy.Addr()+" (the race's PostgreSQL, through a proxy); the servers themselves listen on 127.0.0.1")
 	r.mux.HandleFunc("POST /join", r.join)
 	r.mux.HandleFunc("GET /plan", r.plan)
 	r.mux.HandleFunc("POST /result", r.result)
 	return nil
-}
-
-func (rc *race) version() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.ver
 }
 
 // saw keeps round 2's commands on the shared keys, as the proxy passes
@@ -191,7 +181,6 @@ func (r *Room) join(w http.ResponseWriter, req *http.Request) {
 		var c Creds
 		if c, err = rc.s.addUser(req.Context(), ask.Name, int64(100+len(rc.laptops))); err == nil {
 			rc.laptops = append(rc.laptops, &laptop{Creds: c, from: from, house: house})
-			rc.ver++
 			i = len(rc.laptops) - 1
 		}
 	}
@@ -286,7 +275,6 @@ func (r *Room) result(w http.ResponseWriter, req *http.Request) {
 	ok := l != nil && err == nil && res.Round >= 1 && res.Round <= 2 && r.codeOK(req)
 	if ok {
 		l.results[res.Round] = &res
-		rc.ver++
 	}
 	rc.mu.Unlock()
 	switch {
@@ -342,7 +330,6 @@ func (r *Room) RunRound(ctx context.Context, n int) (charts.Round, error) {
 	rc.s.rproxy.Arm(wire.None, 0) // the proxy's own log starts again: it keeps one round's
 	close(rc.begun)
 	rc.begun = make(chan struct{})
-	rc.ver++
 	rc.mu.Unlock()
 
 	deadline := time.Now().Add(lead + rc.round + grace)
@@ -369,7 +356,7 @@ func (rc *race) judge(ctx context.Context, n int, laptops []*laptop) (charts.Rou
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	rc.mu.Lock()
-	defer func() { rc.ver++; rc.mu.Unlock() }()
+	defer rc.mu.Unlock()
 	total := wallet.Tally{}
 	var rows []charts.RaceRow
 	var seen *leases
@@ -398,8 +385,8 @@ func (rc *race) judge(ctx context.Context, n int, laptops []*laptop) (charts.Rou
 		total.Accepted += res.Accepted
 		total.Unknown += res.Unknown
 		if n == 1 {
-			var balance int64
-			if err := rc.s.pool.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1", l.Wallet).Scan(&balance); err != nil {
+			balance, err := rc.s.store.Balance(ctx, l.Wallet)
+			if err != nil {
 				return charts.Round{}, fmt.Errorf("read %s's wallet: %w", l.Name, err)
 			}
 			v := wallet.Check(initial, amount, t, balance)
@@ -418,16 +405,16 @@ func (rc *race) judge(ctx context.Context, n int, laptops []*laptop) (charts.Rou
 	round := charts.Round{Rows: rows}
 	round.Title, round.Note = roundText(n)
 	if n == 2 {
-		var balance int64
-		if err := rc.s.pool.QueryRow(ctx, "SELECT balance FROM walletlock_wallets WHERE id = $1", sharedWallet).Scan(&balance); err != nil {
+		balance, err := rc.s.store.Balance(ctx, sharedWallet)
+		if err != nil {
 			return charts.Round{}, fmt.Errorf("read the shared wallet: %w", err)
 		}
 		v := wallet.Check(initial, amount, total, balance)
 		round.Check, round.Lost, round.Story = v.String(), !v.OK, seen.story
 	}
-	rc.rows[n], rc.checks[n], rc.lost[n] = rows, round.Check, round.Lost
+	rc.rounds = append(rc.rounds, round)
 	if n == 2 {
-		rc.over, rc.story = true, round.Story
+		rc.over = true
 		close(rc.begun) // the laptops waiting for a third round go home
 		rc.begun = make(chan struct{})
 	}
@@ -474,17 +461,7 @@ func (rc *race) view() *charts.Race {
 	default:
 		v.State = fmt.Sprintf("Waiting for the facilitator to start round %d (Enter, in the room's terminal). A laptop joins with make race ROOM=<the join line>.", rc.now+1)
 	}
-	for n := 1; n <= 2; n++ {
-		if rc.rows[n] == nil {
-			continue
-		}
-		round := charts.Round{Rows: rc.rows[n], Check: rc.checks[n], Lost: rc.lost[n]}
-		if n == 2 {
-			round.Story = rc.story
-		}
-		round.Title, round.Note = roundText(n)
-		v.Rounds = append(v.Rounds, round)
-	}
+	v.Rounds = slices.Clone(rc.rounds)
 	return v
 }
 

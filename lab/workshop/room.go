@@ -160,7 +160,7 @@ func uniqueLabels(room []charts.Machine) {
 // lesson or were left out, and how step 6 ran when not alike everywhere.
 func printRoom(w io.Writer, room *charts.Room) {
 	ms := room.Machines
-	fmt.Fprintf(w, "%d %s:\n", len(ms), plural(len(ms), "machine"))
+	fmt.Fprintf(w, "%d %s:\n", len(ms), charts.Plural(len(ms), "machine"))
 	tab := harness.NewTable(w, "  ")
 	for i, m := range ms {
 		tab.Row(m.Label, fmt.Sprintf("%s %s, %d CPUs, Redis %s, PostgreSQL %s", m.Go, m.OS, m.CPUs, m.Redis, m.Postgres), room.Tallies[i])
@@ -171,13 +171,13 @@ func printRoom(w io.Writer, room *charts.Room) {
 		if room.Differs(i) {
 			differ++
 		}
-		left += room.Tallies[i].LeftOut
+		left += room.Tallies[i][charts.LeftOut]
 	}
 	switch {
 	case differ == 0 && left == 0:
 		fmt.Fprintln(w, "Every machine gave every verdict the lesson promises.")
 	case differ == 0:
-		fmt.Fprintf(w, "No machine differs from the lesson, but %d %s left out, not checked:\n", left, plural(left, "phase was", "phases were"))
+		fmt.Fprintf(w, "No machine differs from the lesson, but %d %s left out, not checked:\n", left, charts.Plural(left, "phase was", "phases were"))
 	default:
 		fmt.Fprintf(w, "%d of %d machines differ from the lesson:\n", differ, len(ms))
 	}
@@ -229,7 +229,7 @@ func printFormer(w io.Writer, room *charts.Room) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d %s no longer in the lesson, from files of an earlier version (shown, not judged):\n", len(rows), plural(len(rows), "phase is", "phases are"))
+	fmt.Fprintf(w, "%d %s no longer in the lesson, from files of an earlier version (shown, not judged):\n", len(rows), charts.Plural(len(rows), "phase is", "phases are"))
 	for _, ph := range rows {
 		var gave []string
 		for i, c := range ph.Cells {
@@ -239,16 +239,4 @@ func printFormer(w io.Writer, room *charts.Room) {
 		}
 		fmt.Fprintf(w, "  %s phase %s (%s): %s\n", ph.Step, ph.Phase, ph.What, strings.Join(gave, "; "))
 	}
-}
-
-// plural is one when n is 1, else many, or one with an s when many is
-// not given.
-func plural(n int, one string, many ...string) string {
-	switch {
-	case n == 1:
-		return one
-	case len(many) > 0:
-		return many[0]
-	}
-	return one + "s"
 }

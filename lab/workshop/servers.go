@@ -19,12 +19,10 @@ package workshop
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,17 +44,10 @@ type servers struct {
 	redis  *launch.Redis
 	admin  *redis.Client // the room's own user on its Redis, past the proxy
 	pg     *launch.Postgres
-	pool   *pgxpool.Pool // the superuser, on the Unix socket
-	store  *postgres.Store
-	rproxy *wire.Proxy // the laptops' Redis
-	pproxy *wire.Proxy // the laptops' PostgreSQL
-}
-
-// secret is a password: 128 random bits, in hex, safe in a URL.
-func secret() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	pool   *pgxpool.Pool   // the superuser, on the Unix socket
+	store  *postgres.Store // the superuser's, which sees every wallet
+	rproxy *wire.Proxy     // the laptops' Redis
+	pproxy *wire.Proxy     // the laptops' PostgreSQL
 }
 
 // startServers starts the race's servers, locks them down, and only then
@@ -76,7 +67,7 @@ func startServers(ctx context.Context, host string, redisPort, pgPort int) (s *s
 	}
 	// Users first, then the default user off: from then on every
 	// connection must log in.
-	pw := secret()
+	pw := rand.Text()
 	setup := redis.NewClient(&redis.Options{Addr: s.redis.Addr})
 	err = setup.Do(ctx, "ACL", "SETUSER", "room", "on", ">"+pw, "~*", "&*", "+@all").Err()
 	if err == nil {
@@ -155,7 +146,7 @@ const (
 // addUser makes name's Redis user and PostgreSQL role, each with a new
 // password, and its wallet, numbered wallet.
 func (s *servers) addUser(ctx context.Context, name string, wallet int64) (Creds, error) {
-	c := Creds{Name: name, Redis: s.rproxy.Addr(), User: "room-" + name, Password: secret(),
+	c := Creds{Name: name, Redis: s.rproxy.Addr(), User: "room-" + name, Password: rand.Text(),
 		Prefix: "room:" + name + ":", Wallet: wallet}
 	err := s.admin.Do(ctx, "ACL", "SETUSER", c.User, "reset", "on", ">"+c.Password,
 		"~"+c.Prefix+"*", "~"+sharedPrefix+"*", "resetchannels", "+@all", "-@dangerous", "-@admin",
@@ -164,16 +155,16 @@ func (s *servers) addUser(ctx context.Context, name string, wallet int64) (Creds
 	if err != nil {
 		return c, fmt.Errorf("the Redis user of %s: %w", name, err)
 	}
-	role := pgx.Identifier{strings.ReplaceAll(c.User, "-", "_")}.Sanitize()
+	role := pgx.Identifier{ownerOf(c.User)}.Sanitize()
 	_, err = s.pool.Exec(ctx, fmt.Sprintf(`CREATE ROLE %[1]s LOGIN PASSWORD '%[2]s';
 		GRANT USAGE, CREATE ON SCHEMA public TO %[1]s; GRANT SELECT, UPDATE ON walletlock_wallets TO %[1]s`, role, c.Password))
 	if err == nil {
 		_, err = s.pool.Exec(ctx, "INSERT INTO walletlock_wallets (id, balance, owner) VALUES ($1, 0, $2) ON CONFLICT (id) DO NOTHING",
-			wallet, strings.ReplaceAll(c.User, "-", "_"))
+			wallet, ownerOf(c.User))
 	}
 	if err != nil {
 		return c, fmt.Errorf("the PostgreSQL role of %s: %w", name, err)
 	}
-	c.Postgres = fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", strings.ReplaceAll(c.User, "-", "_"), c.Password, s.pproxy.Addr())
+	c.Postgres = fmt.Sprintf("postgres://%s:%s@%s/postgres?sslmode=disable", ownerOf(c.User), c.Password, s.pproxy.Addr())
 	return c, nil
 }

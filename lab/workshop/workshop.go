@@ -16,10 +16,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
-	"unicode"
 
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
@@ -267,22 +267,13 @@ func (doc *Doc) Save(stderr io.Writer) error {
 	return nil
 }
 
+// unsafeRun is a run of characters a file name should not hold.
+var unsafeRun = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
 // fileSafe turns a host label into part of a file name: letters, digits,
 // dots, dashes and underscores, every other run of characters one dash.
 func fileSafe(label string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range label {
-		switch {
-		case r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("._-", r)):
-			b.WriteRune(r)
-			dash = false
-		case !dash:
-			b.WriteByte('-')
-			dash = true
-		}
-	}
-	if s := strings.Trim(b.String(), "-."); s != "" {
+	if s := strings.Trim(unsafeRun.ReplaceAllString(label, "-"), "-."); s != "" {
 		return s
 	}
 	return "host"

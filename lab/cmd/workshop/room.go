@@ -44,7 +44,7 @@ func serve(ctx context.Context, opt *options, files []string, stdout, stderr io.
 	if opt.race {
 		fmt.Fprintf(stdout, "    make race ROOM=%s\n", room.Line)
 	}
-	fmt.Fprintf(stdout, "\nThe room listens on these addresses only:\n    %s\n", strings.Join(room.Listen(), "\n    "))
+	fmt.Fprintf(stdout, "\nThe room listens on these addresses only:\n    %s\n", strings.Join(room.Listen, "\n    "))
 	if opt.race {
 		for _, h := range workshop.HouseLocks { // the house's locks race beside the laptops'
 			go func() {

@@ -1,8 +1,10 @@
 package charts
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -129,19 +131,19 @@ func (p PhaseRow) Differs() bool {
 }
 
 // Tally counts one machine's phases by status.
-type Tally struct{ Match, OtherVerdict, NotReported, NotRun, LeftOut, Former int }
+type Tally [Former + 1]int
 
 // String is the machine's count, as the summary and the page give it:
 // "18 of 19 phases as the lesson says, 1 left out, not checked".
 func (t Tally) String() string {
-	judged := t.Match + t.OtherVerdict + t.NotReported + t.NotRun
-	s := fmt.Sprintf("%d of %d %s as the lesson says", t.Match, judged, Plural(judged, "phase"))
+	judged := t[Match] + t[OtherVerdict] + t[NotReported] + t[NotRun]
+	s := fmt.Sprintf("%d of %d %s as the lesson says", t[Match], judged, Plural(judged, "phase"))
 	for _, part := range []struct {
-		n    int
+		s    Status
 		what string
-	}{{t.NotReported, "not reported"}, {t.NotRun, "not run"}, {t.LeftOut, "left out, not checked"}, {t.Former, "no longer in the lesson"}} {
-		if part.n > 0 {
-			s += fmt.Sprintf(", %d %s", part.n, part.what)
+	}{{NotReported, "not reported"}, {NotRun, "not run"}, {LeftOut, "left out, not checked"}, {Former, "no longer in the lesson"}} {
+		if t[part.s] > 0 {
+			s += fmt.Sprintf(", %d %s", t[part.s], part.what)
 		}
 	}
 	return s
@@ -176,21 +178,7 @@ func Judge(machines []Machine) (*Room, error) {
 		for i, m := range machines {
 			c := judge(m, k)
 			row.Cells = append(row.Cells, c)
-			t := &r.Tallies[i]
-			switch c.Status {
-			case Match:
-				t.Match++
-			case OtherVerdict:
-				t.OtherVerdict++
-			case NotReported:
-				t.NotReported++
-			case NotRun:
-				t.NotRun++
-			case LeftOut:
-				t.LeftOut++
-			case Former:
-				t.Former++
-			}
+			r.Tallies[i][c.Status]++
 		}
 		r.Phases = append(r.Phases, row)
 	}
@@ -219,7 +207,7 @@ func CheckLoad(data json.RawMessage) error {
 // that differs, a step that failed, or Ctrl-C.
 func (r *Room) Differs(i int) bool {
 	t, m := r.Tallies[i], r.Machines[i]
-	return t.OtherVerdict+t.NotReported+t.NotRun > 0 || len(m.Failures) > 0 || m.Interrupted != ""
+	return t[OtherVerdict]+t[NotReported]+t[NotRun] > 0 || len(m.Failures) > 0 || m.Interrupted != ""
 }
 
 // SameLoad reports whether every machine that reported step 6 ran it
@@ -227,11 +215,8 @@ func (r *Room) Differs(i int) bool {
 func (r *Room) SameLoad() bool {
 	first := ""
 	for _, s := range r.Setups {
-		switch {
-		case s == "":
-		case first == "":
-			first = s
-		case s != first:
+		first = cmp.Or(first, s)
+		if s != "" && s != first {
 			return false
 		}
 	}
@@ -260,12 +245,7 @@ func phaseKeys(room []Machine) []key {
 		for _, r := range m.Phases {
 			add(m.keyOf(r.Step, r.Phase))
 		}
-		var left []string
-		for k := range m.LeftOut {
-			left = append(left, k)
-		}
-		slices.Sort(left)
-		for _, k := range left {
+		for _, k := range slices.Sorted(maps.Keys(m.LeftOut)) {
 			step, phase, _ := strings.Cut(k, "/")
 			add(m.keyOf(step, phase))
 		}

@@ -41,14 +41,3 @@ type RaceRow struct {
 	Lost     bool
 	Verdict  string // what went wrong, in a sentence; "" when nothing did
 }
-
-// Refresh is how often the page loads itself again; 0: never.
-func (p roomPage) Refresh() int {
-	if p.Live == nil {
-		return 0
-	}
-	return p.Live.Refresh
-}
-
-// Refresh: a report of step 6 never loads itself again.
-func (loadPage) Refresh() int { return 0 }

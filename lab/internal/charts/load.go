@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -59,7 +60,6 @@ type loadRow struct {
 	CeilingNA     string   `json:"ceiling_not_applicable"`
 	PoolWait      *latency `json:"pool_wait"`
 	PoolWaitShare float64  `json:"pool_wait_share"`
-	PoolLimit     string   `json:"pool_limit"`
 	FIFOBound     *float64 `json:"fifo_bound_ms"`
 	VsNone        *float64 `json:"vs_none"`
 	Check         string   `json:"check"`
@@ -69,10 +69,9 @@ type loadRow struct {
 	Interrupted   bool     `json:"interrupted"`
 	WalletsOff    int      `json:"wallets_off"`
 	MoneyOff      int64    `json:"money_off"`
-	// The root's step 6 gives these three instead: its verdict, and the
-	// time a spend took beyond its work (the lock, the round trips).
+	// The root's step 6 gives these instead: its verdict, and the time a
+	// spend took beyond its work (the lock, the round trips).
 	Verdict string   `json:"verdict"`
-	WaitP50 *float64 `json:"wait_p50_ms"`
 	WaitP99 *float64 `json:"wait_p99_ms"`
 }
 
@@ -150,35 +149,35 @@ func (m Machine) load() (load, error) {
 
 // strategies lists the strategies of the rows in the order they ran.
 func (l load) strategies() []string {
-	var out []string
-	for _, r := range l.Rows {
-		if !slices.Contains(out, r.Strategy) {
-			out = append(out, r.Strategy)
-		}
-	}
-	return out
+	return distinct(l.Rows, func(r loadRow) string { return r.Strategy })
 }
 
 // levels lists the levels of contention (workers) the rows ran at.
 func (l load) levels() []int {
-	var out []int
-	for _, r := range l.Rows {
-		if !slices.Contains(out, r.Workers) {
-			out = append(out, r.Workers)
+	out := distinct(l.Rows, func(r loadRow) int { return r.Workers })
+	slices.Sort(out)
+	return out
+}
+
+// distinct lists what f gives of the rows, each once, in the order it
+// first comes.
+func distinct[T comparable](rows []loadRow, f func(loadRow) T) []T {
+	var out []T
+	for _, r := range rows {
+		if v := f(r); !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
 // row finds a strategy's row at a level.
 func (l load) row(strategy string, workers int) (loadRow, bool) {
-	for _, r := range l.Rows {
-		if r.Strategy == strategy && r.Workers == workers {
-			return r, true
-		}
+	i := slices.IndexFunc(l.Rows, func(r loadRow) bool { return r.Strategy == strategy && r.Workers == workers })
+	if i < 0 {
+		return loadRow{}, false
 	}
-	return loadRow{}, false
+	return l.Rows[i], true
 }
 
 // SaveLoad writes step 6's report, in its JSON form, to path as one HTML
@@ -220,6 +219,7 @@ func WriteLoad(w io.Writer, reportJSON []byte, poolLine string) error {
 		}
 		if r.PoolWait != nil {
 			tr.PoolP99, tr.PoolShare = FormatMS(r.PoolWait.P99), percent(r.PoolWaitShare, true)
+			page.HasPoolWait = true
 		}
 		if r.CeilingNA != "" {
 			tr.Efficiency = "n/a (" + r.CeilingNA + ")"
@@ -233,8 +233,10 @@ func WriteLoad(w io.Writer, reportJSON []byte, poolLine string) error {
 		case r.FIFOBound != nil:
 			tr.Bound = "n/a" // atomic: nothing queues, so there is no bound
 		}
+		page.HasBound = page.HasBound || r.FIFOBound != nil
 		if r.VsNone != nil {
 			tr.VsNone = percent(*r.VsNone, *r.VsNone > 0) // 0: none did not run, or measured nothing
+			page.HasVsNone = true
 		}
 		page.Rows = append(page.Rows, tr)
 	}
@@ -248,26 +250,15 @@ type loadPage struct {
 	PoolLine string // the text report's line when the pool was the limit
 	Rows     []tableRow
 	Charts   []template.HTML
+	// Whether any row gives the wait for a connection, the fair-queue
+	// bound, or the rate against none's: runs before they were measured
+	// do not, and their columns are left out.
+	HasPoolWait, HasBound, HasVsNone bool
+	Refresh                          int // never: a report does not load itself again
 }
 
 // Sweep reports whether the run measured several levels of contention.
 func (p loadPage) Sweep() bool { return len(p.levels()) > 1 }
-
-// HasBound and HasVsNone report whether any row gives the fair-queue
-// bound, or the rate against none's: runs before the sweep do not.
-func (p loadPage) HasBound() bool {
-	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.FIFOBound != nil })
-}
-
-// HasPoolWait reports whether the rows give the wait for a connection:
-// runs before it was measured do not.
-func (p loadPage) HasPoolWait() bool {
-	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.PoolWait != nil })
-}
-
-func (p loadPage) HasVsNone() bool {
-	return slices.ContainsFunc(p.load.Rows, func(r loadRow) bool { return r.VsNone != nil })
-}
 
 type tableRow struct {
 	Strategy                                    string
@@ -352,102 +343,76 @@ func apart(names []string) (locks, unlocked, labels []string, grey map[int]bool)
 // against the serial ceiling, the rates of the two strategies without a
 // lock on their own scale, and for a sweep the share of the ceiling.
 func loadCharts(l load) ([]template.HTML, error) {
-	names := l.strategies()
-	levels := l.levels()
+	names, levels := l.strategies(), l.levels()
 	locks, unlocked, labels, grey := apart(names)
 	var waiting []string // strategies that wait for a lock
 	for _, s := range names {
-		for _, n := range levels {
-			if r, ok := l.row(s, n); ok && r.LockWait != nil && !slices.Contains(waiting, s) {
-				waiting = append(waiting, s)
-			}
+		if slices.ContainsFunc(l.Rows, func(r loadRow) bool { return r.Strategy == s && r.LockWait != nil }) {
+			waiting = append(waiting, s)
 		}
 	}
-	// One series per level: a single run draws one bar per strategy.
-	rates := func(strategies []string) []series {
+	wait := func(r loadRow, ok bool) float64 { return value(ok && r.LockWait != nil, waitP99(r)) }
+	rate := func(r loadRow, ok bool) float64 { return value(ok, r.PerSecond) }
+	// none, the control, passes 100% with its lost updates counted as
+	// work, and atomic has no ceiling: either would flatten the locks.
+	efficiency := func(r loadRow, ok bool) float64 { return value(ok && r.Ceiling > 0, 100*r.Efficiency) }
+	// Bars: one series per level, so that a single run draws one bar per
+	// strategy.
+	perLevel := func(strategies []string, pick func(loadRow, bool) float64) []series {
 		var out []series
 		for _, n := range levels {
-			rs := series{name: fmt.Sprintf("%d workers", n)}
+			ss := series{name: fmt.Sprintf("%d workers", n)}
 			for _, s := range strategies {
-				r, ok := l.row(s, n)
-				rs.values = append(rs.values, value(ok, r.PerSecond))
+				ss.values = append(ss.values, pick(l.row(s, n)))
 			}
-			out = append(out, rs)
+			out = append(out, ss)
+		}
+		return out
+	}
+	// Lines: one per strategy, in its colour on every chart of the page.
+	perStrategy := func(strategies []string, pick func(loadRow, bool) float64) []series {
+		var out []series
+		for i, s := range names {
+			if !slices.Contains(strategies, s) {
+				continue
+			}
+			ss := series{name: s, colour: i}
+			for _, n := range levels {
+				ss.values = append(ss.values, pick(l.row(s, n)))
+			}
+			out = append(out, ss)
 		}
 		return out
 	}
 	var out []template.HTML
-	add := func(c template.HTML, err error) error {
-		if err == nil {
+	var err error
+	add := func(c template.HTML, e error) {
+		if err = cmp.Or(err, e); err == nil {
 			out = append(out, c)
 		}
-		return err
 	}
-
 	xs := make([]float64, len(levels))
 	for i, n := range levels {
 		xs[i] = float64(n)
 	}
 	sweep := len(levels) > 1
-	if sweep && len(waiting) > 0 {
-		var p99 []series
-		for i, s := range names {
-			if !slices.Contains(waiting, s) {
-				continue
-			}
-			w := series{name: s, colour: i}
-			for _, n := range levels {
-				r, ok := l.row(s, n)
-				w.values = append(w.values, value(ok && r.LockWait != nil, waitP99(r)))
-			}
-			p99 = append(p99, w)
-		}
-		if err := add(lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, p99, true, fifoBound(l, levels))); err != nil {
-			return nil, err
-		}
-	}
-	if !sweep && len(waiting) > 0 {
-		var wait []series
-		for _, n := range levels {
-			ws := series{name: fmt.Sprintf("%d workers", n)}
-			for _, s := range waiting {
-				r, ok := l.row(s, n)
-				ws.values = append(ws.values, value(ok && r.LockWait != nil, waitP99(r)))
-			}
-			wait = append(wait, ws)
-		}
-		if err := add(bars("p99 lock wait", "ms", waiting, wait, nil, math.NaN())); err != nil {
-			return nil, err
-		}
+	switch {
+	case len(waiting) == 0:
+	case sweep:
+		add(lines("p99 lock wait against contention", "workers (contenders)", "ms (log scale)", xs, perStrategy(waiting, wait), true, fifoBound(l, levels)))
+	default:
+		add(bars("p99 lock wait", "ms", waiting, perLevel(waiting, wait), nil, math.NaN()))
 	}
 	if len(locks) > 0 {
-		if err := add(bars("Accepted spends per second, the locks", "spends/s", locks, rates(locks), nil, ceiling(l, locks))); err != nil {
-			return nil, err
-		}
+		add(bars("Accepted spends per second, the locks", "spends/s", locks, perLevel(locks, rate), nil, ceiling(l, locks)))
 	}
 	if len(unlocked) > 0 {
-		if err := add(bars("Accepted spends per second without a lock (own scale)", "spends/s", labels, rates(unlocked), grey, math.NaN())); err != nil {
-			return nil, err
-		}
+		add(bars("Accepted spends per second without a lock (own scale)", "spends/s", labels, perLevel(unlocked, rate), grey, math.NaN()))
 	}
-	if !sweep {
-		return out, nil
+	if sweep {
+		add(lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, perStrategy(locks, efficiency), false, series{}))
 	}
-	var eff []series
-	for i, s := range names {
-		// none, the control, passes 100% with its lost updates counted as
-		// work, and atomic has no ceiling: either would flatten the locks.
-		if slices.Contains(noLock, s) {
-			continue
-		}
-		e := series{name: s, colour: i}
-		for _, n := range levels {
-			r, ok := l.row(s, n)
-			e.values = append(e.values, value(ok && r.Ceiling > 0, 100*r.Efficiency))
-		}
-		eff = append(eff, e)
-	}
-	if err := add(lines("Efficiency against contention", "workers (contenders)", "% of the serial ceiling", xs, eff, false, series{})); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -555,10 +520,15 @@ func percent(v float64, known bool) string {
 	return fmt.Sprintf("%.0f%%", 100*v)
 }
 
-// Plural is word, with an s unless n is 1: "1 wallet", "3 wallets".
-func Plural(n int, word string) string {
-	if n == 1 {
+// Plural is word, with an s unless n is 1: "1 wallet", "3 wallets"; or,
+// given, the plural of words whose plural is not one s more ("phase is",
+// "phases are").
+func Plural(n int, word string, plural ...string) string {
+	switch {
+	case n == 1:
 		return word
+	case len(plural) > 0:
+		return plural[0]
 	}
 	return word + "s"
 }

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -89,30 +90,24 @@ func bars(title, yLabel string, categories []string, ss []series, grey map[int]b
 	group := 0.85 * chartWidth / vg.Length(len(categories)) * 0.75
 	width := min(group/vg.Length(len(ss)), vg.Points(40))
 	for i, s := range ss {
-		vals := make(plotter.Values, len(s.values))
-		greyVals := make(plotter.Values, len(s.values))
-		for j, v := range s.values {
-			switch {
-			case math.IsNaN(v):
-			case grey[j]:
-				greyVals[j] = v
-			default:
-				vals[j] = v
+		for _, g := range []bool{false, true} { // its bars, then its grey ones
+			if g && len(grey) == 0 {
+				continue
 			}
-		}
-		for _, g := range []bool{false, true} {
-			v, c := vals, colour(i)
-			if g {
-				if len(grey) == 0 {
-					continue
+			v := make(plotter.Values, len(s.values))
+			for j, x := range s.values {
+				if !math.IsNaN(x) && grey[j] == g {
+					v[j] = x
 				}
-				v, c = greyVals, controlGrey
 			}
 			b, err := plotter.NewBarChart(v, width)
 			if err != nil {
 				return "", fmt.Errorf("charts: draw %q: %w", title, err)
 			}
-			b.Color = c
+			b.Color = colour(i)
+			if g {
+				b.Color = controlGrey
+			}
 			b.LineStyle.Width = 0
 			b.Offset = (vg.Length(i) - vg.Length(len(ss)-1)/2) * width
 			p.Add(b)
@@ -151,7 +146,7 @@ func bars(title, yLabel string, categories []string, ss []series, grey map[int]b
 // lines draws y against x, one line with points per series, on a log x
 // axis with a tick at every x. logY puts y on a log axis too, for figures
 // that grow tenfold from the first x to the last. A dashed black line,
-// if bound has a name, is a limit the other lines are read against.
+// if bound has values, is a limit the other lines are read against.
 func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, bound series) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
 	p.Add(plotter.NewGrid())
@@ -166,7 +161,7 @@ func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, b
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Y.Min = math.Inf(1) // from the data, not 0
 	}
-	add := func(s series, dashed bool) error {
+	for i, s := range slices.Concat(ss, []series{bound}) {
 		var pts plotter.XYs
 		for j, v := range s.values {
 			if !math.IsNaN(v) && (!logY || v > 0) {
@@ -174,32 +169,21 @@ func lines(title, xLabel, yLabel string, xs []float64, ss []series, logY bool, b
 			}
 		}
 		if len(pts) == 0 {
-			return nil
+			continue
 		}
 		l, sc, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return fmt.Errorf("charts: draw %q: %w", title, err)
+			return "", fmt.Errorf("charts: draw %q: %w", title, err)
 		}
 		l.Color, sc.Color = colour(s.colour), colour(s.colour)
 		sc.Shape = draw.CircleGlyph{}
 		l.Width = vg.Points(1.5)
-		if dashed {
+		if i == len(ss) { // the bound
 			l.Color, sc.Color = color.Black, color.Black
 			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 		}
 		p.Add(l, sc)
 		p.Legend.Add(legendName(s.name), l, sc)
-		return nil
-	}
-	for _, s := range ss {
-		if err := add(s, false); err != nil {
-			return "", err
-		}
-	}
-	if bound.name != "" {
-		if err := add(bound, true); err != nil {
-			return "", err
-		}
 	}
 	switch { // the highest point below the frame
 	case math.IsInf(p.Y.Min, 1):

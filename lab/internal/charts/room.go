@@ -23,6 +23,7 @@ func WriteLive(w io.Writer, r *Room, live *Live) error {
 	page.Title = fmt.Sprintf("walletlock workshop: %d %s side by side", len(r.Machines), Plural(len(r.Machines), "machine"))
 	if live != nil {
 		page.Title = fmt.Sprintf("walletlock workshop, live: %d %s so far", len(r.Machines), Plural(len(r.Machines), "machine"))
+		page.Refresh = live.Refresh
 	}
 	usual := usualSetup(r.Setups)
 	for i, m := range r.Machines {
@@ -47,6 +48,7 @@ type roomPage struct {
 	Load     []loadLine
 	Charts   []template.HTML
 	Live     *Live // nil: a page made once (make compare)
+	Refresh  int   // how often the page loads itself again; 0: never
 }
 
 // HasFormer reports whether a row is a phase the lesson no longer has.
@@ -122,14 +124,12 @@ type loadLine struct {
 // machine, one group of bars per strategy. A cell is coloured by the
 // judgement of its phase, so that the table agrees with the phases above.
 func roomLoad(room *Room) ([]loadLine, []template.HTML, error) {
-	var names, waiting []string
+	var rows []loadRow
 	for _, l := range room.loads {
-		for _, r := range l.Rows {
-			if !slices.Contains(names, r.Strategy) {
-				names = append(names, r.Strategy)
-			}
-		}
+		rows = append(rows, l.Rows...)
 	}
+	names := load{Rows: rows}.strategies()
+	var waiting []string
 	if len(names) == 0 {
 		return nil, nil, nil
 	}

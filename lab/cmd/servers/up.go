@@ -156,25 +156,17 @@ func (m *machine) status(ctx context.Context) error {
 		m.say("Redis: REDIS_ADDR names a Redis Cluster (%s): see `make cluster-status`", strings.Join(c.redisCluster, ","))
 	}
 	r, p := c.redisCheck(ctx), c.pgCheck(ctx)
-	switch r.state {
-	case ok:
-		m.say("Redis: answers at %s and lets us in", c.redisAt())
-	case refused:
-		m.say("Redis: answers at %s but refuses us: %s", c.redisAt(), r.answer)
-		failed = true
-	case absent:
-		m.say("Redis: nothing at %s", c.redisAt())
-		failed = true
-	}
-	switch p.state {
-	case ok:
-		m.say("PostgreSQL: answers at %s and lets %s into %s", c.pgAt(), c.pg.User, c.pg.Database)
-	case refused:
-		m.say("PostgreSQL: answers at %s but refuses us: %s", c.pgAt(), p.answer)
-		failed = true
-	case absent:
-		m.say("PostgreSQL: nothing at %s", c.pgAt())
-		failed = true
+	for _, s := range c.services(r, p) {
+		switch s.state {
+		case ok:
+			m.say("%s: answers at %s and lets %s", s.name, s.at, s.in)
+		case refused:
+			m.say("%s: answers at %s but refuses us: %s", s.name, s.at, s.answer)
+			failed = true
+		case absent:
+			m.say("%s: nothing at %s", s.name, s.at)
+			failed = true
+		}
 	}
 	if _, err := os.Stat(m.state("compose")); err == nil {
 		m.say("started here: docker compose")

@@ -268,6 +268,18 @@ func (m *machine) installMissing(ctx context.Context, c *config, needRedis, need
 	return redis, pg, m.install(ctx, why, strings.Join(apt, " "), strings.Join(brew, " "))
 }
 
+// redisServer makes sure that redis-server is here to start, installing
+// it first (why says what for) when it is missing.
+func (m *machine) redisServer(ctx context.Context, why string) error {
+	if m.goos == "windows" {
+		return errors.New(windowsAdvice)
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return nil
+	}
+	return m.install(ctx, why, "redis-server", "redis")
+}
+
 // install installs packages with the machine's package manager where that
 // is safe, saying what and why in one line, or fails with the command to
 // run.

@@ -24,11 +24,8 @@ func (m *machine) up(ctx context.Context) (err error) {
 		return fmt.Errorf("REDIS_ADDR names the nodes of a Redis Cluster (%s): `make cluster-up` starts one; `make up` is for one Redis", strings.Join(c.redisCluster, ","))
 	}
 	r, p := c.redisCheck(ctx), c.pgCheck(ctx)
-	if r.state == refused || p.state == refused {
-		return m.welcome(c, r, p)
-	}
 	needRedis, needPG := r.state == absent, p.state == absent
-	if !needRedis && !needPG {
+	if r.state == refused || p.state == refused || !needRedis && !needPG {
 		return m.welcome(c, r, p)
 	}
 	var names []string

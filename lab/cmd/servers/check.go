@@ -198,17 +198,13 @@ var plainIdent = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 // welcome says which servers let us in, and stops with the ways out when
 // one refuses, or when nothing answers where one was asked for.
 func (m *machine) welcome(c *config, r, p check) error {
-	if r.state == ok {
-		m.say("Redis at %s lets us in", c.redisAt())
-	}
-	if p.state == ok {
-		m.say("PostgreSQL at %s lets %s into %s", c.pgAt(), c.pg.User, c.pg.Database)
-	}
-	if r.state == absent {
-		m.say("Redis: nothing answers at %s", c.redisAt())
-	}
-	if p.state == absent {
-		m.say("PostgreSQL: nothing answers at %s", c.pgAt())
+	for _, s := range c.services(r, p) {
+		switch s.state {
+		case ok:
+			m.say("%s at %s lets %s", s.name, s.at, s.in)
+		case absent:
+			m.say("%s: nothing answers at %s", s.name, s.at)
+		}
 	}
 	if r.state == refused || p.state == refused {
 		m.refusals(c, r, p, false)
@@ -217,6 +213,17 @@ func (m *machine) welcome(c *config, r, p check) error {
 		return errSaid
 	}
 	return nil
+}
+
+// service is one of the two servers, and what it said when we logged in.
+type service struct {
+	check
+	name, at string
+	in       string // whom it lets in: "us in", or "USER into DB"
+}
+
+func (c *config) services(r, p check) []service {
+	return []service{{r, "Redis", c.redisAt(), "us in"}, {p, "PostgreSQL", c.pgAt(), c.pg.User + " into " + c.pg.Database}}
 }
 
 // refusals says what each refusing server answered (unless status said it

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -179,13 +178,8 @@ func (m *machine) clusterUp(ctx context.Context) error {
 		m.ready(c, "docker compose")
 		return nil
 	}
-	if m.goos == "windows" {
-		return errors.New(windowsAdvice)
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if err := m.install(ctx, "redis-server is not installed, and the cluster needs it", "redis-server", "redis"); err != nil {
-			return err
-		}
+	if err := m.redisServer(ctx, "redis-server is not installed, and the cluster needs it"); err != nil {
+		return err
 	}
 	os.RemoveAll(c.dir) // nodes.conf of an earlier cluster would make them rejoin it
 	fail := func(err error) error {

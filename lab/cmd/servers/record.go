@@ -77,12 +77,7 @@ func (r *record) save() error {
 }
 
 // remove deletes the record.
-func (r *record) remove() error {
-	if err := os.Remove(r.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("cannot remove %s: %w; make .services writable, then run this again", r.file, err)
-	}
-	return nil
-}
+func (r *record) remove() error { return removeState(r.file) }
 
 // readRecord reads the record in file: nil when there is none. A record
 // of an older version (the port alone) is completed with kind and

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,11 +41,9 @@ func (m *machine) redlockUp(ctx context.Context) (err error) {
 		return err
 	}
 	var need []string
-	answered, started := 0, 0
 	for _, addr := range addrs {
 		host, port, _ := net.SplitHostPort(addr)
 		if launch.Answers(addr) {
-			answered++
 			continue
 		}
 		if reachable(host, port) {
@@ -58,13 +55,8 @@ func (m *machine) redlockUp(ctx context.Context) (err error) {
 		need = append(need, addr)
 	}
 	if len(need) > 0 {
-		if m.goos == "windows" {
-			return errors.New(windowsAdvice)
-		}
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			if err := m.install(ctx, fmt.Sprintf("nothing answers at %s and redis-server is not installed", strings.Join(need, " ")), "redis-server", "redis"); err != nil {
-				return err
-			}
+		if err := m.redisServer(ctx, fmt.Sprintf("nothing answers at %s and redis-server is not installed", strings.Join(need, " "))); err != nil {
+			return err
 		}
 	}
 	// A redlock-up that fails half-way (Ctrl-C too) stops the nodes it
@@ -88,14 +80,12 @@ func (m *machine) redlockUp(ctx context.Context) (err error) {
 			return fmt.Errorf("the Redlock node on port %s did not start (%w)", port, err)
 		}
 		startedHere = append(startedHere, rec)
-		started++
-		answered++
 	}
 	already := ""
-	if answered > started {
-		already = fmt.Sprintf(", %d already running", answered-started)
+	if n := len(addrs) - len(need); n > 0 {
+		already = fmt.Sprintf(", %d already running", n)
 	}
-	m.say("Redlock nodes: %d of %d answer at %s (started %d here%s)", answered, len(addrs), redlockList(addrs), started, already)
+	m.say("Redlock nodes: %d of %d answer at %s (started %d here%s)", len(addrs), len(addrs), redlockList(addrs), len(need), already)
 	return nil
 }
 

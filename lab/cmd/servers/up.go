@@ -24,11 +24,8 @@ func (m *machine) up(ctx context.Context) (err error) {
 		return fmt.Errorf("REDIS_ADDR names the nodes of a Redis Cluster (%s): `make cluster-up` starts one; `make up` is for one Redis", strings.Join(c.redisCluster, ","))
 	}
 	r, p := c.redisCheck(ctx), c.pgCheck(ctx)
-	if r.state == refused || p.state == refused {
-		return m.welcome(c, r, p)
-	}
 	needRedis, needPG := r.state == absent, p.state == absent
-	if !needRedis && !needPG {
+	if r.state == refused || p.state == refused || !needRedis && !needPG {
 		return m.welcome(c, r, p)
 	}
 	var names []string
@@ -156,25 +153,17 @@ func (m *machine) status(ctx context.Context) error {
 		m.say("Redis: REDIS_ADDR names a Redis Cluster (%s): see `make cluster-status`", strings.Join(c.redisCluster, ","))
 	}
 	r, p := c.redisCheck(ctx), c.pgCheck(ctx)
-	switch r.state {
-	case ok:
-		m.say("Redis: answers at %s and lets us in", c.redisAt())
-	case refused:
-		m.say("Redis: answers at %s but refuses us: %s", c.redisAt(), r.answer)
-		failed = true
-	case absent:
-		m.say("Redis: nothing at %s", c.redisAt())
-		failed = true
-	}
-	switch p.state {
-	case ok:
-		m.say("PostgreSQL: answers at %s and lets %s into %s", c.pgAt(), c.pg.User, c.pg.Database)
-	case refused:
-		m.say("PostgreSQL: answers at %s but refuses us: %s", c.pgAt(), p.answer)
-		failed = true
-	case absent:
-		m.say("PostgreSQL: nothing at %s", c.pgAt())
-		failed = true
+	for _, s := range c.services(r, p) {
+		switch s.state {
+		case ok:
+			m.say("%s: answers at %s and lets %s", s.name, s.at, s.in)
+		case refused:
+			m.say("%s: answers at %s but refuses us: %s", s.name, s.at, s.answer)
+			failed = true
+		case absent:
+			m.say("%s: nothing at %s", s.name, s.at)
+			failed = true
+		}
 	}
 	if _, err := os.Stat(m.state("compose")); err == nil {
 		m.say("started here: docker compose")
@@ -274,6 +263,18 @@ func (m *machine) installMissing(ctx context.Context, c *config, needRedis, need
 		apt = append(apt, "iproute2")
 	}
 	return redis, pg, m.install(ctx, why, strings.Join(apt, " "), strings.Join(brew, " "))
+}
+
+// redisServer makes sure that redis-server is here to start, installing
+// it first (why says what for) when it is missing.
+func (m *machine) redisServer(ctx context.Context, why string) error {
+	if m.goos == "windows" {
+		return errors.New(windowsAdvice)
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return nil
+	}
+	return m.install(ctx, why, "redis-server", "redis")
 }
 
 // install installs packages with the machine's package manager where that

@@ -53,22 +53,16 @@ func clusterOK(ctx context.Context, rdb *redis.ClusterClient, opt *redis.Univers
 	if err != nil {
 		return err
 	}
-	for _, addr := range opt.Addrs {
-		if visited > 0 {
-			break
-		}
-		one := *opt
-		one.Addrs = []string{addr}
-		seed := redis.NewClient(one.Simple())
-		check(ctx, seed, addr)
+	if visited == 0 { // no slot map yet: ask the first seed
+		seed := redis.NewClient(opt.Simple())
+		check(ctx, seed, opt.Addrs[0])
 		seed.Close()
 	}
-	// The same error every run, whichever node answered first.
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	if len(errs) > 0 {
-		return errs[0]
+	if len(errs) == 0 {
+		return nil
 	}
-	return nil
+	// The same error every run, whichever node answered first.
+	return slices.MinFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 }
 
 // followFailover is a cluster client's hook that makes it read the slot

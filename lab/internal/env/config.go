@@ -38,9 +38,7 @@ const ConnectTimeout = 3 * time.Second
 // Quiet stops go-redis's own log of each failed dial, for the rest of the
 // process: the programs report an unreachable server in one line of their
 // own. Importing env does not.
-func Quiet() { quieted.Do(func() { redis.SetLogger(quietLogger{}) }) }
-
-var quieted sync.Once
+var Quiet = sync.OnceFunc(func() { redis.SetLogger(quietLogger{}) })
 
 type quietLogger struct{}
 

@@ -45,17 +45,11 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, args, &out, &errOut) }()
-
 	key := prefix + c.Key
 	if c.Key == "" {
 		key = harness.LeaseKey(prefix)
 	}
-	if !appears(t, rdb, key, done) {
-		t.Fatalf("run(%q) returned before %s appeared:\nstdout:\n%s\nstderr:\n%s", args, key, out.String(), errOut.String())
-	}
+	out, errOut, done := startUntil(t, ctx, run, args, rdb, key)
 	time.Sleep(c.After)
 	if c.Frozen {
 		srv.Freeze(t)
@@ -92,9 +86,7 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 		if len(named) > 0 {
 			t.Errorf("stderr names leftovers with a live server: %q", named)
 		}
-		if keys := rdb.Keys(context.Background(), prefix+"*").Val(); len(keys) > 0 {
-			t.Errorf("keys left under the prefix: %q", keys)
-		}
+		nothingLeft(t, rdb, prefix)
 		return stdout, stderr
 	}
 	if len(named) != 1 || !strings.Contains(named[0], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:]) ||
@@ -104,23 +96,34 @@ func Interrupt(t *testing.T, run Program, c CtrlC) (stdout, stderr string) {
 	return stdout, stderr
 }
 
-// appears polls until key exists, for at most a minute, or until the
-// program returns (false).
-func appears(t *testing.T, rdb redis.UniversalClient, key string, done <-chan int) bool {
+// startUntil runs the program with args in a goroutine and returns, with
+// its output so far and the channel its exit code comes on, once key
+// exists. The test fails when the program returns first, or key does not
+// appear within a minute.
+func startUntil(t *testing.T, ctx context.Context, run Program, args []string, rdb redis.UniversalClient, key string) (out, errOut *bytes.Buffer, done chan int) {
 	t.Helper()
+	out, errOut, done = new(bytes.Buffer), new(bytes.Buffer), make(chan int, 1)
+	go func() { done <- run(ctx, args, out, errOut) }()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if rdb.Exists(context.Background(), key).Val() > 0 {
-			return true
+			return out, errOut, done
 		}
 		select {
 		case code := <-done:
-			t.Logf("the program returned %d", code)
-			return false
+			t.Fatalf("run(%q) returned %d before %s appeared:\nstdout:\n%s\nstderr:\n%s", args, code, key, out.String(), errOut.String())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	t.Fatalf("%s did not appear within a minute", key)
-	return false
+	return nil, nil, nil
+}
+
+// nothingLeft requires that no key is left under prefix.
+func nothingLeft(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	t.Helper()
+	if keys := rdb.Keys(context.Background(), prefix+"*").Val(); len(keys) > 0 {
+		t.Errorf("keys left under the prefix: %q", keys)
+	}
 }
 
 // SecondRunRefused starts the program with args (a run of a second or so)
@@ -132,17 +135,10 @@ func SecondRunRefused(t *testing.T, run Program, args ...string) {
 	rdb := testenv.Redis(t)
 	prefix := Prefix(t, rdb)
 	args = append([]string{"-prefix", prefix}, args...)
-	var out, errOut bytes.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(t.Context(), args, &out, &errOut) }()
-	if !appears(t, rdb, harness.LeaseKey(prefix), done) {
-		t.Fatalf("the first run returned before it took the run lease; stderr:\n%s", errOut.String())
-	}
+	out, errOut, done := startUntil(t, t.Context(), run, args, rdb, harness.LeaseKey(prefix))
 	FailsInOneLine(t, run, args, prefix, "-prefix")
 	if code := <-done; code != 0 {
 		t.Errorf("the first run = %d, want 0: the second must not disturb it; stdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	if keys := rdb.Keys(context.Background(), prefix+"*").Val(); len(keys) > 0 {
-		t.Errorf("keys left under the prefix: %q", keys)
-	}
+	nothingLeft(t, rdb, prefix)
 }

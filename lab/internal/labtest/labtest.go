@@ -6,7 +6,7 @@ package labtest
 
 import (
 	"context"
-	"crypto/rand"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -39,12 +39,5 @@ func Prefix(t testing.TB, rdb redis.UniversalClient) string {
 // WalletID returns a random wallet id in [1e9, 9e18), for tests that use
 // PostgreSQL rows: the packages test in parallel against one database.
 func WalletID(t testing.TB) int64 {
-	t.Helper()
-	b := make([]byte, 8)
-	rand.Read(b)
-	var n uint64
-	for _, c := range b {
-		n = n<<8 | uint64(c)
-	}
-	return 1_000_000_000 + int64(n%(9_000_000_000_000_000_000-1_000_000_000))
+	return 1_000_000_000 + rand.Int64N(9_000_000_000_000_000_000-1_000_000_000)
 }

@@ -53,21 +53,8 @@ func name(t *testing.T) string {
 // stderr that starts with its name and contains Want.
 func BadFlags(t *testing.T, run Program, cases []BadFlag) {
 	t.Helper()
-	prog := name(t)
 	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(t.Context(), c.Args, &stdout, &stderr); code != 2 {
-				t.Errorf("run(%q) = %d, want 2", c.Args, code)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("run(%q): stdout = %q, want nothing", c.Args, stdout.String())
-			}
-			msg := stderr.String()
-			if strings.Count(msg, "\n") != 1 || !strings.HasSuffix(msg, "\n") || !strings.HasPrefix(msg, prog+": ") || !strings.Contains(msg, c.Want) {
-				t.Errorf("run(%q): stderr = %q, want one line starting %q and containing %q", c.Args, msg, prog+": ", c.Want)
-			}
-		})
+		t.Run(c.Name, func(t *testing.T) { inOneLine(t, run, c.Args, 2, c.Want) })
 	}
 }
 
@@ -94,10 +81,18 @@ func Help(t *testing.T, run Program) {
 // wants. It returns that line.
 func FailsInOneLine(t *testing.T, run Program, args []string, wants ...string) string {
 	t.Helper()
+	return inOneLine(t, run, args, 1, wants...)
+}
+
+// inOneLine runs the program with args and requires exit code code within
+// hangGuard, nothing on stdout, and one line on stderr that starts with
+// its name and contains each of wants. It returns that line.
+func inOneLine(t *testing.T, run Program, args []string, code int, wants ...string) string {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	if code := run(t.Context(), args, &stdout, &stderr); code != 1 {
-		t.Errorf("run(%q) = %d, want 1", args, code)
+	if got := run(t.Context(), args, &stdout, &stderr); got != code {
+		t.Errorf("run(%q) = %d, want %d", args, got, code)
 	}
 	if took := time.Since(start); took > hangGuard {
 		t.Errorf("run(%q) took %v to give up, want at most %v", args, took, hangGuard)

@@ -2,7 +2,7 @@ package labtest
 
 import (
 	"context"
-	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -136,10 +136,9 @@ func (s *RedisServer) Restart(t testing.TB) {
 // DeadAddr is a loopback address where nothing listens.
 func DeadAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(port)
 }

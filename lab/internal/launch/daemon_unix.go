@@ -110,7 +110,8 @@ func (d *Daemon) start(ctx context.Context, cmd *exec.Cmd, wait time.Duration, r
 	if p, err := readProc(d.Pid); err == nil {
 		d.Started = p.started
 	}
-	stop := func(why error) error {
+	err := waitReady(ctx, exited, wait, ready)
+	if err != nil && !errors.Is(err, errExited) {
 		syscall.Kill(d.Pid, d.stopSignal())
 		select {
 		case <-exited:
@@ -118,21 +119,8 @@ func (d *Daemon) start(ctx context.Context, cmd *exec.Cmd, wait time.Duration, r
 			syscall.Kill(d.Pid, syscall.SIGKILL)
 			<-exited
 		}
-		return why
 	}
-	deadline := time.After(wait)
-	for !ready() {
-		select {
-		case <-exited:
-			return errors.New("it exited at start")
-		case <-ctx.Done():
-			return stop(ctx.Err())
-		case <-deadline:
-			return stop(fmt.Errorf("no answer within %v", wait))
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
+	return err
 }
 
 // stopSignal is the signal that ends the server at once and cleanly:
@@ -293,18 +281,23 @@ func (c *PostgresCluster) command(ctx context.Context, name string, args ...stri
 func (c *PostgresCluster) Data() string { return filepath.Join(c.Dir, "data") }
 
 // Init creates the data folder unless it exists: the superuser postgres,
-// trusted on the socket (in Dir, which only its owner can enter), a
-// password over TCP, and the C locale, which exists everywhere. initdb
-// works in a folder of its own, renamed to data once it succeeded, so that
-// an interrupted one leaves no half folder.
+// trusted on the socket (in Dir, which only its owner can enter), and a
+// password over TCP.
 func (c *PostgresCluster) Init(ctx context.Context) error {
+	return c.initdb(ctx, "postgres", "--auth-local=trust", "--auth-host=scram-sha-256")
+}
+
+// initdb creates the data folder unless it exists, with the superuser
+// user, the authentication methods auth and the C locale, which exists
+// everywhere. initdb works in a folder of its own, renamed to data once it
+// succeeded, so that an interrupted one leaves no half folder.
+func (c *PostgresCluster) initdb(ctx context.Context, user string, auth ...string) error {
 	if _, err := os.Stat(filepath.Join(c.Data(), "PG_VERSION")); err == nil {
 		return nil
 	}
 	work := filepath.Join(c.Dir, fmt.Sprintf("data.initdb-%d", os.Getpid()))
 	log := filepath.Join(c.Dir, "initdb.log")
-	cmd := c.command(ctx, "initdb", "-D", work, "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
-		"--encoding=UTF8", "--no-locale", "--no-instructions")
+	cmd := c.command(ctx, "initdb", append([]string{"-D", work, "-U", user, "--no-sync", "--encoding=UTF8", "--no-locale", "--no-instructions"}, auth...)...)
 	out, err := cmd.CombinedOutput()
 	os.WriteFile(log, out, 0o644)
 	if err == nil {
@@ -321,10 +314,30 @@ func (c *PostgresCluster) Init(ctx context.Context) error {
 	return nil
 }
 
-// Start starts the server on bind:port and waits, at most 30 s, until it
-// accepts connections; when it does not, or ctx ends first, it stops the
-// server again. fsync is off: a throwaway teaching database, never one
-// with data you want to keep.
+// server is the command line of the server on bind:port, its socket in
+// Dir. fsync is off: a throwaway teaching database, never one with data
+// you want to keep.
+func (c *PostgresCluster) server(bind string, port int) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(c.bin, "postgres"), "-D", c.Data(), "-c", "listen_addresses="+bind, "-p", strconv.Itoa(port),
+		"-k", c.Dir, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200", "-c", "lc_messages=C")
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	return cmd
+}
+
+// ready reports what pg_ctl waits for: the postmaster.pid of the process
+// pid says it accepts connections (its 8th line, since PostgreSQL 10).
+func (c *PostgresCluster) ready(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join(c.Data(), "postmaster.pid"))
+	lines := strings.Split(string(raw), "\n")
+	return err == nil && len(lines) > 7 && strings.TrimSpace(lines[0]) == strconv.Itoa(pid) &&
+		strings.TrimSpace(lines[7]) == "ready"
+}
+
+// Start starts the server on bind:port in the background and waits, at
+// most 30 s, until it accepts connections; when it does not, or ctx ends
+// first, it stops the server again.
 func (c *PostgresCluster) Start(ctx context.Context, bind string, port int) (*Daemon, error) {
 	d := &Daemon{Kind: "postgres", Port: port, Dir: c.Data()}
 	// A postmaster.pid copied along with the folder (cp -a), or left by a
@@ -339,22 +352,9 @@ func (c *PostgresCluster) Start(ctx context.Context, bind string, port int) (*Da
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	defer logFile.Close()
-	postgres := filepath.Join(c.bin, "postgres")
-	cmd := exec.Command(postgres, "-D", c.Data(), "-c", "listen_addresses="+bind, "-p", strconv.Itoa(port),
-		"-k", c.Dir, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200")
-	cmd.Dir = c.Dir
+	cmd := c.server(bind, port)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
-	// Ready is what pg_ctl waits for: the postmaster.pid of this process
-	// says so (its 8th line, since PostgreSQL 10).
-	ready := func() bool {
-		raw, err := os.ReadFile(d.pidFile())
-		lines := strings.Split(string(raw), "\n")
-		return err == nil && len(lines) > 7 && strings.TrimSpace(lines[0]) == strconv.Itoa(d.Pid) &&
-			strings.TrimSpace(lines[7]) == "ready"
-	}
-	if err := d.start(ctx, cmd, 30*time.Second, ready); err != nil {
+	if err := d.start(ctx, cmd, 30*time.Second, func() bool { return c.ready(d.Pid) }); err != nil {
 		return nil, fmt.Errorf("PostgreSQL did not start on port %d (%w); see %s", port, err, log)
 	}
 	return d, nil
@@ -363,7 +363,7 @@ func (c *PostgresCluster) Start(ctx context.Context, bind string, port int) (*Da
 // Psql runs psql as the superuser on the socket, port port, with the
 // statements on stdin (a password in them is on no command line).
 func (c *PostgresCluster) Psql(ctx context.Context, port int, stdin string) error {
-	return RunPsql(ctx, c.command(ctx, "psql", "-h", c.Dir, "-p", strconv.Itoa(port), "-U", "postgres"), stdin)
+	return runPsql(ctx, c.command(ctx, "psql", "-h", c.Dir, "-p", strconv.Itoa(port), "-U", "postgres"), stdin)
 }
 
 // PackagedPsql runs psql as the user postgres on the default socket of a
@@ -387,13 +387,13 @@ func PackagedPsql(ctx context.Context, port int, stdin string) error {
 		cmd = exec.CommandContext(ctx, "sudo", "-u", "postgres", psql, "-p", strconv.Itoa(port))
 	}
 	cmd.Dir = "/"
-	return RunPsql(ctx, cmd, stdin)
+	return runPsql(ctx, cmd, stdin)
 }
 
-// RunPsql runs cmd, a psql command line, on the database postgres with
+// runPsql runs cmd, a psql command line, on the database postgres with
 // stdin as its script, stopping at the first error, which holds what psql
 // said on one printable line.
-func RunPsql(ctx context.Context, cmd *exec.Cmd, stdin string) error {
+func runPsql(ctx context.Context, cmd *exec.Cmd, stdin string) error {
 	cmd.Args = append(cmd.Args, "-d", "postgres", "-qtAX", "-v", "ON_ERROR_STOP=1")
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()

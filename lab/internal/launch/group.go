@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -100,4 +101,25 @@ func (g *Group) KillAll(d time.Duration) []string {
 		}
 	}
 	return left
+}
+
+// errExited is waitReady's error for a process that ended first.
+var errExited = errors.New("exited at start")
+
+// waitReady asks ready every 20 ms until it says yes, and fails when
+// exited is closed first (errExited), or ctx ends, or wait runs out.
+func waitReady(ctx context.Context, exited <-chan struct{}, wait time.Duration, ready func() bool) error {
+	deadline := time.After(wait)
+	for !ready() {
+		select {
+		case <-exited:
+			return errExited
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("no answer within %v", wait)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }

@@ -15,27 +15,24 @@ type Log struct {
 	buf bytes.Buffer
 }
 
-func (l *Log) Write(p []byte) (n int, err error) {
-	l.locked(func() { n, err = l.buf.Write(p) })
-	return n, err
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
 }
 
 // String returns everything written so far.
-func (l *Log) String() (s string) {
-	l.locked(func() { s = l.buf.String() })
-	return s
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // Len is how many bytes have been written so far.
-func (l *Log) Len() (n int) {
-	l.locked(func() { n = l.buf.Len() })
-	return n
-}
-
-func (l *Log) locked(f func()) {
+func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f()
+	return l.buf.Len()
 }
 
 // LastLine returns the last line written, for an error message: what a

@@ -15,19 +15,6 @@ import (
 // to run them as.
 var ErrNoPostgres = errors.New("launch: cannot run PostgreSQL here")
 
-// PostgresBinary finds a PostgreSQL program (initdb, postgres, pg_ctl,
-// psql) on PATH or in the folder PostgresBinDir finds.
-func PostgresBinary(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	dir, err := PostgresBinDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
-
 // PostgresBinDir finds the folder of PostgreSQL's programs: the one of
 // pg_ctl when it and initdb are on PATH (following links: some images link
 // only a few of them onto PATH), else the newest of Debian's versioned

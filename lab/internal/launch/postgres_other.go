@@ -22,10 +22,7 @@ func (g *Group) StartPostgresLocked(ctx context.Context, user string) (*Postgres
 	return g.StartPostgres(ctx, user)
 }
 
-func (s *Postgres) URL(db string) string        { return "" }
-func (s *Postgres) SocketURL(db string) string  { return "" }
-func (s *Postgres) Start(context.Context) error { return ErrNoPostgres }
-func (s *Postgres) Stop()                       {}
-func (s *Postgres) Close()                      {}
-func (s *Postgres) Pause() error                { return ErrNoPostgres }
-func (s *Postgres) Resume() error               { return nil }
+func (s *Postgres) URL(db string) string       { return "" }
+func (s *Postgres) SocketURL(db string) string { return "" }
+func (s *Postgres) Stop()                      {}
+func (s *Postgres) Close()                     {}

@@ -11,34 +11,28 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"example.com/walletlock/internal/safe"
 )
 
 // Postgres is a PostgreSQL of ours: a cluster initialised in a temporary
-// folder of its own, trusting local connections (its URLs carry no
-// password), listening on a free loopback port.
+// folder of its own, listening on a free loopback port.
 type Postgres struct {
 	Addr string // 127.0.0.1:port
 	User string // its superuser
-	Log  *Log   // what the server wrote, across restarts
+	Log  *Log   // what the server wrote
 
-	dir  string   // data, socket and working directory, removed by Close
-	args []string // the postgres command line, to start it again
-	cred *syscall.Credential
+	c    *PostgresCluster // its folder, removed by Close
 	proc *Proc
-	g    *Group
 }
 
-// StartPostgres initialises a cluster with the superuser user, starts it
-// and waits until it accepts connections. initdb and postgres refuse to
-// run as root: as root they run as the user postgres, from a folder that
-// user owns. Close stops it and removes its folder.
+// StartPostgres initialises a cluster whose superuser is user, trusting
+// local connections (its URLs carry no password), starts it and waits
+// until it accepts connections. initdb and postgres refuse to run as
+// root: as root they run as the user postgres, from a folder that user
+// owns. Close stops it and removes its folder.
 func (g *Group) StartPostgres(ctx context.Context, user string) (*Postgres, error) {
 	return g.startPostgres(ctx, user, "--auth=trust")
 }
@@ -53,43 +47,44 @@ func (g *Group) StartPostgresLocked(ctx context.Context, user string) (*Postgres
 }
 
 func (g *Group) startPostgres(ctx context.Context, user string, auth ...string) (*Postgres, error) {
-	initdb, err := PostgresBinary("initdb")
-	if err != nil {
-		return nil, err
-	}
-	postgres, err := PostgresBinary("postgres")
-	if err != nil {
-		return nil, err
-	}
 	port, err := FreePort()
 	if err != nil {
 		return nil, fmt.Errorf("launch: find a free port: %w", err)
 	}
-	s := &Postgres{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), User: user, Log: &Log{}, g: g}
 	// Not under the caller's temporary folder: its parents may be closed
 	// to the user postgres.
-	if s.dir, err = os.MkdirTemp("", "walletlock-pg-"); err != nil {
+	dir, err := os.MkdirTemp("", "walletlock-pg-")
+	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	if s.cred, err = postgresUser(s.dir); err != nil {
-		os.RemoveAll(s.dir)
-		return nil, err
+	s := &Postgres{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), User: user, Log: &Log{}}
+	if s.c, err = OpenPostgresCluster(dir); err == nil {
+		if err = s.c.initdb(ctx, user, auth...); err == nil {
+			err = s.start(ctx, g, port)
+		}
 	}
-	data := filepath.Join(s.dir, "data")
-	cmd := exec.CommandContext(ctx, initdb, append([]string{"-D", data, "-U", user, "--no-sync", "-E", "UTF8"}, auth...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	cmd.Dir = s.dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(s.dir)
-		return nil, fmt.Errorf("launch: initdb: %v: %s", err, safe.Line(string(out)))
-	}
-	s.args = []string{postgres, "-D", data, "-p", strconv.Itoa(port), "-k", s.dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "lc_messages=C"}
-	if err := s.Start(ctx); err != nil {
-		os.RemoveAll(s.dir)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// start starts the server and waits, at most 20 s, until it accepts
+// connections.
+func (s *Postgres) start(ctx context.Context, g *Group, port int) error {
+	cmd := s.c.server("127.0.0.1", port)
+	cmd.Stdout, cmd.Stderr = s.Log, s.Log
+	p, err := g.Start("postgres "+s.Addr, cmd)
+	if err != nil {
+		return err
+	}
+	s.proc = p
+	if err := waitReady(ctx, p.exited, 20*time.Second, func() bool { return s.c.ready(p.cmd.Process.Pid) }); err != nil {
+		s.Stop()
+		return fmt.Errorf("launch: postgres at %s: %w: %s", s.Addr, err, s.Log.LastLine())
+	}
+	return nil
 }
 
 // postgresUser returns who to run PostgreSQL as, given to it the folder
@@ -128,38 +123,7 @@ func (s *Postgres) URL(db string) string {
 // over the server's Unix socket.
 func (s *Postgres) SocketURL(db string) string {
 	_, port, _ := net.SplitHostPort(s.Addr)
-	return "postgres://" + s.User + "@/" + db + "?host=" + url.QueryEscape(s.dir) + "&port=" + port + "&sslmode=disable"
-}
-
-// Start starts a stopped server again, on the same port, and waits, at
-// most 20 s, until it accepts connections.
-func (s *Postgres) Start(ctx context.Context) error {
-	cmd := exec.Command(s.args[0], s.args[1:]...)
-	cmd.Stdout, cmd.Stderr = s.Log, s.Log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	cmd.Dir = s.dir // one the user postgres can enter
-	from := s.Log.Len()
-	p, err := s.g.Start("postgres "+s.Addr, cmd)
-	if err != nil {
-		return err
-	}
-	s.proc = p
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(s.Log.String()[from:], "database system is ready to accept connections") {
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("launch: postgres at %s exited at start: %s", s.Addr, safe.Line(s.Log.String()[from:]))
-		case <-ctx.Done():
-			s.Stop()
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return fmt.Errorf("launch: postgres at %s did not start within 20s: %s", s.Addr, safe.Line(s.Log.String()[from:]))
-		}
-	}
-	return nil
+	return "postgres://" + s.User + "@/" + db + "?host=" + url.QueryEscape(s.c.Dir) + "&port=" + port + "&sslmode=disable"
 }
 
 // Stop shuts the server down fast (SIGINT), ending every connection, and
@@ -168,12 +132,18 @@ func (s *Postgres) Stop() {
 	if s.proc == nil || !s.proc.Running() {
 		return
 	}
-	s.Resume() // a stopped server cannot shut down
 	s.proc.Signal(syscall.SIGINT)
 	select {
 	case <-s.proc.Exited():
 	case <-time.After(5 * time.Second):
-		signal(syscall.SIGKILL, s.children()...)
+		// Its backends each run in a session of their own, out of reach
+		// of a signal to its process group.
+		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(s.proc.cmd.Process.Pid)).Output()
+		for _, f := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 		s.proc.Kill(5 * time.Second)
 	}
 }
@@ -181,43 +151,5 @@ func (s *Postgres) Stop() {
 // Close stops the server and removes its folder.
 func (s *Postgres) Close() {
 	s.Stop()
-	os.RemoveAll(s.dir)
-}
-
-// Pause stops the server and every backend with SIGSTOP: connections
-// stay open and nothing answers.
-func (s *Postgres) Pause() error {
-	if err := s.proc.Pause(); err != nil { // first, so that it forks no more
-		return err
-	}
-	signal(syscall.SIGSTOP, s.children()...)
-	return nil
-}
-
-// Resume continues a paused server (SIGCONT).
-func (s *Postgres) Resume() error {
-	signal(syscall.SIGCONT, s.children()...)
-	return s.proc.Resume()
-}
-
-func signal(sig syscall.Signal, pids ...int) {
-	for _, pid := range pids {
-		syscall.Kill(pid, sig)
-	}
-}
-
-// children returns the server's child processes: its backends, each in a
-// session of its own, out of reach of a signal to its process group.
-func (s *Postgres) children() []int {
-	if !s.proc.Running() {
-		return nil
-	}
-	out, _ := exec.Command("pgrep", "-P", strconv.Itoa(s.proc.cmd.Process.Pid)).Output()
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	os.RemoveAll(s.c.Dir)
 }

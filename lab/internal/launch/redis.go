@@ -217,20 +217,9 @@ func (s *Redis) start(ctx context.Context) error {
 		return err
 	}
 	s.proc = p
-	deadline := time.Now().Add(10 * time.Second)
-	for !s.ready(from) {
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("launch: %s exited at start: %s", s.name, s.Log.LastLine())
-		case <-ctx.Done():
-			p.Kill(time.Second)
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.Kill(time.Second)
-			return fmt.Errorf("launch: %s did not answer within 10s: %s", s.name, s.Log.LastLine())
-		}
+	if err := waitReady(ctx, p.exited, 10*time.Second, func() bool { return s.ready(from) }); err != nil {
+		p.Kill(time.Second)
+		return fmt.Errorf("launch: %s: %w: %s", s.name, err, s.Log.LastLine())
 	}
 	return nil
 }

@@ -27,7 +27,7 @@
 // renews presence, serves the queue when a holder died, and tells a
 // waiter whose entry the queue lost (to a restart, FLUSHDB, a DEL) to
 // queue again. fair.go is the waiting and the scripts' keys, notify.go
-// the reader, queue.lua, acquire.lua and release.lua the scripts. What it
-// needs of package lock is in lock's builton.go (Adopt, CheckArgs,
-// FenceRefusal, Handoff).
+// the reader, queue.lua, acquire.lua and release.lua the scripts. It
+// builds on package lock through Adopt and Handoff (lock's builton.go),
+// CheckArgs and FenceRefusal.
 package fair

@@ -141,7 +141,13 @@ func (l *Lock) ID() string {
 	if l == nil || l.hold == nil {
 		return ""
 	}
-	sum := sha1.Sum([]byte(*l.hold.token))
+	return TokenID(*l.hold.token)
+}
+
+// TokenID is the ID of the holding that token names (see ID): a fair
+// lock's hand-off names its waiter by it, as queue.lua computes it.
+func TokenID(token string) string {
+	sum := sha1.Sum([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -3,9 +3,7 @@ package fair
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,12 +50,11 @@ type Client interface {
 	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
 }
 
-// Lock is a fair lock: it hands out the same leases as lock.Acquire, but
-// its waiters take turns (see the package doc). One Lock serves every key
-// and goroutine of a process. While its goroutines wait on a key it runs
-// one reader there, which holds one pooled connection in a blocking read
-// (of the client NewReadingOn gives it, if any); Close stops them. Its
-// random name marks its waiters' queue entries and its presence.
+// Lock is a fair lock (see the package doc). One Lock serves every key and
+// goroutine of a process. While its goroutines wait on a key it runs one
+// reader there, which holds a pooled connection in a blocking read; Close
+// stops them. Its random name marks its waiters' queue entries and its
+// presence.
 type Lock struct {
 	rdb   Client
 	reads Client // the readers' blocking XREADs; rdb unless NewReadingOn
@@ -66,7 +63,7 @@ type Lock struct {
 
 	mu      sync.Mutex
 	closed  bool
-	waiters map[string]*waiter // by handoffID
+	waiters map[string]*waiter // by lock.TokenID
 	keys    map[string]*group  // by lock key
 	readers map[*group]bool    // the groups whose reader runs
 	wg      sync.WaitGroup     // the readers
@@ -384,11 +381,4 @@ func (q *fairKeys) outcome(n int, err, unanswered error) error {
 		return lock.ErrNotHeld
 	}
 	return nil
-}
-
-// handoffID names a waiter in a hand-off: the SHA-1 of its token, as
-// queue.lua computes it, so that the token never goes out.
-func handoffID(token string) string {
-	sum := sha1.Sum([]byte(token))
-	return hex.EncodeToString(sum[:])
 }

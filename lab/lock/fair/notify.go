@@ -26,7 +26,7 @@ type grant struct {
 
 // waiter is one Acquire call that waits.
 type waiter struct {
-	id     string        // see handoffID
+	id     string        // lock.TokenID of its token
 	entry  string        // its queue entry (see queue.lua)
 	queued bool          // a try queued it: the tick checks that the queue still holds it; guarded by Lock.mu
 	grant  chan grant    // the hand-off that named it
@@ -61,7 +61,7 @@ func (f *Lock) enter(q *fairKeys, token, entry string) (*waiter, *group) {
 		g = &group{q: q, waiters: map[*waiter]bool{}}
 		f.keys[q.keys[0]] = g
 	}
-	w := &waiter{id: handoffID(token), entry: entry, grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
+	w := &waiter{id: lock.TokenID(token), entry: entry, grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
 	g.waiters[w], f.waiters[w.id] = true, w
 	return w, g
 }

@@ -271,8 +271,7 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 	var wait Jitter // 5 to 15 ms
 	for attempts := 1; ; attempts++ {
 		won, err := try(token, ttl)
-		var refused errorIs
-		if errors.As(err, &refused) {
+		if _, refused := errors.AsType[errorIs](err); refused {
 			return nil, err // Redis answered, and changed nothing
 		}
 		if err != nil {

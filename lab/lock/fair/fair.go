@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -203,9 +204,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (h grant, ok bool, err error) {
 	var after <-chan time.Time
 	if again {
-		t := time.NewTimer(tick)
-		defer t.Stop()
-		after = t.C
+		after = time.After(tick) // collected once past, fired or not
 	}
 	select {
 	case h := <-w.grant:
@@ -234,16 +233,11 @@ func closed(key string) error { return fmt.Errorf("lock: acquire %s: %w", key, E
 // transient reports whether a try that failed with err is worth repeating:
 // no answer from Redis, or Redis saying it cannot serve yet.
 func transient(err error) bool {
-	var answer redis.Error
-	if !errors.As(err, &answer) {
+	if _, answered := errors.AsType[redis.Error](err); !answered {
 		return true
 	}
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"},
+		func(p string) bool { return redis.HasErrorPrefix(err, p) })
 }
 
 // fairKeys are the keys of the fair lock on one key, as the scripts take

@@ -2,7 +2,6 @@ package lock
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,18 +32,3 @@ func Adopt(rdb Client, key, token string, attempts int, fence int64, h Handoff) 
 	l.Fence, l.hold.handoff = fence, h
 	return l
 }
-
-// CheckArgs refuses, before anything talks to Redis, what Acquire refuses,
-// with the same errors, and returns ttl as Acquire sends it: rounded up to
-// whole milliseconds (see CheckTTL).
-func CheckArgs(rdb any, key string, ttl time.Duration) (time.Duration, error) {
-	if err := validate(rdb, key, ttl); err != nil {
-		return 0, err
-	}
-	return wholeMillis(ttl), nil
-}
-
-// FenceRefusal turns what a script answers when it refuses to take a
-// fenced lock on key, {what, detail} (see acquire_fenced.lua), into the
-// error AcquireFenced returns for it; counter is the fence counter's key.
-func FenceRefusal(key, counter string, reply []any) error { return fenceRefusal(key, counter, reply) }

@@ -35,19 +35,18 @@ var ErrFenceOverflow = errors.New("lock: fence above 2^53, the largest a Redis s
 
 // AcquireFenced is Acquire plus a fencing token: taking the lock and
 // incrementing the fence counter at fenceKey happen in one script, so
-// l.Fence is greater than zero and greater than every fence handed out
-// before from that counter. Hand the fence to the database with every write and let it
-// refuse writes from an older fence (see postgres.Store.SpendFenced).
+// l.Fence is greater than every fence handed out before from that
+// counter. Hand it to the database with every write and let it refuse
+// writes from an older fence (see postgres.Store.SpendFenced).
 //
 // The counter never expires. key and fenceKey must share a Redis Cluster
-// hash slot, as "lock:{wallet:42}" and "fence:{wallet:42}" do; FenceKey
-// gives a lock key a counter in its slot. It returns the same errors as
-// Acquire, and one matching ErrInvalid for an empty fenceKey. The key is checked on every attempt, and so is
-// the counter: an error matching ErrWrongType when the counter holds
-// anything but a whole number of 0 or more, one matching ErrFenceOverflow
-// when it has reached MaxFence, both at once and without taking the lock.
+// hash slot, as "lock:{wallet:42}" and "fence:{wallet:42}" do (FenceKey
+// names one). It returns Acquire's errors, one matching ErrInvalid for an
+// empty fenceKey, and, at once and without taking the lock, one matching
+// ErrWrongType when the counter holds anything but a whole number of 0 or
+// more, or ErrFenceOverflow when it has reached MaxFence.
 func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl time.Duration) (*Lock, error) {
-	if err := validate(rdb, key, ttl); err != nil {
+	if _, err := CheckArgs(rdb, key, ttl); err != nil {
 		return nil, err
 	}
 	if fenceKey == "" {
@@ -64,7 +63,7 @@ func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl ti
 			fence = r
 			return fence > 0, nil
 		case []any:
-			return false, fenceRefusal(key, fenceKey, r)
+			return false, FenceRefusal(key, fenceKey, r)
 		}
 		return false, fmt.Errorf("unexpected reply %v from acquire_fenced.lua", reply)
 	})
@@ -75,9 +74,11 @@ func AcquireFenced(ctx context.Context, rdb Client, key, fenceKey string, ttl ti
 	return l, nil
 }
 
-// fenceRefusal turns a refusal of acquire_fenced.lua, {what, detail}, into
-// an error.
-func fenceRefusal(key, counter string, r []any) error {
+// FenceRefusal turns what a script answers when it refuses to take a
+// fenced lock on key, {what, detail} (see acquire_fenced.lua), into the
+// error AcquireFenced returns for it; counter is the fence counter's key.
+// lock/fair's scripts refuse the same way.
+func FenceRefusal(key, counter string, r []any) error {
 	if len(r) != 2 {
 		return fmt.Errorf("unexpected reply %v from acquire_fenced.lua", r)
 	}
@@ -96,12 +97,11 @@ func fenceRefusal(key, counter string, r []any) error {
 	return fmt.Errorf("unexpected reply %v from acquire_fenced.lua", r)
 }
 
-// FenceKey returns the key of the fence counter for a lock key. It shares
-// the lock key's Redis Cluster hash slot, so that one script can touch
-// both: "app:lock:{wallet:42}" has the counter "app:lock:{wallet:42}:fence"
-// (same hash tag), and a key without a hash tag, "lock:7", has the counter
-// "{lock:7}:fence" (whose hash tag is the whole lock key). A key that no
-// call here accepts (see slotPrefix) has no counter: FenceKey returns "".
+// FenceKey returns the key of the fence counter for a lock key, in the
+// lock key's Redis Cluster hash slot so that one script can touch both:
+// "lock:{wallet:42}" has "lock:{wallet:42}:fence", and "lock:7", without a
+// hash tag, has "{lock:7}:fence". A key that no call here accepts (see
+// slotPrefix) has no counter: "".
 func FenceKey(key string) string {
 	prefix, err := slotPrefix(key)
 	if err != nil {
@@ -110,18 +110,13 @@ func FenceKey(key string) string {
 	return prefix + ":fence"
 }
 
-// slotPrefix returns what the names the lock keeps next to key start with
-// (its fence counter, a fair lock's queue, presence keys and channels), so
-// that each lands in key's Redis Cluster slot (and on its Ring shard): key
-// itself when it has a hash tag, and "{" + key + "}" otherwise. Redis
-// Cluster hashes only a key's hash tag when it has one: the text between
-// its first "{" and the first "}" after it, if that text is not empty.
-//
-// A key without a hash tag that holds a "}" ("lock}7", "a{}b", "}{") has
-// no such prefix: Redis Cluster hashes it whole, and a name built from it
-// either has a hash tag that stops at its "}" ("{lock}7}:fence" hashes
-// "lock") or none, and then hashes differently. slotPrefix returns an
-// error matching ErrInvalid for such a key, and for "".
+// slotPrefix returns what the names the lock keeps beside key start with
+// (its fence counter, a fair lock's queue...), so that each lands in key's
+// Redis Cluster slot: key itself when it has a hash tag (the text between
+// its first "{" and the first "}" after it, if not empty), and
+// "{" + key + "}" otherwise. A key without a hash tag that holds a "}"
+// ("lock}7", "a{}b") has none: "{lock}7}:fence" would hash "lock". For it,
+// and for "", slotPrefix returns an error matching ErrInvalid.
 func slotPrefix(key string) (string, error) {
 	open := strings.IndexByte(key, '{')
 	if open >= 0 {
@@ -139,19 +134,17 @@ func slotPrefix(key string) (string, error) {
 }
 
 // RaiseFence makes sure the fence counter at fenceKey is at least atLeast
-// and returns its value afterwards. Use it when the database refuses a
-// fence as stale while Redis handed it out as new: Redis lost the counter
-// (a restart without persistence) and it restarted below what the database
-// has accepted. Raising it to the database's highest fence lets the next
-// acquisition be accepted again; it never lowers the counter. A counter
-// that holds a string that is no number is overwritten with atLeast.
+// and returns its value afterwards; it never lowers it, and overwrites a
+// string that is no number. Use it when the database refuses a fence as
+// stale that Redis handed out as new: Redis lost the counter (a restart
+// without persistence), and raised to the database's highest fence it
+// hands out fences the database accepts again.
 //
-// It returns an error matching ErrInvalid for a nil rdb or an empty
-// fenceKey, before talking to Redis, and an error matching
-// ErrFenceOverflow, also before, for an atLeast above MaxFence (a script
-// would store it rounded). When the counter already holds a number above
-// MaxFence, or anything but a string, it changes nothing and returns an
-// error matching ErrFenceOverflow or ErrWrongType.
+// Before talking to Redis it refuses a nil rdb or an empty fenceKey
+// (ErrInvalid) and an atLeast above MaxFence (ErrFenceOverflow: a script
+// would store it rounded). A counter above MaxFence, or of another type,
+// is left as it is, with an error matching ErrFenceOverflow or
+// ErrWrongType.
 func RaiseFence(ctx context.Context, rdb Client, fenceKey string, atLeast int64) (int64, error) {
 	switch {
 	case isNil(rdb):

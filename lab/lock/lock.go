@@ -14,42 +14,41 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	rootlock "example.com/walletlock/lock"
 )
 
 var (
 	// ErrNotHeld is returned by Release and Refresh when the lock expired or
 	// now holds another holder's token, and is the cause of a Watch
-	// context cancelled because the lease was lost.
-	ErrNotHeld = errors.New("lock: not held (its lease ran out, or another holder has the key)")
+	// context cancelled because the lease was lost. It is the root's lock's
+	// error, so that code written for that lock matches it unchanged.
+	ErrNotHeld = rootlock.ErrNotHeld
 
 	// ErrUnknown is matched by the error of Release and Refresh when the
 	// reply was lost (a broken connection, a timeout): Redis may have run
-	// the command or not. Count it apart from ErrNotHeld, which Redis
-	// answered.
+	// the command or not, where ErrNotHeld is Redis's answer.
 	ErrUnknown = errors.New("lock: outcome unknown: the reply was lost, the command may have run")
 
 	// ErrInvalid is matched by the error of every call given what no
 	// lock can be made of, before it talks to Redis: a nil client (a nil
 	// interface or a nil *redis.Client), an empty key, a key with a "}"
-	// but no hash tag such as "lock}7" or "a{}b" (its fence counter and
-	// a fair lock's queue could not share its Redis Cluster slot, see
-	// FenceKey), or a TTL under 1 ms (Redis has no expiry finer than a
-	// millisecond, and a zero TTL would make a lock that never expires:
-	// a crashed holder would block everyone for good). The error says
-	// which in one line, naming the key or the TTL: "lock: nil client",
-	// "lock: empty key", "lock: TTL must be at least 1ms, got 0s".
+	// but no hash tag such as "lock}7" (its fence counter and a fair
+	// lock's queue could not share its Redis Cluster slot, see FenceKey),
+	// or a TTL under 1 ms (a zero TTL would make a lock that never
+	// expires). The error says which in one line, naming the key or the
+	// TTL: "lock: TTL must be at least 1ms, got 0s".
 	ErrInvalid = errors.New("lock: invalid argument")
 
 	// ErrBadTTL is matched, as ErrInvalid is, by the error of a call given
-	// a TTL under 1 ms: the root's lock's name for it.
-	ErrBadTTL = errors.New("lock: TTL must be at least 1ms")
+	// a TTL under 1 ms: the root's lock's error for it.
+	ErrBadTTL = rootlock.ErrBadTTL
 
 	// ErrWrongType is matched by the error of Acquire and AcquireFenced
-	// when the key holds something other than a lock, such as a hash: no
-	// holder will ever release it, so waiting for it would last until ctx
-	// ends. The error names the type the key holds. AcquireFenced and
-	// RaiseFence also return it for a fence counter that holds something
-	// other than a whole number.
+	// when the key holds something other than a lock, such as a hash,
+	// which no holder will ever release; the error names its type.
+	// AcquireFenced and RaiseFence also return it for a fence counter that
+	// holds something other than a whole number.
 	ErrWrongType = errors.New("lock: key holds something other than a lock")
 
 	// ErrTaken is matched by the error of TryAcquire when another holder
@@ -57,17 +56,13 @@ var (
 	ErrTaken = errors.New("lock: held by another holder")
 )
 
-// The errors that match ErrInvalid.
 var (
-	errNilClient = errorIs{"lock: nil client", ErrInvalid}
-	errEmptyKey  = errorIs{"lock: empty key", ErrInvalid}
-
+	errNilClient     = errorIs{"lock: nil client", ErrInvalid}
+	errEmptyKey      = errorIs{"lock: empty key", ErrInvalid}
 	errEmptyFenceKey = errorIs{"lock: empty fence key", ErrInvalid}
+	// What a Lock that no Acquire made (such as Lock{}) answers.
+	errZeroLock = errorIs{"lock: not held: a Lock must come from Acquire or AcquireFenced", ErrNotHeld}
 )
-
-// errZeroLock is what a Lock that no Acquire made (such as Lock{})
-// answers: it was never held. errors.Is matches it to ErrNotHeld.
-var errZeroLock = errorIs{"lock: not held: a Lock must come from Acquire or AcquireFenced", ErrNotHeld}
 
 // errorIs is an error with a message of its own that errors.Is matches to
 // one of the sentinels above (and, for a bad TTL, to ErrBadTTL too).
@@ -95,30 +90,26 @@ var (
 	keyTypeScript = redis.NewScript(keyTypeLua)
 )
 
-// Client is what the lock needs from go-redis: scripts, SET NX and DELEX,
-// and Process, through which Release sends its command once (see
-// Release). *redis.Client (single node or Sentinel failover),
-// *redis.ClusterClient and redis.UniversalClient all satisfy it; tests can
-// wrap one to inject faults.
+// Client is what the lock needs from go-redis: the root's lock.Client
+// (scripts and SET NX), DELEX, and Process, through which Release sends
+// its command once (see Release). *redis.Client (single node or Sentinel
+// failover), *redis.ClusterClient and redis.UniversalClient all satisfy
+// it; tests can wrap one to inject faults.
 type Client interface {
-	redis.Scripter
-	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	rootlock.Client
 	DelExArgs(ctx context.Context, key string, a redis.DelExArgs) *redis.IntCmd
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// Lock is a lease held on Key. Its zero value is not a lock; get one from
-// Acquire or AcquireFenced. A nil *Lock and a zero Lock are safe to
-// Release, Refresh and Watch (they answer ErrNotHeld), so
-// `defer l.Release(ctx)` needs no check.
+// Lock is a lease held on Key; get one from Acquire or AcquireFenced. A
+// nil *Lock and a zero Lock are safe to Release, Refresh and Watch (they
+// answer ErrNotHeld), so `defer l.Release(ctx)` needs no check.
 //
-// The token is what lets a holder release the lock, so it stays out of
-// every way a Lock is printed or encoded, with no method to see to it:
-// JSON, XML and gob skip unexported fields, and fmt prints a pointer
-// inside a value as an address. Under a verb that does not fit a pointer
-// (%s, %q...) fmt shows what that pointer points to, but only one level
-// down, so the token sits behind a second pointer. What they all show is
-// Key, Fence and Attempts; ID names the holder in a log line.
+// The token lets a holder release the lock, so no way of printing or
+// encoding a Lock shows it: JSON, XML and gob skip unexported fields, and
+// fmt shows a pointer inside a value as an address, or under %s and %q
+// what it points to, one level down only: hence the token's own pointer.
+// ID names the holder in a log line.
 type Lock struct {
 	Key   string
 	Fence int64 // set by AcquireFenced, 0 for Acquire
@@ -130,9 +121,7 @@ type Lock struct {
 	hold *hold // nil for a Lock that no Acquire made
 }
 
-// hold is what a Lock keeps to itself, behind its pointer. The token is
-// behind a pointer of its own: fmt, given %s or %q for a Lock, prints
-// this struct, but only the address of the token (see Lock).
+// hold is what a Lock keeps to itself (see Lock for the token's pointer).
 type hold struct {
 	token     *string   // random, 130 bits, fresh for every acquisition; never shown (see ID)
 	rdb       Client    // where the lease lives
@@ -147,14 +136,18 @@ func newLock(rdb Client, key, token string, attempts int) *Lock {
 
 // ID names this holding of the lock without giving its token away: the
 // hex SHA-1 of the token, which is also what a fair lock publishes when it
-// hands the lock over. It tells two holders apart in logs and reports;
-// knowing it does not let anyone release or refresh the lock. A nil or
-// zero Lock has the ID "".
+// hands the lock over. A nil or zero Lock has the ID "".
 func (l *Lock) ID() string {
 	if l == nil || l.hold == nil {
 		return ""
 	}
-	sum := sha1.Sum([]byte(*l.hold.token))
+	return TokenID(*l.hold.token)
+}
+
+// TokenID is the ID of the holding that token names (see ID): a fair
+// lock's hand-off names its waiter by it, as queue.lua computes it.
+func TokenID(token string) string {
+	sum := sha1.Sum([]byte(token))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -171,22 +164,16 @@ func (l *Lock) held() error {
 }
 
 // Acquire takes the lock on key for ttl with one SET key token NX PX ttl per
-// attempt. Each lost attempt is followed by a sleep of random length, 5 to
-// 15 ms (equal sleeps would wake every waiter at once), and the next try;
-// it stops with the lock, or with an error once ctx is done. Under heavy
-// contention that favours whoever asks right after a release; a fair
-// lock (package lock/fair) serves waiters in turn instead. Redis counts expiries in
-// whole milliseconds, so a ttl with a fraction of one is rounded up: 1.9ms
-// holds the lock for 2ms, never for less than asked.
+// attempt, sleeping 5 to 15 ms at random between attempts (equal sleeps
+// would wake every waiter at once), until it holds the lock or ctx is done.
+// A fair lock (package lock/fair) serves waiters in turn instead. The ttl
+// is rounded up to whole milliseconds (see CheckTTL).
 //
-// It returns an error matching ErrInvalid for a nil rdb, an empty key, a
-// key with a "}" but no hash tag or a TTL under 1 ms, before talking to
-// Redis; an error
-// matching ErrWrongType at once when the key holds something other than a
-// lock (a hash, a list...), which no holder would ever release; an error
+// It returns an error matching ErrInvalid before talking to Redis (see
+// ErrInvalid); one matching ErrWrongType at once when the key holds
+// something other than a lock, which no holder would ever release; one
 // wrapping ctx.Err() and naming the key when ctx ends first; and a Redis
-// error as soon as one happens (a broken connection is not retried until
-// ctx ends).
+// error as soon as one happens (a broken connection is not retried).
 func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
 	checked := false
 	return acquire(ctx, rdb, key, ttl, func(token string, ttl time.Duration) (bool, error) {
@@ -202,22 +189,20 @@ func Acquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*L
 }
 
 // TryAcquire takes the lock on key for ttl if nobody holds it, with one
-// SET key token NX PX ttl, and never waits: for a holder that must be
-// alone and would rather be told at once that it is not (the load test's
-// run lease). It returns the errors Acquire returns, except that a lock
-// held by another holder is an error matching ErrTaken, at once.
+// SET key token NX PX ttl, and never waits (the load test's run lease). It
+// returns Acquire's errors, and one matching ErrTaken at once when another
+// holder has the lock.
 //
-// A SET NX whose reply was lost may have landed, and go-redis sends it
-// again (up to the client's MaxRetries), when it finds the lock held: by
-// this very call. So when SET NX fails or finds the lock held, TryAcquire
-// asks whether the key holds its token, with Refresh (which resets the TTL
-// as SET NX would have set it): if it does, the lock is this call's after
-// all. A lost reply to both is returned as an error, as Acquire does.
+// A SET NX whose reply was lost may have landed, and go-redis's resend
+// then finds the lock held: by this very call. So when SET NX fails or
+// finds the lock held, TryAcquire asks with Refresh (which sets the TTL
+// SET NX would have set) whether the key holds its token: then the lock
+// is its own after all.
 func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) (*Lock, error) {
-	if err := validate(rdb, key, ttl); err != nil {
+	ttl, err := CheckArgs(rdb, key, ttl)
+	if err != nil {
 		return nil, err
 	}
-	ttl = wholeMillis(ttl)
 	l := newLock(rdb, key, rand.Text(), 1)
 	won, err := rdb.SetNX(ctx, key, *l.hold.token, ttl).Result()
 	if won {
@@ -241,15 +226,11 @@ func TryAcquire(ctx context.Context, rdb Client, key string, ttl time.Duration) 
 }
 
 // DeleteIf deletes key if it holds value, in one atomic step, with the
-// script Release uses (release.lua), and reports whether it did. It is
-// for a caller that holds no *Lock but knows what it may have written,
-// such as a call cut short while taking a lock of another library
-// (the load test cleans up after bsm/redislock with it): deleting
-// only on a match can never remove another holder's lease. Like a
-// release, it is not idempotent: go-redis resends a script whose reply
-// was lost (up to the client's MaxRetries), and a resend finds the key
-// gone and reports false for a key the first try deleted. The key is gone
-// either way; use it to clean up, not to learn who held the key.
+// script Release uses (release.lua), and reports whether it did: for a
+// caller that holds no *Lock but knows what it may have written (the load
+// test cleans up after bsm/redislock with it). go-redis resends a script
+// whose reply was lost, and the resend reports false for a key the first
+// deleted: use it to clean up, not to learn who held the key.
 func DeleteIf(ctx context.Context, rdb redis.Scripter, key, value string) (bool, error) {
 	if isNil(rdb) {
 		return false, errNilClient
@@ -262,9 +243,8 @@ func DeleteIf(ctx context.Context, rdb redis.Scripter, key, value string) (bool,
 }
 
 // checkLockType returns an error matching ErrWrongType when key holds
-// anything but a string (or nothing). It asks with a script, not with
-// TYPE, because Client has no Type method: a narrower interface is easier
-// to satisfy for a wrapper or a fake.
+// anything but a string (or nothing). It asks with a script because
+// Client, kept narrow for wrappers and fakes, has no Type method.
 func checkLockType(ctx context.Context, rdb Client, key string) error {
 	t, err := keyTypeScript.Run(ctx, rdb, []string{key}).Text()
 	if err != nil {
@@ -280,21 +260,18 @@ func wrongType(key, typ string) error {
 	return errorIs{fmt.Sprintf("lock: acquire %s: the key holds a %s, not a lock", key, typ), ErrWrongType}
 }
 
-// acquire is the retry loop that Acquire and AcquireFenced share. try makes
-// one attempt with the given token and ttl (in whole milliseconds) and
-// reports whether it took the lock.
+// acquire is the retry loop of Acquire and AcquireFenced. try makes one
+// attempt with token and ttl and reports whether it took the lock.
 func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try func(token string, ttl time.Duration) (bool, error)) (*Lock, error) {
-	if err := validate(rdb, key, ttl); err != nil {
+	ttl, err := CheckArgs(rdb, key, ttl)
+	if err != nil {
 		return nil, err
 	}
-	ttl = wholeMillis(ttl)
 	token := rand.Text()
 	var wait Jitter // 5 to 15 ms
-	var timer *time.Timer
 	for attempts := 1; ; attempts++ {
 		won, err := try(token, ttl)
-		var refused errorIs
-		if errors.As(err, &refused) {
+		if _, refused := errors.AsType[errorIs](err); refused {
 			return nil, err // Redis answered, and changed nothing
 		}
 		if err != nil {
@@ -319,28 +296,29 @@ func acquire(ctx context.Context, rdb Client, key string, ttl time.Duration, try
 		if won {
 			return newLock(rdb, key, token, attempts), nil
 		}
-		if timer == nil {
-			timer = time.NewTimer(wait.NextBackoff())
-			defer timer.Stop()
-		} else {
-			timer.Reset(wait.NextBackoff())
-		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("lock: acquire %s: gave up waiting: %w", key, ctx.Err())
-		case <-timer.C:
+		case <-time.After(wait.NextBackoff()): // collected once past, fired or not
 		}
 	}
 }
 
-func validate(rdb any, key string, ttl time.Duration) error {
+// CheckArgs refuses, before anything talks to Redis, what Acquire refuses,
+// with the same errors, and returns ttl as Acquire sends it: rounded up to
+// whole milliseconds (see CheckTTL). Locks built on this one (lock/fair,
+// the load test's redislock) call it to refuse what it refuses.
+func CheckArgs(rdb any, key string, ttl time.Duration) (time.Duration, error) {
 	if isNil(rdb) {
-		return errNilClient
+		return 0, errNilClient
 	}
 	if _, err := slotPrefix(key); err != nil {
-		return err
+		return 0, err
 	}
-	return CheckTTL(ttl)
+	if err := CheckTTL(ttl); err != nil {
+		return 0, err
+	}
+	return wholeMillis(ttl), nil
 }
 
 // isNil reports whether c is nil, or an interface holding a nil pointer
@@ -358,14 +336,11 @@ func isNil(c any) bool {
 }
 
 // CheckTTL returns an error matching ErrInvalid, naming the value, for a
-// TTL under 1 ms, and nil otherwise. Every call here that takes a TTL checks it with
-// this; programs call it on their -ttl flag so that a bad value is refused
-// before anything runs.
+// TTL under 1 ms, and nil otherwise; programs call it on their -ttl flag.
 //
 // A TTL that passes is sent to Redis in whole milliseconds, the finest
-// expiry Redis has, rounded up: 1.9ms becomes 2ms. A lease shorter than
-// asked could expire while its holder still counts on it; one a fraction
-// of a millisecond longer cannot hurt.
+// expiry Redis has, rounded up (1.9ms becomes 2ms): a lease shorter than
+// asked could expire while its holder still counts on it.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return errorIs{fmt.Sprintf("lock: TTL must be at least 1ms, got %v", ttl), ErrInvalid}
@@ -386,20 +361,15 @@ func wholeMillis(ttl time.Duration) time.Duration {
 	return ttl + time.Millisecond - r
 }
 
-// Refresh sets the lock's TTL to ttl again (rounded up to whole
-// milliseconds, see CheckTTL) if the key still holds this lock's token. It
-// returns nil when Redis reset the TTL; an error matching ErrInvalid (and
-// ErrBadTTL) for a ttl under 1 ms, before talking to Redis; ErrNotHeld
-// when Redis answered that the lease had expired or passed to another
-// holder (it is not extended then), or the Lock is nil or zero; an error
-// matching ErrUnknown when no answer came (a broken connection, ctx
-// ended): the lease may have been extended or not, and it still runs out
-// at the latest one TTL after the last refresh that succeeded; or the
-// error Redis replied with.
+// Refresh sets the lock's TTL to ttl again (rounded up, see CheckTTL) if
+// the key still holds this lock's token. It returns an error matching
+// ErrInvalid and ErrBadTTL for a ttl under 1 ms, before talking to Redis;
+// ErrNotHeld when the lease had expired or passed to another holder, or
+// the Lock is nil or zero; an error matching ErrUnknown when no answer
+// came (the lease may have been extended or not); or Redis's error.
 //
-// Unlike Release, Refresh may be sent twice: go-redis resends a command
-// whose reply was lost (up to the client's MaxRetries), and refresh.lua is
-// idempotent for its own token: run twice, it finds its token twice and
+// Unlike Release, Refresh may be sent twice (go-redis resends a command
+// whose reply was lost): refresh.lua run twice finds its token twice and
 // resets the same TTL.
 func (l *Lock) Refresh(ctx context.Context, ttl time.Duration) error {
 	if err := l.held(); err != nil {

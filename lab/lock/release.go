@@ -16,62 +16,48 @@ import (
 )
 
 // ReleaseTimeout bounds a release. A release runs after the work, often
-// when the work's context has already ended (Ctrl-C, a deadline that ran
-// out mid-spend), and a lease left behind would block every other holder
-// for the rest of its TTL. So Release and ReleaseLua keep ctx's values but
-// not its cancellation, and give up after ReleaseTimeout instead.
+// when the work's context has already ended (Ctrl-C, a deadline), and a
+// lease left behind would block every other holder for the rest of its
+// TTL: so a release keeps ctx's values but not its cancellation, and gives
+// up after ReleaseTimeout instead.
 const ReleaseTimeout = time.Second
 
-// Release gives the lock back: it compares the key's value with this lock's
-// token and deletes the key on a match, in one atomic step, using DELEX where the server has
-// it (Redis 8.4 and later) and a Lua script otherwise. It first stops the
-// watchdogs that Watch started for this lock. It runs even when ctx has
-// ended, bounded by ReleaseTimeout (see there).
+// Release stops the watchdogs Watch started for this lock, then deletes
+// the key if it holds this lock's token, in one atomic step: DELEX where
+// the server has it (Redis 8.4 and later), a Lua script otherwise. It runs
+// even when ctx has ended, bounded by ReleaseTimeout.
 //
 // It returns nil when it deleted the key; ErrNotHeld when Redis answered
-// that the key was not this lock's (the lease had expired or passed to
-// another holder; nothing is deleted then), or the Lock is nil or zero;
-// an error matching ErrUnknown when it cannot tell (see below); or the
-// error Redis replied with.
+// that the key was not this lock's (nothing is deleted then), or the Lock
+// is nil or zero; an error matching ErrUnknown when it cannot tell (see
+// below); or Redis's error.
 //
-// A release is not idempotent: sent twice, the second finds the key gone
-// and answers "not held" for a lock the first one released. go-redis
-// resends a command whose reply was lost (up to the client's MaxRetries),
-// so Release sends its command with go-redis's NoRetry set, through
-// Client.Process, and does the one resend itself, knowing what its answer
-// means: the key deleted now (the first never ran, nil), or not this
-// lock's, which after a lost reply proves nothing (ErrUnknown: the first
-// may have deleted it, or the lease ran out). Either way, after Release
-// this lock is no longer held, or runs out within its TTL.
+// A release is not idempotent: sent twice, the second answers "not held"
+// for a lock the first released. So Release sends its command once
+// (go-redis would resend it after a lost reply) and does the one resend
+// itself, knowing what its answer means: the key deleted now (nil), or
+// not this lock's, which after a lost reply proves nothing (ErrUnknown).
+// Either way the lock is no longer held, or runs out within its TTL.
 func (l *Lock) Release(ctx context.Context) error {
 	return l.release(ctx, true)
 }
 
-// ReleaseLua is Release without DELEX: it always runs release.lua, which
-// every Redis with scripting has, so that a program can show the script at
-// work on a server that has DELEX too. A lock from a fair lock (package
-// lock/fair) is released by its hand-off script either way: deleting the
-// key would leave its waiters to find out by asking.
+// ReleaseLua is Release without DELEX: it always runs release.lua. A fair
+// lock's lease is released by its hand-off script either way.
 func (l *Lock) ReleaseLua(ctx context.Context) error {
 	return l.release(ctx, false)
 }
 
 // ReleaseAfter sends the commands queued in p, then the release, in one
-// round trip, and returns what Release returns. Under contention the
-// round trip between a holder's last write and its release is one that
-// every waiter waits for; this saves it. The commands in p run whether
-// or not the lease is still held, exactly as a write sent just before
-// Release would: the lease protects them only as far as Watch and a fence
-// do. Read their results from the commands p returned: a command that
-// fails does not stop the release. Nothing in p is sent twice: the release
-// makes go-redis send the whole pipeline once, so a lost reply leaves
-// each command with the network error and an unknown outcome, and only
-// the release is sent again, alone, as Release does. Like Release, it
-// keeps ctx's values but not its cancellation, and gives up after
-// ReleaseTimeout; it sends nothing for a nil or zero Lock. On Redis
-// Cluster, keys in p must share the lock key's hash tag, as
-// "balance:{wallet:42}" does with "lock:{wallet:42}": a pipeline that
-// spans nodes has no order.
+// round trip, and returns what Release returns: under contention every
+// waiter waits for the round trip between a holder's last write and its
+// release, and this saves it. The commands in p run whether or not the
+// lease is still held, as a write sent just before Release would; read
+// their results from their commands. Nothing in p is sent twice: after a
+// lost reply only the release is sent again, alone, as Release does. It
+// sends nothing for a nil or zero Lock. On Redis Cluster, keys in p must
+// share the lock key's hash tag ("balance:{wallet:42}" with
+// "lock:{wallet:42}"): a pipeline that spans nodes has no order.
 func (l *Lock) ReleaseAfter(ctx context.Context, p redis.Pipeliner) error {
 	if err := l.held(); err != nil {
 		return err
@@ -120,9 +106,8 @@ func (l *Lock) release(ctx context.Context, delexOK bool) error {
 }
 
 // releaseAgain sends the release once more after the reply to the first
-// was lost (first is that error, matching ErrUnknown), and tells what the
-// two together say: nil when this one deleted the key, ErrUnknown
-// otherwise (see Release).
+// was lost (first, matching ErrUnknown): nil when this one deleted the
+// key, ErrUnknown otherwise (see Release).
 func (l *Lock) releaseAgain(ctx context.Context, delexOK bool, first error) error {
 	switch err := l.releaseOnce(ctx, delexOK); {
 	case err == nil:
@@ -145,7 +130,7 @@ func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
 	if delexOK {
 		// When the probe's reply is lost, the script does: it runs on
 		// every server.
-		delex, _ = supportsDelex(ctx, l.hold.rdb)
+		delex, _ = HasDelex(ctx, l.hold.rdb)
 	}
 	var cmd *redis.Cmd
 	if delex {
@@ -163,8 +148,7 @@ func (l *Lock) releaseOnce(ctx context.Context, delexOK bool) error {
 	return nil
 }
 
-// unknownIfLost wraps a lost reply's error so that it matches ErrUnknown,
-// and returns any other error as it is.
+// unknownIfLost makes a lost reply's error match ErrUnknown.
 func unknownIfLost(err error) error {
 	if once.Lost(err) {
 		return fmt.Errorf("%w: %w", ErrUnknown, err)
@@ -176,11 +160,13 @@ func unknownIfLost(err error) error {
 // that the question costs one round trip per client, not one per release.
 var delexSupport sync.Map // Client -> bool
 
-// supportsDelex reports whether the server behind rdb has DELEX. The first
-// call per client asks the server with a DELEX on a key that cannot exist
-// (it deletes nothing); later calls answer from memory. A nil rdb returns
-// an error matching ErrInvalid.
-func supportsDelex(ctx context.Context, rdb Client) (bool, error) {
+// HasDelex reports whether the server behind rdb has DELEX (Redis 8.4 and
+// later), the command Release then uses. The first call per client asks
+// the server with a DELEX on a key that cannot exist (it deletes
+// nothing); later calls answer from memory. A lost reply is not
+// remembered: Release then uses the script, which every server has. A nil
+// rdb returns an error matching ErrInvalid.
+func HasDelex(ctx context.Context, rdb Client) (bool, error) {
 	if isNil(rdb) {
 		return false, errNilClient
 	}
@@ -191,26 +177,13 @@ func supportsDelex(ctx context.Context, rdb Client) (bool, error) {
 			return v.(bool), nil
 		}
 	}
-	remember := func(ok bool) {
-		if cacheable {
-			delexSupport.Store(rdb, ok)
-		}
-	}
 	probe := "walletlock:delex-probe:" + rand.Text()
 	err := rdb.DelExArgs(ctx, probe, redis.DelExArgs{Mode: "IFEQ", MatchValue: "-"}).Err()
-	switch {
-	case err == nil:
-		remember(true)
-		return true, nil
-	case isUnknownCommand(err):
-		remember(false)
-		return false, nil
-	default:
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "unknown command") {
 		return false, err
 	}
-}
-
-func isUnknownCommand(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "unknown command")
+	if cacheable {
+		delexSupport.Store(rdb, err == nil)
+	}
+	return err == nil, nil
 }

@@ -9,22 +9,18 @@ import (
 )
 
 // Watch keeps the lock alive while work runs: it refreshes the lease to
-// ttl every third of ttl and returns a context for the work; the first
-// failed refresh cancels that context. context.Cause then says why:
-// ErrNotHeld when the lease was lost to expiry or another holder, an error
-// matching ErrUnknown when a refresh got no reply (the lease may still
-// run, but nobody can vouch for it), the Redis error otherwise.
+// ttl every third of ttl, and the first failed refresh cancels the
+// context it returns, with context.Cause saying why: ErrNotHeld, an error
+// matching ErrUnknown (no reply: nobody can vouch for the lease), or the
+// Redis error.
 //
-// Call it right after acquiring, with the TTL the lock was taken with, and
-// do the protected work with the returned context. Release stops the
-// watchdog before it deletes the key, so `defer l.Release(ctx)` is all
-// the clean-up a watched lock needs; the returned cancel stops watching
-// without releasing, and waits for the watchdog's goroutine to end.
-// Calling both, in either order, is fine.
-//
-// A nil or zero Lock holds nothing: its context is cancelled at once with
-// ErrNotHeld as the cause; so is a ttl under 1 ms, with an error matching
-// ErrInvalid.
+// Call it right after acquiring, with the lock's TTL, and do the work with
+// the returned context. Release stops the watchdog first, so
+// `defer l.Release(ctx)` is all the clean-up a watched lock needs; the
+// returned cancel stops watching without releasing, and waits for the
+// watchdog to end. Calling both, in either order, is fine. A nil or zero
+// Lock, or a ttl under 1 ms, cancels the context at once (ErrNotHeld, or
+// an error matching ErrInvalid).
 func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context, context.CancelFunc) {
 	if err := l.held(); err != nil {
 		ctx, cancel := context.WithCancelCause(parent)
@@ -36,10 +32,9 @@ func (l *Lock) Watch(parent context.Context, ttl time.Duration) (context.Context
 	return ctx, stop
 }
 
-// watchdogs holds the stop funcs of a Lock's Watch calls, so that Release
-// can stop them before it deletes the key: a watchdog left running would
-// find the key gone at its next refresh and cancel the work with
-// ErrNotHeld, as if the lease had been lost.
+// watchdogs holds the stop funcs of a Lock's Watch calls for Release to
+// call first: a watchdog left running would find the key gone and cancel
+// the work with ErrNotHeld, as if the lease had been lost.
 type watchdogs struct {
 	mu    sync.Mutex
 	stops []context.CancelFunc
@@ -67,13 +62,12 @@ func (w *watchdogs) stop() {
 
 // KeepAlive is the watchdog behind Watch, for any lease that has a refresh
 // call (the load test's redislock and Redlock). Every ttl/3 it calls
-// refresh with a context bounded by ttl/3, so that a hung call is
-// abandoned while the lease still has a third of its TTL left; the first
-// failure cancels the returned context with the error as its cause.
-// refresh should return ErrNotHeld (or an error wrapping it) when the
-// lease is gone. The returned cancel stops the watchdog and waits for it.
-// A ttl under 1 ms cancels the context at once with an error matching
-// ErrInvalid; a nil refresh panics at once, in the caller's goroutine.
+// refresh, bounded by ttl/3 so that a hung call is abandoned while the
+// lease still has a third of its TTL left; the first failure cancels the
+// returned context with the error as its cause (refresh returns an error
+// matching ErrNotHeld when the lease is gone). The returned cancel stops
+// the watchdog and waits for it. A ttl under 1 ms cancels the context at
+// once; a nil refresh panics at once, in the caller's goroutine.
 func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
 	return keepAlive(parent, ttl, refresh, false)
 }
@@ -82,9 +76,8 @@ func KeepAlive(parent context.Context, ttl time.Duration, refresh func(ctx conte
 // that stalls for a few seconds, or a failover (the lab's run lease). A
 // refresh that fails with anything but ErrNotHeld is tried again every
 // RetryEvery, and the context is cancelled only when none got through for
-// a whole ttl, counted from the sending of the last one that did: until
-// then that one keeps the lease alive. Retrying is safe because a refresh
-// is idempotent (see Lock.Refresh).
+// a whole ttl since the sending of the last that did (which keeps the
+// lease alive until then). A refresh is idempotent, so retrying is safe.
 func KeepAliveRetrying(parent context.Context, ttl time.Duration, refresh func(ctx context.Context) error) (context.Context, context.CancelFunc) {
 	return keepAlive(parent, ttl, refresh, true)
 }

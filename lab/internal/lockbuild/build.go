@@ -19,12 +19,12 @@ import (
 	"go/printer"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -71,46 +71,56 @@ func Package(ctx context.Context, root, dir, name string) (*Built, error) {
 	case !fi.IsDir():
 		return nil, Refusal{fmt.Errorf("judge: LOCK=%s is a file: name the folder of the package", safe.Quote(name))}
 	}
-	modDir, modPath, err := findModule(dir)
+	mod, err := findModule(dir)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(dir)
+	files, err := readFiles(dir)
 	if err != nil {
 		return nil, fmt.Errorf("judge: read the package in %s: %w", safe.Quote(dir), err)
 	}
+	var extra []module
+	if mod.path != rootModule && mod.path != labModule {
+		extra = append(extra, mod)
+	}
+	return build(ctx, root, name, files, extra, nil)
+}
+
+// readFiles reads the package in dir, its tests left out: its Go files,
+// and what they embed (.lua).
+func readFiles(dir string) (map[string]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string]string{}
 	for _, e := range entries {
-		if e.IsDir() || strings.HasSuffix(e.Name(), "_test.go") || !e.Type().IsRegular() {
+		if strings.HasSuffix(e.Name(), "_test.go") || !e.Type().IsRegular() {
 			continue
 		}
 		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		files[e.Name()] = string(raw) // Go files, and what they embed (.lua)
+		files[e.Name()] = string(raw)
 	}
-	var extra []module
-	if modPath != rootModule && modPath != labModule {
-		extra = append(extra, module{modPath, modDir})
-	}
-	return build(ctx, root, name, files, extra, nil)
+	return files, nil
 }
 
 // findModule walks up from dir to the go.mod that holds it.
-func findModule(dir string) (modDir, modPath string, err error) {
+func findModule(dir string) (module, error) {
 	for d := dir; ; d = filepath.Dir(d) {
 		raw, err := os.ReadFile(filepath.Join(d, "go.mod"))
 		if err == nil {
-			for _, line := range strings.Split(string(raw), "\n") {
+			for line := range strings.Lines(string(raw)) {
 				if p, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-					return d, strings.Trim(strings.TrimSpace(p), `"`), nil
+					return module{strings.Trim(strings.TrimSpace(p), `"`), d}, nil
 				}
 			}
-			return "", "", fmt.Errorf("judge: %s has no module line", safe.Quote(filepath.Join(d, "go.mod")))
+			return module{}, fmt.Errorf("judge: %s has no module line", safe.Quote(filepath.Join(d, "go.mod")))
 		}
 		if d == filepath.Dir(d) {
-			return "", "", Refusal{fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))}
+			return module{}, Refusal{fmt.Errorf("judge: %s is in no Go module (no go.mod above it)", safe.Quote(dir))}
 		}
 	}
 }
@@ -134,42 +144,33 @@ func build(ctx context.Context, root, name string, files map[string]string, extr
 	if err != nil {
 		return fail(err)
 	}
-	gomod := fmt.Sprintf("module judgeexec\n\ngo 1.26.0\n\nrequire (\n\t%s v0.0.0\n\t%s v0.0.0\n", rootModule, labModule)
-	for _, m := range extra {
-		gomod += fmt.Sprintf("\t%s v0.0.0\n", m.path)
+	// The root's module, the lab's and the package's own: required, each
+	// replaced by its folder, their go.sum lines together (go reads a
+	// line twice as once).
+	mods := append([]module{{rootModule, root}, {labModule, filepath.Join(root, "lab")}}, extra...)
+	var require, replace, sum strings.Builder
+	for _, m := range mods {
+		fmt.Fprintf(&require, "\t%s v0.0.0\n", m.path)
+		fmt.Fprintf(&replace, "replace %s => %s\n", m.path, strconv.Quote(m.dir))
+		raw, _ := os.ReadFile(filepath.Join(m.dir, "go.sum"))
+		sum.Write(raw)
 	}
-	gomod += fmt.Sprintf(")\n\nreplace %s => %s\n\nreplace %s => %s\n", rootModule, strconv.Quote(root), labModule, strconv.Quote(filepath.Join(root, "lab")))
-	sums := []string{filepath.Join(root, "go.sum"), filepath.Join(root, "lab", "go.sum")}
-	for _, m := range extra {
-		gomod += fmt.Sprintf("\nreplace %s => %s\n", m.path, strconv.Quote(m.dir))
-		sums = append(sums, filepath.Join(m.dir, "go.sum"))
-	}
-	var sum []string
-	for _, f := range sums {
-		raw, _ := os.ReadFile(f)
-		for _, l := range strings.Split(string(raw), "\n") {
-			if l != "" && !slices.Contains(sum, l) {
-				sum = append(sum, l)
-			}
-		}
-	}
-	sort.Strings(sum)
+	gomod := "module judgeexec\n\ngo 1.26.0\n\nrequire (\n" + require.String() + ")\n\n" + replace.String()
 	main, lines := api.program(name, serverArgs)
-	write := map[string]string{"go.mod": gomod, "go.sum": strings.Join(sum, "\n") + "\n", "main.go": main}
+	write := map[string]string{"go.mod": gomod, "go.sum": sum.String(), "main.go": main}
 	for f, text := range files {
 		write[filepath.Join("lk", f)] = text
 	}
-	if err := os.Mkdir(filepath.Join(tmp, "lk"), 0o755); err != nil {
-		return fail(err)
+	gotmp := filepath.Join(tmp, "go-tmp")
+	for _, d := range []string{filepath.Join(tmp, "lk"), gotmp} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fail(err)
+		}
 	}
 	for f, text := range write {
 		if err := os.WriteFile(filepath.Join(tmp, f), []byte(text), 0o644); err != nil {
 			return fail(err)
 		}
-	}
-	gotmp := filepath.Join(tmp, "go-tmp")
-	if err := os.Mkdir(gotmp, 0o755); err != nil {
-		return fail(err)
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.Exe, ".")
 	cmd.Dir = tmp
@@ -232,22 +233,24 @@ var Expected = map[string]string{
 // api is what a package declares of the root lock's API: the source of
 // each type the adapter needs, qualified ("*lk.Lock", "*redis.Client").
 type api struct {
-	lease, client                string
-	release, refresh, watch      bool
-	acquireFenced, fence, notHel bool
-	imports                      map[string]string // name -> path, for the client's type
-	sigs                         map[string]string // function -> its signature as written
+	lease, client string
+	imports       map[string]string // name -> path, for those types
+	sigs          map[string]string // what it declares ("Release", "Fence"...) -> the declaration as written
 }
+
+func (a api) has(name string) bool { return a.sigs[name] != "" }
+
+func (a api) fenced() bool { return a.has("AcquireFenced") && a.has("Fence") }
 
 func (a api) claims() []string {
 	c := []string{"Acquire", "Release"}
-	for _, x := range []struct {
-		ok   bool
-		name string
-	}{{a.refresh, "Refresh"}, {a.watch, "Watch"}, {a.acquireFenced && a.fence, "AcquireFenced"}} {
-		if x.ok {
-			c = append(c, x.name)
+	for _, f := range []string{"Refresh", "Watch"} {
+		if a.has(f) {
+			c = append(c, f)
 		}
+	}
+	if a.fenced() {
+		c = append(c, "AcquireFenced")
 	}
 	return c
 }
@@ -279,8 +282,8 @@ func readAPI(files map[string]string) (api, error) {
 		printer.Fprint(&buf, fset, n)
 		return "`" + buf.String() + "`"
 	}
-	typ := func(e ast.Expr) string { return types.ExprString(qualify(e)) }
 	var acquire *ast.FuncDecl
+	var imports map[string]string // acquire's file's, by the name it uses
 	for _, f := range parsed {
 		fileImports := map[string]string{}
 		for _, im := range f.Imports {
@@ -297,39 +300,24 @@ func readAPI(files map[string]string) (api, error) {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
-				name := d.Name.Name
-				if (d.Recv == nil) == (name == "Acquire" || name == "AcquireFenced") {
+				// Acquire and AcquireFenced are functions; the others, methods.
+				if name := d.Name.Name; (d.Recv == nil) == (name == "Acquire" || name == "AcquireFenced") {
 					a.sigs[name] = decl(&ast.FuncDecl{Recv: d.Recv, Name: d.Name, Type: d.Type})
-				}
-				switch {
-				case d.Recv == nil && name == "Acquire":
-					acquire = d
-					if d.Type.Params.NumFields() >= 2 {
-						a.client = typ(d.Type.Params.List[paramIndex(d.Type.Params, 1)].Type)
-						collectImports(d.Type.Params, fileImports, a.imports)
+					if name == "Acquire" {
+						acquire, imports = d, fileImports
 					}
-				case d.Recv == nil && name == "AcquireFenced":
-					a.acquireFenced = true
-				case d.Recv != nil && name == "Release":
-					a.release = true
-				case d.Recv != nil && name == "Refresh":
-					a.refresh = true
-				case d.Recv != nil && name == "Watch":
-					a.watch = true
 				}
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
 					switch s := s.(type) {
 					case *ast.ValueSpec:
 						if slices.ContainsFunc(s.Names, func(id *ast.Ident) bool { return id.Name == "ErrNotHeld" }) {
-							a.notHel = true
 							a.sigs["ErrNotHeld"] = decl(&ast.GenDecl{Tok: d.Tok, Specs: []ast.Spec{s}})
 						}
 					case *ast.TypeSpec:
 						if st, ok := s.Type.(*ast.StructType); ok && s.Name.Name == "Lock" {
 							for _, fld := range st.Fields.List {
 								if slices.ContainsFunc(fld.Names, func(id *ast.Ident) bool { return id.Name == "Fence" }) {
-									a.fence = true
 									a.sigs["Fence"] = "`Fence " + types.ExprString(fld.Type) + "`"
 								}
 							}
@@ -345,8 +333,19 @@ func readAPI(files map[string]string) (api, error) {
 	if acquire.Type.Params.NumFields() != 4 || acquire.Type.Results.NumFields() != 2 {
 		return a, Refusal{fmt.Errorf("its Acquire is %s; the judge expects %s", a.sigs["Acquire"], Expected["Acquire"])}
 	}
-	a.lease = typ(acquire.Type.Results.List[0].Type)
-	if !a.release {
+	client, lease := acquire.Type.Params.List[paramIndex(acquire.Type.Params, 1)].Type, acquire.Type.Results.List[0].Type
+	a.client, a.lease = types.ExprString(qualify(client)), types.ExprString(qualify(lease))
+	for _, e := range []ast.Expr{client, lease} {
+		ast.Inspect(e, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && imports[id.Name] != "" {
+					a.imports[id.Name] = imports[id.Name]
+				}
+			}
+			return true
+		})
+	}
+	if !a.has("Release") {
 		return a, Refusal{fmt.Errorf("it has no Release; the judge expects %s", Expected["Release"])}
 	}
 	return a, nil
@@ -377,76 +376,40 @@ func qualify(e ast.Expr) ast.Expr {
 	return e
 }
 
-// collectImports keeps the imports the parameters' types name.
-func collectImports(params *ast.FieldList, file, into map[string]string) {
-	ast.Inspect(params, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if id, ok := sel.X.(*ast.Ident); ok && file[id.Name] != "" {
-				into[id.Name] = file[id.Name]
-			}
-		}
-		return true
-	})
-}
-
 // program is the judging program's main.go, and which of its lines
 // hands the judge which of the package's functions (to name a function
 // whose signature does not fit).
 func (a api) program(name string, serverArgs []string) (string, map[int]string) {
-	var lines []string
+	lines := []string{"// Code generated by the judge for " + strconv.Quote(name) + "; a temporary program.", "", "package main", "", "import ("}
+	for _, n := range slices.Sorted(maps.Keys(a.imports)) {
+		lines = append(lines, fmt.Sprintf("\t%s %q", n, a.imports[n]))
+	}
+	lines = append(lines, "\tlk \"judgeexec/lk\"", "\t\"example.com/walletlock/lab/judge\"", ")", "", "func main() {")
 	fn := map[int]string{}
 	add := func(f, line string) {
 		lines = append(lines, line)
-		if f != "" {
-			fn[len(lines)] = f
-		}
+		fn[len(lines)] = f
 	}
-	add("", "// Code generated by the judge for "+strconv.Quote(name)+"; a temporary program.")
-	add("", "")
-	add("", "package main")
-	add("", "")
-	add("", "import (")
-	var names []string
-	for n := range a.imports {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if p := a.imports[n]; p != "context" && p != "time" {
-			add("", fmt.Sprintf("\t%s %q", n, p))
-		}
-	}
-	add("", "\t\"context\"")
-	add("", "\t\"time\"")
-	add("", "\tlk \"judgeexec/lk\"")
-	add("", "\t\"example.com/walletlock/lab/judge\"")
-	add("", ")")
-	add("", "")
-	add("", "var _ = context.Background")
-	add("", "var _ = time.Second")
-	add("", "")
-	add("", "func main() {")
 	add("Acquire", fmt.Sprintf("\ta := judge.Article[%s, %s]{Name: %q, Acquire: lk.Acquire,", a.lease, a.client, name))
 	add("Release", fmt.Sprintf("\t\tRelease: (%s).Release,", a.lease))
-	if a.refresh {
+	if a.has("Refresh") {
 		add("Refresh", fmt.Sprintf("\t\tRefresh: (%s).Refresh,", a.lease))
 	}
-	if a.watch {
+	if a.has("Watch") {
 		add("Watch", fmt.Sprintf("\t\tWatch: (%s).Watch,", a.lease))
 	}
-	if a.acquireFenced && a.fence {
+	if a.fenced() {
 		add("AcquireFenced", "\t\tAcquireFenced: lk.AcquireFenced,")
 		add("Fence", fmt.Sprintf("\t\tFence: func(l %s) int64 { return l.Fence },", a.lease))
 	}
-	if a.notHel {
+	if a.has("ErrNotHeld") {
 		add("ErrNotHeld", "\t\tNotHeld: lk.ErrNotHeld,")
 	}
-	add("", "\t}.Adapter()")
+	lines = append(lines, "\t}.Adapter()")
 	if len(serverArgs) > 0 {
-		add("", fmt.Sprintf("\ta.ServerArgs = %#v", serverArgs))
+		lines = append(lines, fmt.Sprintf("\ta.ServerArgs = %#v", serverArgs))
 	}
-	add("", "\tjudge.Main(a)")
-	add("", "}")
+	lines = append(lines, "\tjudge.Main(a)", "}")
 	return strings.Join(lines, "\n") + "\n", fn
 }
 

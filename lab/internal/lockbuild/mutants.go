@@ -10,8 +10,8 @@ package lockbuild
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -117,12 +117,11 @@ var Mutants = []Mutant{
 
 // MutantNamed finds a mutant or variant by name.
 func MutantNamed(name string) (Mutant, bool) {
-	for _, m := range Mutants {
-		if m.Name == name {
-			return m, true
-		}
+	i := slices.IndexFunc(Mutants, func(m Mutant) bool { return m.Name == name })
+	if i < 0 {
+		return Mutant{}, false
 	}
-	return Mutant{}, false
+	return Mutants[i], true
 }
 
 // MutantNames lists the names.
@@ -137,21 +136,9 @@ func MutantNames() string {
 // BuildMutant makes the judging program of m: the root's lock/ (from
 // root, the repo) copied into a temporary module, with m's edits.
 func BuildMutant(ctx context.Context, root string, m Mutant) (*Built, error) {
-	src := filepath.Join(root, "lock")
-	files := map[string]string{}
-	entries, err := os.ReadDir(src)
+	files, err := readFiles(filepath.Join(root, "lock"))
 	if err != nil {
 		return nil, fmt.Errorf("judge: the root's lock/: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		files[e.Name()] = string(raw)
 	}
 	for _, ed := range m.edits {
 		if n := strings.Count(files[ed.file], ed.old); n != 1 {

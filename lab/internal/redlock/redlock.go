@@ -29,16 +29,16 @@ import (
 )
 
 var (
-	// ErrNodesDown is returned by Dial when fewer than a
-	// majority of the nodes answer.
+	// ErrNodesDown is returned by Dial when fewer than a majority of the
+	// nodes answer.
 	ErrNodesDown = errors.New("redlock: nodes down")
-	// ErrNoQuorum is returned when fewer than a majority of the
-	// nodes answered a call: the lock cannot be taken, kept or given back.
+	// ErrNoQuorum is returned when fewer than a majority of the nodes
+	// answered a call: the lock cannot be taken, kept or given back.
 	ErrNoQuorum = errors.New("redlock: fewer than a majority of the nodes answered")
 )
 
-// Nodes are the independent Redis nodes of one Redlock, each with
-// its own client. It is safe for concurrent use.
+// Nodes are the independent Redis nodes of one Redlock, each with its own
+// client. It is safe for concurrent use.
 type Nodes struct {
 	addrs   []string
 	clients []redis.UniversalClient
@@ -95,14 +95,14 @@ func Dial(ctx context.Context, addrs []string, configure func(*redis.Options)) (
 	}
 	if answer := len(addrs) - len(n.down); answer < n.Quorum() {
 		n.Close()
-		return nil, fmt.Errorf("%w: %d of %d answer (%s %s not), and Redlock needs a majority, %d: start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
-			ErrNodesDown, answer, len(addrs), strings.Join(n.down, ", "), verb(len(n.down)), n.Quorum())
+		return nil, fmt.Errorf("%w: %d of %d answer (%s), and Redlock needs a majority, %d: start them with `make redlock-up`, or point REDLOCK_ADDRS at running ones",
+			ErrNodesDown, answer, len(addrs), n.downNot(), n.Quorum())
 	}
 	return n, nil
 }
 
-// Degraded says, in one line, which nodes did not answer Dial
-// while a majority did; "" when every node answered.
+// Degraded says, in one line, which nodes did not answer Dial while a
+// majority did; "" when every node answered.
 func (n *Nodes) Degraded() string {
 	if len(n.down) == 0 {
 		return ""
@@ -112,20 +112,19 @@ func (n *Nodes) Degraded() string {
 	if more := answer - n.Quorum(); more > 0 {
 		spare = fmt.Sprintf("it can lose %d more", more)
 	}
-	return fmt.Sprintf("%d of %d Redlock nodes answer (%s %s not): a majority, so Redlock runs; %s",
-		answer, len(n.addrs), strings.Join(n.down, ", "), verb(len(n.down)), spare)
+	return fmt.Sprintf("%d of %d Redlock nodes answer (%s): a majority, so Redlock runs; %s", answer, len(n.addrs), n.downNot(), spare)
 }
 
-// DownAtDial returns the addresses of the nodes that did not answer
-// Dial.
-func (n *Nodes) DownAtDial() []string { return n.down }
-
-func verb(n int) string {
-	if n == 1 {
-		return "does"
+// downNot names the nodes down at Dial: "a, b do not".
+func (n *Nodes) downNot() string {
+	if len(n.down) == 1 {
+		return n.down[0] + " does not"
 	}
-	return "do"
+	return strings.Join(n.down, ", ") + " do not"
 }
+
+// DownAtDial returns the addresses of the nodes that did not answer Dial.
+func (n *Nodes) DownAtDial() []string { return n.down }
 
 // runIDs asks every node for its run_id (INFO server) within a second:
 // "" for a node that does not answer.
@@ -203,12 +202,10 @@ func (n *Nodes) Acquire(ctx context.Context, key string, ttl time.Duration) (*Lo
 		if err := n.quorumLost("lock", key, err); err != nil {
 			return nil, err
 		}
-		t := time.NewTimer(retry.NextBackoff())
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil, fmt.Errorf("redlock: lock %s: gave up after %d attempts: %w", key, attempt, context.Cause(ctx))
-		case <-t.C:
+		case <-time.After(retry.NextBackoff()):
 		}
 	}
 }
@@ -252,8 +249,8 @@ func walkErrors(err error, f func(error)) {
 func (l *Lock) Token() string { return l.m.Value() }
 
 // Extend gives the lock its full TTL again on every node that still holds
-// it, for lock.KeepAlive. It fails with lock.ErrNotHeld when fewer than a
-// majority still hold it, ErrNoQuorum when fewer answered.
+// it, for lock.KeepAlive: lock.ErrNotHeld when fewer than a majority still
+// hold it, ErrNoQuorum when fewer answered.
 func (l *Lock) Extend(ctx context.Context) error {
 	ok, err := l.m.ExtendContext(ctx)
 	return l.failed("extend", ok, err)

@@ -18,16 +18,14 @@
 // waiters queue for, and releases it without a hand-off (the waiters
 // notice within a tick, 100 ms).
 //
-// The parts, and what each is for (docs/fair-lock.md tells it at length):
-// the queue (a list, arrival order); the hand-off stream, which a release
-// appends to and a reader per key and process reads, so that a hand-off
-// written while nobody read is read later rather than lost; presence, a
-// sorted set scoring each process's deadline, so that hand-offs skip the
-// waiters of a process that died; and the tick, every 100 ms, which
-// renews presence, serves the queue when a holder died, and tells a
-// waiter whose entry the queue lost (to a restart, FLUSHDB, a DEL) to
-// queue again. fair.go is the waiting and the scripts' keys, notify.go
-// the reader, queue.lua, acquire.lua and release.lua the scripts. What it
-// needs of package lock is in lock's builton.go (Adopt, CheckArgs,
-// FenceRefusal, Handoff).
+// The parts (docs/fair-lock.md tells each at length): the queue, in
+// arrival order; the hand-off stream, which a release appends to and one
+// reader per key and process reads, so that a hand-off written while
+// nobody read is read later; presence, so that hand-offs skip the waiters
+// of a process that died; and the tick, every 100 ms, which renews
+// presence, serves the queue when a holder died, and tells a waiter whose
+// entry the queue lost to queue again. fair.go is the waiting, notify.go
+// the reader, queue.lua, acquire.lua and release.lua the scripts. It
+// builds on package lock through Adopt and Handoff (lock's builton.go),
+// CheckArgs and FenceRefusal.
 package fair

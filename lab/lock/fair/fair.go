@@ -3,11 +3,10 @@ package fair
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	_ "embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,12 +51,11 @@ type Client interface {
 	XRead(ctx context.Context, a *redis.XReadArgs) *redis.XStreamSliceCmd
 }
 
-// Lock is a fair lock: it hands out the same leases as lock.Acquire, but
-// its waiters take turns (see the package doc). One Lock serves every key
-// and goroutine of a process. While its goroutines wait on a key it runs
-// one reader there, which holds one pooled connection in a blocking read
-// (of the client NewReadingOn gives it, if any); Close stops them. Its
-// random name marks its waiters' queue entries and its presence.
+// Lock is a fair lock (see the package doc). One Lock serves every key and
+// goroutine of a process. While its goroutines wait on a key it runs one
+// reader there, which holds a pooled connection in a blocking read; Close
+// stops them. Its random name marks its waiters' queue entries and its
+// presence.
 type Lock struct {
 	rdb   Client
 	reads Client // the readers' blocking XREADs; rdb unless NewReadingOn
@@ -66,7 +64,7 @@ type Lock struct {
 
 	mu      sync.Mutex
 	closed  bool
-	waiters map[string]*waiter // by handoffID
+	waiters map[string]*waiter // by lock.TokenID
 	keys    map[string]*group  // by lock key
 	readers map[*group]bool    // the groups whose reader runs
 	wg      sync.WaitGroup     // the readers
@@ -78,13 +76,10 @@ type Lock struct {
 func New(rdb Client) *Lock { return NewReadingOn(rdb, rdb) }
 
 // NewReadingOn is New, except that its readers' blocking XREADs go to
-// reads, every other command to rdb. A reader holds a connection for up
-// to a tick at a time, one per key waited on: with a small pool, readers
-// on as many keys as it has connections leave the callers' commands
-// (the very releases that hand the lock over) waiting for one. Give reads
-// a pool of its own, one connection per key waited on at once, to keep
-// the wait for the lock apart from the wait for a connection. A nil reads
-// is rdb.
+// reads (rdb if nil), every other command to rdb. A reader holds a
+// connection for up to a tick, one per key waited on: on a small pool
+// they would leave the releases that hand the lock over waiting for one.
+// Give reads a pool of its own, a connection per key waited on at once.
 func NewReadingOn(rdb, reads Client) *Lock {
 	if reads == nil {
 		reads = rdb
@@ -97,22 +92,18 @@ func NewReadingOn(rdb, reads Client) *Lock {
 // waiters that came first, until it holds the lock or ctx ends. Without
 // contention it costs one script call; otherwise it queues (with a plain
 // RPUSH when its Lock reads the key already) and waits to be handed the
-// lock. A lease handed over began in the release's script: Acquire
-// returns it as it is when at most a tenth of ttl can have passed since
-// (see read), and otherwise renews it to ttl first, with SET ... IFEQ
-// where the server has it or the try script, one more round trip. So the
-// lease has at least nine tenths of ttl left when Acquire returns.
-// Attempts counts the calls made.
+// lock. A lease handed over began in the release's script: Acquire renews
+// it to ttl first (one more round trip) unless at most a tenth of ttl can
+// have passed since (see read), so it has at least nine tenths of ttl
+// left when Acquire returns. Attempts counts the calls made.
 //
-// It returns what lock.Acquire returns: lock.ErrInvalid before talking to
-// Redis; lock.ErrWrongType when the key holds something else; an error
-// wrapping ctx.Err() when ctx ends first (it leaves the queue then, and
-// passes the lock on if it was just handed over); a Redis error at once
-// when its first tries get no answer (see arrivalTries). Once queued it
-// outlasts a dropped connection, and Redis losing its state (a restart,
-// FLUSHDB, the queue deleted): while its tries fail it asks again every
-// tick, and once Redis answers, its Lock's reader sees within a tick that
-// the queue lost its entry and it queues again. After Close: ErrClosed.
+// It returns what lock.Acquire returns; when ctx ends first it leaves the
+// queue, and passes the lock on if it was just handed over. Its first
+// tries give up at once without an answer (see arrivalTries); once queued
+// it outlasts a dropped connection and Redis losing its state (a restart,
+// FLUSHDB): it asks again every tick while its tries fail, and queues
+// again when its Lock's reader sees the queue lost its entry. After
+// Close: ErrClosed.
 func (f *Lock) Acquire(ctx context.Context, key string, ttl time.Duration) (*lock.Lock, error) {
 	return f.acquire(ctx, key, ttl, false)
 }
@@ -178,7 +169,9 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 			return nil, gaveUp(key, ctx.Err(), err)
 		case errors.Is(err, lock.ErrWrongType) || errors.Is(err, lock.ErrFenceOverflow):
 			leave()
-			f.pokeAll(g) // the others learn it at their next try
+			f.mu.Lock()
+			pokeAll(g) // the others learn it at their next try
+			f.mu.Unlock()
 			return nil, err
 		case !transient(err) || !arrived && (attempts == arrivalTries || !once.Lost(err)):
 			leave()
@@ -211,9 +204,7 @@ func (f *Lock) acquire(ctx context.Context, key string, ttl time.Duration, fence
 func (f *Lock) wait(ctx context.Context, w *waiter, again bool) (h grant, ok bool, err error) {
 	var after <-chan time.Time
 	if again {
-		t := time.NewTimer(tick)
-		defer t.Stop()
-		after = t.C
+		after = time.After(tick) // collected once past, fired or not
 	}
 	select {
 	case h := <-w.grant:
@@ -242,16 +233,11 @@ func closed(key string) error { return fmt.Errorf("lock: acquire %s: %w", key, E
 // transient reports whether a try that failed with err is worth repeating:
 // no answer from Redis, or Redis saying it cannot serve yet.
 func transient(err error) bool {
-	var answer redis.Error
-	if !errors.As(err, &answer) {
+	if _, answered := errors.AsType[redis.Error](err); !answered {
 		return true
 	}
-	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"},
+		func(p string) bool { return redis.HasErrorPrefix(err, p) })
 }
 
 // fairKeys are the keys of the fair lock on one key, as the scripts take
@@ -325,10 +311,9 @@ func (q *fairKeys) join(ctx context.Context, rdb Client, fair, token, entry stri
 }
 
 // renewed resets the TTL of a lock token was just handed with SET ...
-// IFEQ, where the server has it (Redis 8.4 and later, found by
-// lock.HasDelex; not run against a real one here). It reports false when
-// it did not: no IFEQ, the lease ran out first, or no answer. The waiter
-// then asks in mode rejoin, whose script renews the TTL too.
+// IFEQ where the server has it (Redis 8.4 and later, as lock.HasDelex
+// finds). When it did not, the waiter asks in mode rejoin, whose script
+// renews the TTL too.
 func (q *fairKeys) renewed(ctx context.Context, rdb Client, token string, ttl time.Duration) bool {
 	if ifeq, _ := lock.HasDelex(ctx, rdb); !ifeq {
 		return false
@@ -353,10 +338,8 @@ func (h handoff) Queue(ctx context.Context, p redis.Pipeliner, token string) *re
 }
 
 // release runs release.lua: with an entry, to leave the queue; without,
-// as (*lock.Lock).Release. Like Release it outlives ctx's cancellation
-// for lock.ReleaseTimeout, returns lock.ErrNotHeld when token did not hold
-// the lock and lock.ErrUnknown when no answer came. A run whose reply was
-// lost is sent again by release itself: a second run does no harm, but
+// as (*lock.Lock).Release, with its errors and its ReleaseTimeout. A run
+// whose reply was lost is sent again here: a second run does no harm, but
 // answers 0 when the first released the lock, which only release knows.
 func (q *fairKeys) release(ctx context.Context, rdb Client, fair, token, entry string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lock.ReleaseTimeout)
@@ -392,11 +375,4 @@ func (q *fairKeys) outcome(n int, err, unanswered error) error {
 		return lock.ErrNotHeld
 	}
 	return nil
-}
-
-// handoffID names a waiter in a hand-off: the SHA-1 of its token, as
-// queue.lua computes it, so that the token never goes out.
-func handoffID(token string) string {
-	sum := sha1.Sum([]byte(token))
-	return hex.EncodeToString(sum[:])
 }

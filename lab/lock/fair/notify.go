@@ -3,6 +3,7 @@ package fair
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ type grant struct {
 
 // waiter is one Acquire call that waits.
 type waiter struct {
-	id     string        // see handoffID
+	id     string        // lock.TokenID of its token
 	entry  string        // its queue entry (see queue.lua)
 	queued bool          // a try queued it: the tick checks that the queue still holds it; guarded by Lock.mu
 	grant  chan grant    // the hand-off that named it
@@ -60,7 +61,7 @@ func (f *Lock) enter(q *fairKeys, token, entry string) (*waiter, *group) {
 		g = &group{q: q, waiters: map[*waiter]bool{}}
 		f.keys[q.keys[0]] = g
 	}
-	w := &waiter{id: handoffID(token), entry: entry, grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
+	w := &waiter{id: lock.TokenID(token), entry: entry, grant: make(chan grant, 1), poke: make(chan struct{}, 1)}
 	g.waiters[w], f.waiters[w.id] = true, w
 	return w, g
 }
@@ -102,23 +103,19 @@ func (f *Lock) answered(w *waiter, g *group, r tried) bool {
 		g.from, g.started, f.readers[g] = r.last, time.Now(), true
 		f.wg.Add(1)
 		go f.read(ctx, g, r.last, r.sent)
-	case r.last != "" && r.sent.Before(g.started) && id(r.last).before(id(g.from)):
+	case r.last != "" && r.sent.Before(g.started) && slices.Compare(streamID(r.last), streamID(g.from)) < 0:
 		return true
 	}
 	return false
 }
 
 // streamID is a stream entry's ID, "ms-seq", as two numbers.
-type streamID [2]uint64
-
-func id(s string) streamID {
+func streamID(s string) []uint64 {
 	ms, seq, _ := strings.Cut(s, "-")
 	a, _ := strconv.ParseUint(ms, 10, 64)
 	b, _ := strconv.ParseUint(seq, 10, 64)
-	return streamID{a, b}
+	return []uint64{a, b}
 }
-
-func (a streamID) before(b streamID) bool { return a[0] < b[0] || a[0] == b[0] && a[1] < b[1] }
 
 // pokeAll tells each waiter of g to ask Redis again; call with f.mu held.
 func pokeAll(g *group) {
@@ -132,12 +129,6 @@ func poke(w *waiter) {
 	case w.poke <- struct{}{}:
 	default: // poked already
 	}
-}
-
-func (f *Lock) pokeAll(g *group) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	pokeAll(g)
 }
 
 // read is g's reader: it reads the hand-offs after cursor (all written
@@ -216,14 +207,12 @@ func (f *Lock) deliver(h any, since time.Time) {
 
 // tick renews the Lock's presence on g's key, serves the queue if the
 // lock is free (its holder expired), and pokes each queued waiter of g
-// that the queue no longer holds, so that it asks again: one handed the
-// lock whose hand-off went unread (the stream was trimmed past it, or
-// lost), one a hand-off skipped while the Lock's presence had lapsed, or
-// one whose entry Redis lost (FLUSHDB, a DEL, a restart, the queue
-// expired while the machine stalled). Asked again, a waiter takes the
-// lock if it holds it, and queues anew if not. A key that holds
-// something other than a lock pokes them all. The check costs the script
-// a pass over the queue: one per tick, not one per waiter.
+// that the queue no longer holds: one handed the lock whose hand-off went
+// unread, one a hand-off skipped while the Lock's presence had lapsed, or
+// one whose entry Redis lost (FLUSHDB, a restart, the queue expired while
+// the machine stalled). Asked again, a waiter takes the lock if it holds
+// it, and queues anew if not. A key that holds something other than a
+// lock pokes them all. One pass over the queue per tick, not per waiter.
 func (f *Lock) tick(ctx context.Context, g *group) {
 	f.mu.Lock()
 	var ws []*waiter
@@ -249,11 +238,10 @@ func (f *Lock) tick(ctx context.Context, g *group) {
 
 // Close stops the Lock's readers and takes its presence off their keys,
 // so that hand-offs skip its waiters at once; those still waiting return
-// an error matching ErrClosed. Locks it handed out stay held. It waits
-// for the readers for at most a second: one blocked in an XREAD that a
-// frozen Redis does not answer ends by itself when the read times out,
-// and then Close leaves the presence to expire. It returns nil; a second
-// Close does nothing.
+// an error matching ErrClosed. Locks it handed out stay held. It waits for
+// the readers for at most a second (an XREAD a frozen Redis does not
+// answer ends when it times out), and past that leaves the presence to
+// expire. It returns nil; a second Close does nothing.
 func (f *Lock) Close() error {
 	if f == nil {
 		return nil

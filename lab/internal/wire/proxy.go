@@ -8,11 +8,11 @@
 // RESP3 push ('>') is passed on and never taken for a reply, and an
 // attribute ('|') goes with the reply after it. It counts every command
 // but the connection's housekeeping (HELLO, AUTH, CLIENT ..., SELECT,
-// PING, READONLY, READWRITE, COMMAND ..., QUIT, RESET, ECHO), and logs
-// what it counted (Log, OnCommand). A connection that sends SUBSCRIBE,
+// PING, READONLY, READWRITE, COMMAND ..., QUIT, RESET, ECHO, CLUSTER
+// ...), and logs what it counted (Log, OnCommand). A connection that sends SUBSCRIBE,
 // PSUBSCRIBE, SSUBSCRIBE, MONITOR or CLIENT REPLY OFF|SKIP is copied
-// untouched from then on, and nothing on it is counted. A frame larger than 64 MiB closes its
-// connection, after an error reply that says so.
+// untouched from then on, and nothing on it is counted. A frame larger
+// than 64 MiB closes its connection, after an error reply that says so.
 //
 // Faults are armed one at a time, at a counted command k (Arm): the proxy
 // pauses every command after k, holds k's reply back, loses it, or holds

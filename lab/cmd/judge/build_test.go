@@ -85,7 +85,7 @@ func TestBuildPackage_namesTheFunctionWithTheWrongSignature(t *testing.T) {
 				b.Remove()
 				t.Fatalf("the build made a program for a %s of the wrong type", c.fn)
 			}
-			if !errors.As(err, new(refusal)) {
+			if !errors.As(err, new(lockbuild.Refusal)) {
 				t.Errorf("the error is not a refusal (exit 2): %v", err)
 			}
 			msg := err.Error()
@@ -115,7 +115,7 @@ func TestBuildPackage_showsTheLearnersCompileError(t *testing.T) {
 		t.Fatal("the build made a package that does not compile")
 	}
 	msg := err.Error()
-	if errors.As(err, new(refusal)) {
+	if errors.As(err, new(lockbuild.Refusal)) {
 		t.Errorf("a compile error is a refusal (exit 2): %v", err)
 	}
 	if !strings.HasPrefix(msg, "judge: ./mine does not compile: ./mine/lock.go:") || !strings.Contains(msg, "ctx.Errr undefined") {

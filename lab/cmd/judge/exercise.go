@@ -5,7 +5,6 @@ package main
 // still builds; `make judge STEP=N` says what the learner's version does.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"go/ast"
@@ -15,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,24 +22,23 @@ import (
 	"example.com/walletlock/lab/internal/lockbuild"
 )
 
-// stub is one function to take out: its file, and the body a learner
-// starts from.
-type stub struct {
-	file, fn, body string
-}
+// stub is one function to take out, and the body a learner starts from.
+type stub struct{ fn, body string }
 
-// exercises are step N's functions and scripts.
+// exercises are step N's: its file in lock/ and the functions in it that
+// become stubs, and its .lua script and what the script must do.
 var exercises = map[int]struct {
-	stubs   []stub
-	scripts map[string]string // .lua file -> what it must do
+	file         string
+	stubs        []stub
+	script, what string
 }{
-	2: {stubs: []stub{
-		{"lock.go", "Acquire", `// TODO(step 2): refuse a ttl under 1ms (ErrBadTTL) before any call.
+	2: {"lock.go", []stub{
+		{"Acquire", `// TODO(step 2): refuse a ttl under 1ms (ErrBadTTL) before any call.
 	// Take a new random token (rand.Text), then try SET key token NX PX ttl
 	// (rdb.SetNX) until it succeeds, waiting a few ms between tries (pause)
 	// and giving up when ctx ends (failed says why).
 	return nil, fmt.Errorf("lock: Acquire is yours to write (step 2), see the TODO in lock.go")`},
-		{"lock.go", "Release", `// TODO(step 2): delete the key only while it holds l.Token, in one step:
+		{"Release", `// TODO(step 2): delete the key only while it holds l.Token, in one step:
 	// run releaseScript (release.lua) with the key and the token. A reply of
 	// 0 is ErrNotHeld; an error is an unknown outcome, never ErrNotHeld.
 	//
@@ -52,25 +51,25 @@ var exercises = map[int]struct {
 	// says so if it does.
 	_ = releaseScript // yours to run
 	return fmt.Errorf("lock: Release is yours to write (step 2), see the TODO in lock.go")`},
-	}, scripts: map[string]string{"release.lua": "if the key holds ARGV[1], delete it and return 1; else return 0"}},
-	3: {stubs: []stub{
-		{"watch.go", "Refresh", `// TODO(step 3): refuse a ttl under 1ms (ErrBadTTL); then run
+	}, "release.lua", "if the key holds ARGV[1], delete it and return 1; else return 0"},
+	3: {"watch.go", []stub{
+		{"Refresh", `// TODO(step 3): refuse a ttl under 1ms (ErrBadTTL); then run
 	// refreshScript (refresh.lua): set the TTL again only while the key
 	// holds l.Token. 0 is ErrNotHeld: never create the key again. As with
 	// Release, a GET then a PEXPIRE is a check and an act in two commands:
 	// make judge STEP=3 stops a Refresh between them.
 	_ = refreshScript // yours to run
 	return fmt.Errorf("lock: Refresh is yours to write (step 3), see the TODO in watch.go")`},
-		{"watch.go", "Watch", `// TODO(step 3): return a context derived from parent that a goroutine
+		{"Watch", `// TODO(step 3): return a context derived from parent that a goroutine
 	// cancels, with the reason as its cause, as soon as a Refresh (every
 	// ttl/3, each bounded by ttl/3) fails; and a stop function that ends it.
 	// A ttl under 1ms: cancel at once with ErrBadTTL, start nothing.
 	ctx, cancel := context.WithCancelCause(parent)
 	cancel(fmt.Errorf("lock: Watch is yours to write (step 3), see the TODO in watch.go"))
 	return ctx, func() { cancel(context.Canceled) }`},
-	}, scripts: map[string]string{"refresh.lua": "if the key holds ARGV[1], PEXPIRE it to ARGV[2] and return 1; else return 0"}},
-	5: {stubs: []stub{
-		{"fence.go", "AcquireFenced", `// TODO(step 5): Acquire, but each try runs acquireFencedScript
+	}, "refresh.lua", "if the key holds ARGV[1], PEXPIRE it to ARGV[2] and return 1; else return 0"},
+	5: {"fence.go", []stub{
+		{"AcquireFenced", `// TODO(step 5): Acquire, but each try runs acquireFencedScript
 	// (acquire_fenced.lua) on key and fenceKey: it takes the lock and the
 	// next number of the fence counter in one step. Return the Lock with
 	// its Fence set. (SET NX and then INCR from Go would be two commands: a
@@ -78,7 +77,7 @@ var exercises = map[int]struct {
 	// live holder's; make judge STEP=5 stops it there.)
 	_ = acquireFencedScript // yours to run
 	return nil, fmt.Errorf("lock: AcquireFenced is yours to write (step 5), see the TODO in fence.go")`},
-	}, scripts: map[string]string{"acquire_fenced.lua": "SET KEYS[1] ARGV[1] NX PX ARGV[2]; if it was set, return INCR KEYS[2] (and if INCR fails, DEL KEYS[1] and return the error: a failed call holds nothing); else return 0"}},
+	}, "acquire_fenced.lua", "SET KEYS[1] ARGV[1] NX PX ARGV[2]; if it was set, return INCR KEYS[2] (and if INCR fails, DEL KEYS[1] and return the error: a failed call holds nothing); else return 0"},
 }
 
 // exercise stubs the functions of the step stepArg names (2, 3 or 5) in
@@ -99,86 +98,64 @@ func exercise(ctx context.Context, root, stepArg string) (string, error) {
 		return "", lockbuild.Refuse(fmt.Errorf("judge: %s: STEP=2, 3 or 5, e.g. make exercise STEP=2", what))
 	}
 	dir := filepath.Join(root, "lock")
-	git := exec.CommandContext(ctx, "git", "status", "--porcelain", "--", ".")
-	git.Dir = dir
-	out, err := git.Output()
+	out, err := command(ctx, dir, "git", "status", "--porcelain", "--", ".")
 	if err != nil {
 		return "", fmt.Errorf("judge: the exercise needs lock/ in a git checkout, so that `git restore lock/` brings the originals back: %v", err)
 	}
-	if len(bytes.TrimSpace(out)) > 0 {
+	if strings.TrimSpace(out) != "" {
 		return "", fmt.Errorf("judge: lock/ has changes of yours (git status lock/); commit or stash them first, so that git restore can bring the originals back without losing them")
 	}
-	if out, err := goBuild(ctx, root); err != nil {
+	if out, err := command(ctx, root, "go", "build", "./..."); err != nil {
 		return "", fmt.Errorf("judge: the root module does not build, before any stub: %s; fix that first (lock/ is unchanged)", firstLines(out))
 	}
-	files := map[string][]stub{}
-	for _, s := range ex.stubs {
-		files[s.file] = append(files[s.file], s)
-	}
+	goFile, script := filepath.Join(dir, ex.file), filepath.Join(dir, ex.script)
 	originals := map[string][]byte{}
+	for _, path := range []string{goFile, script} {
+		if originals[path], err = os.ReadFile(path); err != nil {
+			return "", err
+		}
+	}
+	stubbed, err := stubOut(originals[goFile], ex.stubs)
+	if err != nil {
+		return "", fmt.Errorf("judge: %s: %w (lock/ is as it was)", ex.file, err)
+	}
+	// The script keeps its header, the comment lines that open it.
+	lua := strings.Split(string(originals[script]), "\n")
+	if n := slices.IndexFunc(lua, func(l string) bool { return !strings.HasPrefix(l, "--") }); n >= 0 {
+		lua = lua[:n]
+	}
+	lua = append(lua, "-- TODO(step "+strconv.Itoa(step)+"): "+ex.what+".", "return 0", "")
 	restore := func() {
 		for path, src := range originals {
 			os.WriteFile(path, src, 0o644)
 		}
 	}
-	var done []string
-	for file, stubs := range files {
-		path := filepath.Join(dir, file)
-		src, err := os.ReadFile(path)
-		if err != nil {
+	for path, src := range map[string][]byte{goFile: stubbed, script: []byte(strings.Join(lua, "\n"))} {
+		if err := os.WriteFile(path, src, 0o644); err != nil {
 			restore()
-			return "", err
-		}
-		originals[path] = src
-		out, err := stubOut(src, stubs)
-		if err == nil {
-			err = os.WriteFile(path, out, 0o644)
-		}
-		if err != nil {
-			restore()
-			return "", fmt.Errorf("judge: %s: %w (lock/ is as it was)", file, err)
-		}
-		for _, s := range stubs {
-			done = append(done, s.fn+" in lock/"+s.file)
+			return "", fmt.Errorf("judge: %w (lock/ is as it was)", err)
 		}
 	}
-	for file, what := range ex.scripts {
-		path := filepath.Join(dir, file)
-		src, err := os.ReadFile(path)
-		if err != nil {
-			restore()
-			return "", err
-		}
-		originals[path] = src
-		var head []string
-		for _, l := range strings.Split(string(src), "\n") {
-			if !strings.HasPrefix(l, "--") {
-				break
-			}
-			head = append(head, l)
-		}
-		head = append(head, "-- TODO(step "+strconv.Itoa(step)+"): "+what+".", "return 0", "")
-		if err := os.WriteFile(path, []byte(strings.Join(head, "\n")), 0o644); err != nil {
-			restore()
-			return "", err
-		}
-		done = append(done, "lock/"+file)
-	}
-	if out, err := goBuild(ctx, root); err != nil {
+	if out, err := command(ctx, root, "go", "build", "./..."); err != nil {
 		restore()
 		return "", fmt.Errorf("judge: with the stubs the root module does not build: %s; lock/ is as it was", firstLines(out))
 	}
+	var done []string
+	for _, s := range ex.stubs {
+		done = append(done, s.fn+" in lock/"+ex.file)
+	}
+	done = append(done, "lock/"+ex.script)
 	return fmt.Sprintf("step %d's lock is yours to write: %s are stubs with TODOs, and everything still builds.\n"+
 		"Write them, then check them: make judge STEP=%d (and go test ./lock).\n"+
 		"To get the originals back: git restore lock/ (git diff lock/ shows what you wrote; git stash keeps it).",
 		step, strings.Join(done, ", "), step), nil
 }
 
-// goBuild builds the root module, and returns what go said.
-func goBuild(ctx context.Context, root string) (string, error) {
-	build := exec.CommandContext(ctx, "go", "build", "./...")
-	build.Dir = root
-	out, err := build.CombinedOutput()
+// command runs a command in dir, and returns what it said.
+func command(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
@@ -197,38 +174,28 @@ func firstLines(out string) string {
 // imports the file still uses (and "fmt", which the stubs use).
 func stubOut(src []byte, stubs []stub) ([]byte, error) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "", src, parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	type cut struct {
-		from, to int
-		body     string
-	}
-	var cuts []cut
+	out := string(src)
 	for _, s := range stubs {
-		found := false
-		for _, d := range f.Decls {
-			if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == s.fn && fn.Body != nil {
-				cuts = append(cuts, cut{fset.Position(fn.Body.Lbrace).Offset, fset.Position(fn.Body.Rbrace).Offset, s.body})
-				found = true
-			}
+		f, err := parser.ParseFile(fset, "", out, 0)
+		if err != nil {
+			return nil, err
 		}
-		if !found {
+		i := slices.IndexFunc(f.Decls, func(d ast.Decl) bool {
+			fn, ok := d.(*ast.FuncDecl)
+			return ok && fn.Name.Name == s.fn && fn.Body != nil
+		})
+		if i < 0 {
 			return nil, fmt.Errorf("no func %s", s.fn)
 		}
+		body := f.Decls[i].(*ast.FuncDecl).Body
+		out = out[:fset.Position(body.Lbrace).Offset] + "{\n\t" + s.body + "\n" + out[fset.Position(body.Rbrace).Offset:]
 	}
-	out := string(src)
-	for i := len(cuts) - 1; i >= 0; i-- { // the later first, so offsets hold
-		c := cuts[i]
-		out = out[:c.from] + "{\n\t" + c.body + "\n" + out[c.to:]
-	}
-	// Imports: drop those nothing uses any more, add fmt.
-	g, err := parser.ParseFile(fset, "", out, parser.ParseComments)
+	// Imports: drop the lines of those nothing uses any more, add fmt.
+	g, err := parser.ParseFile(fset, "", out, 0)
 	if err != nil {
 		return nil, err
 	}
-	used := map[string]bool{}
+	used := map[string]bool{"_": true}
 	ast.Inspect(g, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
 			if id, ok := sel.X.(*ast.Ident); ok {
@@ -237,26 +204,28 @@ func stubOut(src []byte, stubs []stub) ([]byte, error) {
 		}
 		return true
 	})
+	drop := map[int]bool{}
 	hasFmt := false
 	for _, im := range g.Imports {
 		path, _ := strconv.Unquote(im.Path.Value)
 		name := filepath.Base(path)
-		if path == "github.com/redis/go-redis/v9" {
+		switch {
+		case im.Name != nil:
+			name = im.Name.Name
+		case path == "github.com/redis/go-redis/v9":
 			name = "redis"
 		}
-		if im.Name != nil {
-			name = im.Name.Name
+		hasFmt = hasFmt || path == "fmt"
+		drop[fset.Position(im.Pos()).Line] = !used[name]
+	}
+	var lines []string
+	for i, l := range strings.Split(out, "\n") {
+		if !drop[i+1] {
+			lines = append(lines, l)
 		}
-		if path == "fmt" {
-			hasFmt = true
-		}
-		if name != "_" && !used[name] {
-			out = strings.Replace(out, "\t"+im.Path.Value+"\n", "", 1)
-			out = strings.Replace(out, "\t"+name+" "+im.Path.Value+"\n", "", 1)
+		if l == "import (" && !hasFmt {
+			lines = append(lines, "\t\"fmt\"")
 		}
 	}
-	if !hasFmt {
-		out = strings.Replace(out, "import (\n", "import (\n\t\"fmt\"\n", 1)
-	}
-	return format.Source([]byte(out))
+	return format.Source([]byte(strings.Join(lines, "\n")))
 }

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,7 @@ type own struct {
 // -name=value, one or two dashes).
 func split(args []string) (o own, err error) {
 	o.given = map[string]bool{}
+	ours := map[string]*string{"root": &o.root, "exercise": &o.exercise, "matrix": &o.matrix, "lock": &o.lock}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -62,25 +64,14 @@ func split(args []string) (o own, err error) {
 			o.rest = append(o.rest, args[i:]...)
 			return o, nil
 		}
-		var into *string
-		switch name {
-		case "root":
-			into = &o.root
-		case "exercise":
-			into = &o.exercise
-		case "matrix":
-			into = &o.matrix
-		case "lock":
-			into = &o.lock
-		case "seed", "chapter", "step", "only", "html": // the judge's, with a value
+		into, ok := ours[name]
+		if !ok {
 			o.rest = append(o.rest, a)
-			if !hasValue && i+1 < len(args) {
+			// The judge's flags with a value take the next argument with them.
+			if slices.Contains([]string{"seed", "chapter", "step", "only", "html"}, name) && !hasValue && i+1 < len(args) {
 				i++
 				o.rest = append(o.rest, args[i])
 			}
-			continue
-		default:
-			o.rest = append(o.rest, a)
 			continue
 		}
 		if !hasValue {
@@ -168,11 +159,7 @@ func run(ctx context.Context, o own, isMutant bool, stdout, stderr io.Writer) in
 		}
 		b, err = lockbuild.BuildMutant(ctx, root, m)
 	} else {
-		path := o.lock
-		if !filepath.IsAbs(path) {
-			wd, _ := os.Getwd()
-			path = filepath.Join(wd, path)
-		}
+		path, _ := filepath.Abs(o.lock)
 		b, err = lockbuild.Package(ctx, root, path, o.lock)
 		if err == nil {
 			fmt.Fprintf(stdout, "judge: %s declares %s; what it lacks is \"not claimed\"\n", safe.Line(o.lock), strings.Join(b.Claims, ", "))
@@ -226,15 +213,11 @@ func checkFlags(ctx context.Context, args []string) error {
 	return fmt.Errorf("judge: check the flags: %v", err)
 }
 
-// refusal is an error in what the user gave (a flag, a step, a path, a
-// signature): the exit code is 2, as for a bad flag, never 1, which says
-// that the lock failed or the judging could not run. The build of a lock
-// package refuses with the same type.
-type refusal = lockbuild.Refusal
-
-// exitCode is 2 for a refusal, and 1 for any other error.
+// exitCode is 2 for a refusal, an error in what the user gave (a flag, a
+// step, a path, a signature), as for a bad flag; and 1 for any other
+// error, which says that the lock failed or the judging could not run.
 func exitCode(err error) int {
-	if errors.As(err, new(refusal)) {
+	if errors.As(err, new(lockbuild.Refusal)) {
 		return 2
 	}
 	return 1

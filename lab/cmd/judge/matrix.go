@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/lockbuild"
 	"example.com/walletlock/lab/judge"
@@ -30,11 +31,10 @@ const allChapters = "lease,watchdog,fencing,faults,guards"
 
 // row is one judged lock of the matrix.
 type row struct {
-	lock    string // as -lock and LOCK= name it
-	mutant  *lockbuild.Mutant
-	report  judge.Report
-	err     error
-	elapsed time.Duration
+	lock   string // as -lock and LOCK= name it
+	mutant *lockbuild.Mutant
+	report judge.Report
+	err    error
 }
 
 // means are the lines the matrix gives each known lock, for someone
@@ -75,31 +75,26 @@ func matrix(ctx context.Context, root, file string, seed int64, stdout, stderr i
 		return 1
 	}
 	var rows []row
-	judged := func(r row) {
-		rows = append(rows, r)
-		fmt.Fprintf(stdout, "judge: %s: %s (%v)\n", r.lock, r.report.Count(), r.elapsed.Round(time.Second))
+	for _, a := range locks.All() {
+		rows = append(rows, row{lock: a.Name})
 	}
-	for _, name := range knownLocks() {
-		t := time.Now()
-		rep, err := judgeJSON(ctx, exe, seed, "-lock", name)
-		judged(row{lock: name, report: rep, err: err, elapsed: time.Since(t)})
-		if ctx.Err() != nil {
-			return 130
-		}
+	for i, m := range lockbuild.Mutants {
+		rows = append(rows, row{lock: "mutant:" + m.Name, mutant: &lockbuild.Mutants[i]})
 	}
-	for i := range lockbuild.Mutants {
-		m := &lockbuild.Mutants[i]
-		t := time.Now()
-		r := row{lock: "mutant:" + m.Name, mutant: m}
-		b, err := lockbuild.BuildMutant(ctx, root, *m)
-		if err == nil {
+	for i := range rows {
+		r, t := &rows[i], time.Now()
+		if r.mutant == nil {
+			r.report, r.err = judgeJSON(ctx, exe, seed, "-lock", r.lock)
+		} else if b, err := lockbuild.BuildMutant(ctx, root, *r.mutant); err != nil {
+			r.err = err
+		} else {
 			// A mutant changes the code, not how Redis forgets: the slow
-			// faults say of it what they say of the article's lock.
-			r.report, err = judgeJSON(ctx, b.Exe, seed, "-only", quickIDs(rows))
+			// faults say of it what they say of the article's lock, the
+			// first row's.
+			r.report, r.err = judgeJSON(ctx, b.Exe, seed, "-only", quickIDs(rows))
 			b.Remove()
 		}
-		r.err, r.elapsed = err, time.Since(t)
-		judged(r)
+		fmt.Fprintf(stdout, "judge: %s: %s (%v)\n", r.lock, r.report.Count(), time.Since(t).Round(time.Second))
 		if ctx.Err() != nil {
 			return 130
 		}
@@ -159,10 +154,12 @@ func judgeJSON(ctx context.Context, exe string, seed int64, args ...string) (jud
 func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	var locks, muts, variants []row
+	reports := map[string]judge.Report{} // the locks', by name
 	for _, r := range rows {
 		switch {
 		case r.mutant == nil:
 			locks = append(locks, r)
+			reports[r.lock] = r.report
 		case r.mutant.Property == "":
 			variants = append(variants, r)
 		default:
@@ -195,19 +192,16 @@ func writeMatrix(b *bytes.Buffer, rows []row, seed int64, took time.Duration) {
 	p("\n### The hardened lock's guards\n\n")
 	p("Where the article's lock fails and the lab's hardened lock holds: what production adds.\n\n")
 	p("| property | the article's lock | the hardened lock | reproduce |\n|---|---|---|---|\n")
-	root, hard := named(locks, "root"), named(locks, "hardened")
-	if root != nil && hard != nil {
-		for _, v := range root.report.Verdicts {
-			if h := find(hard.report, v.ID); v.Outcome == "FAIL" && h.Outcome == "pass" {
-				p("| %s | FAIL: %s | pass: %s | `make judge ONLY=%s SEED=%d`, `make judge LOCK=hardened ONLY=%s SEED=%d` |\n", cell(v.Title), cell(v.Why), cell(h.Why), v.ID, seed, v.ID, seed)
-			}
+	for _, v := range reports["root"].Verdicts {
+		if h := find(reports["hardened"], v.ID); v.Outcome == "FAIL" && h.Outcome == "pass" {
+			p("| %s | FAIL: %s | pass: %s | `make judge ONLY=%s SEED=%d`, `make judge LOCK=hardened ONLY=%s SEED=%d` |\n", cell(v.Title), cell(v.Why), cell(h.Why), v.ID, seed, v.ID, seed)
 		}
 	}
 	p("\n### Why each cell that is not a pass\n\n")
 	p("For a mutant or a variant, only the cells where it differs from the article's lock.\n\n")
 	for _, r := range rows {
 		for _, v := range r.report.Verdicts {
-			if r.mutant != nil && root != nil && find(root.report, v.ID).Outcome == v.Outcome {
+			if r.mutant != nil && find(reports["root"], v.ID).Outcome == v.Outcome {
 				continue
 			}
 			if v.Outcome != "pass" && v.Outcome != "not claimed" {
@@ -233,15 +227,11 @@ func table(b *bytes.Buffer, rows []row, seed int64) {
 			props = r.report.Verdicts
 		}
 	}
-	fmt.Fprintf(b, "| property |")
+	head, rule, again := "| property |", "|---|", "| reproduce |"
 	for _, r := range rows {
-		fmt.Fprintf(b, " %s |", r.lock)
+		head, rule, again = head+" "+r.lock+" |", rule+"---|", again+" `"+repro(r, "", seed)+"` |"
 	}
-	fmt.Fprintf(b, "\n|---|")
-	for range rows {
-		fmt.Fprintf(b, "---|")
-	}
-	fmt.Fprintf(b, "\n")
+	fmt.Fprintf(b, "%s\n%s\n", head, rule)
 	for _, prop := range props {
 		fmt.Fprintf(b, "| %s: %s |", prop.Chapter, cell(prop.Title))
 		for _, r := range rows {
@@ -262,11 +252,7 @@ func table(b *bytes.Buffer, rows []row, seed int64) {
 		}
 		fmt.Fprintf(b, "\n")
 	}
-	fmt.Fprintf(b, "| reproduce |")
-	for _, r := range rows {
-		fmt.Fprintf(b, " `%s` |", repro(r, "", seed))
-	}
-	fmt.Fprintf(b, "\n")
+	fmt.Fprintf(b, "%s\n", again)
 }
 
 // repro is the command that judges the row again (one property when id is
@@ -284,22 +270,20 @@ func repro(r row, id string, seed int64) string {
 	return fmt.Sprintf("%s SEED=%d", cmd, seed)
 }
 
+// summary lists the properties a known lock fails, and those it breaks
+// as the lesson expects.
 func summary(r row) string {
-	var fails, broken []string
-	for _, v := range r.report.Verdicts {
-		switch v.Outcome {
-		case "FAIL":
-			fails = append(fails, v.ID)
-		case "broken, as the lesson expects":
-			broken = append(broken, v.ID)
-		}
-	}
 	s := ""
-	if len(fails) > 0 {
-		s += " Fails: " + strings.Join(fails, ", ") + "."
-	}
-	if len(broken) > 0 {
-		s += " Broken, as the lesson expects: " + strings.Join(broken, ", ") + "."
+	for _, o := range [][2]string{{"FAIL", "Fails"}, {"broken, as the lesson expects", "Broken, as the lesson expects"}} {
+		var ids []string
+		for _, v := range r.report.Verdicts {
+			if v.Outcome == o[0] {
+				ids = append(ids, v.ID)
+			}
+		}
+		if len(ids) > 0 {
+			s += " " + o[1] + ": " + strings.Join(ids, ", ") + "."
+		}
 	}
 	if r.err != nil {
 		s += " The judge could not finish it."
@@ -316,28 +300,10 @@ func find(rep judge.Report, id string) judge.Verdict {
 	return judge.Verdict{ID: id}
 }
 
-func named(rows []row, name string) *row {
-	for i := range rows {
-		if rows[i].lock == name {
-			return &rows[i]
-		}
-	}
-	return nil
-}
-
 // cell keeps a text from breaking a Markdown table.
 func cell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }
 
 func oneSentence(s string) string { return cell(strings.TrimSuffix(s, ".")) }
-
-// knownLocks are the names of the locks this program judges by name.
-func knownLocks() []string {
-	var n []string
-	for _, a := range locks.All() {
-		n = append(n, a.Name)
-	}
-	return n
-}
 
 // pgVersion is the PostgreSQL server's version, as SHOW server_version
 // says it.
@@ -348,10 +314,9 @@ func pgVersion() string {
 		return "?"
 	}
 	defer pool.Close()
-	var v string
-	if pool.QueryRow(ctx, "SHOW server_version").Scan(&v) != nil {
+	v, err := env.PostgresVersion(ctx, pool)
+	if err != nil {
 		return "?"
 	}
-	v, _, _ = strings.Cut(v, " ")
 	return v
 }

@@ -9,6 +9,7 @@ package lesson
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -82,23 +83,20 @@ func Want(step, phase string) string {
 }
 
 // Lookup finds a phase of a step in Phases or LoadTest, or a drill cell,
-// a phase of DrillStep named "nemesis/strategy" (DrillPhase).
+// a phase of DrillStep named "nemesis/strategy" (DrillPhase), whose Want
+// is "" when it is not found.
 func Lookup(step, phase string) (Phase, bool) {
 	if step == DrillStep {
 		nemesis, strategy, _ := strings.Cut(phase, "/")
-		if c, ok := DrillWant(nemesis, strategy); ok {
-			return Phase{DrillStep, phase, c.Want, c.What}, true
-		}
+		c, ok := DrillWant(nemesis, strategy)
+		return Phase{DrillStep, phase, c.Want, c.What}, ok
+	}
+	all := slices.Concat(Phases, LoadTest)
+	i := slices.IndexFunc(all, func(p Phase) bool { return p.Step == step && p.Phase == phase })
+	if i < 0 {
 		return Phase{}, false
 	}
-	for _, list := range [][]Phase{Phases, LoadTest} {
-		for _, p := range list {
-			if p.Step == step && p.Phase == phase {
-				return p, true
-			}
-		}
-	}
-	return Phase{}, false
+	return all[i], true
 }
 
 // Revision is the lesson's revision, which the workshop writes into its

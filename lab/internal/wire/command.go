@@ -56,10 +56,11 @@ var housekeeping = map[string]bool{
 var passthrough = map[string]bool{"SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true, "MONITOR": true}
 
 // authUser returns the user that AUTH or HELLO ... AUTH authenticates
-// as, "" for any other command. The password is not returned, nor kept.
+// as, or RESET returns to; "" for any other command. The password is not
+// returned, nor kept.
 func authUser(name string, args []string) string {
 	switch {
-	case name == "AUTH" && len(args) == 1:
+	case name == "RESET", name == "AUTH" && len(args) == 1:
 		return "default"
 	case name == "AUTH" && len(args) == 2:
 		return args[0]

@@ -8,11 +8,11 @@
 // RESP3 push ('>') is passed on and never taken for a reply, and an
 // attribute ('|') goes with the reply after it. It counts every command
 // but the connection's housekeeping (HELLO, AUTH, CLIENT ..., SELECT,
-// PING, READONLY, READWRITE, COMMAND ..., QUIT, RESET, ECHO), and logs
-// what it counted (Log, OnCommand). A connection that sends SUBSCRIBE,
+// PING, READONLY, READWRITE, COMMAND ..., QUIT, RESET, ECHO, CLUSTER
+// ...), and logs what it counted (Log, OnCommand). A connection that sends SUBSCRIBE,
 // PSUBSCRIBE, SSUBSCRIBE, MONITOR or CLIENT REPLY OFF|SKIP is copied
-// untouched from then on, and nothing on it is counted. A frame larger than 64 MiB closes its
-// connection, after an error reply that says so.
+// untouched from then on, and nothing on it is counted. A frame larger
+// than 64 MiB closes its connection, after an error reply that says so.
 //
 // Faults are armed one at a time, at a counted command k (Arm): the proxy
 // pauses every command after k, holds k's reply back, loses it, or holds
@@ -50,13 +50,6 @@ const (
 	LoseReply               // k runs; its reply is lost: the proxy closes that client's connection
 	KillAfter               // k runs; its reply is held for good, while the caller kills the client
 )
-
-func (f Fault) String() string {
-	if f < None || f > KillAfter {
-		return fmt.Sprintf("Fault(%d)", int(f))
-	}
-	return [...]string{"none", "pause after", "hold reply", "lose reply", "kill after"}[f]
-}
 
 // Proxy forwards every connection accepted on its address to a
 // redis-server. Its methods may be called from any goroutine.
@@ -114,11 +107,10 @@ type conn struct {
 
 // pending is a command forwarded to Redis, waiting for its reply.
 type pending struct {
-	cmd   *Command // a counted command; nil for housekeeping
-	gen   int
-	user  string // AUTH or HELLO ... AUTH: the user, once it succeeds
-	reset bool   // RESET: the user is "default" again
-	pass  bool   // SUBSCRIBE and kin, MONITOR: the connection is copied untouched from here
+	cmd  *Command // a counted command; nil for housekeeping
+	gen  int
+	user string // AUTH, HELLO ... AUTH or RESET: the user, once it succeeds
+	pass bool   // SUBSCRIBE and kin, MONITOR: the connection is copied untouched from here
 }
 
 // Listen starts a proxy on addr ("127.0.0.1:0" for a free port) that
@@ -409,13 +401,14 @@ func (c *conn) commands() {
 // a frame (what: "a command", "a reply") too big or not RESP; fix says
 // what to do about a frame too big.
 func (c *conn) refuse(err error, what, fix string) {
+	bound := fmt.Sprintf("%d MiB", c.p.max>>20)
+	if c.p.max < 1<<20 {
+		bound = fmt.Sprintf("%d bytes", c.p.max)
+	}
 	var msg string
 	switch {
 	case errors.Is(err, errTooBig):
-		msg = fmt.Sprintf("wire: %s larger than %d MiB, the proxy's bound; it closed the connection: %s", what, c.p.max>>20, fix)
-		if c.p.max < 1<<20 {
-			msg = fmt.Sprintf("wire: %s larger than %d bytes, the proxy's bound; it closed the connection: %s", what, c.p.max, fix)
-		}
+		msg = fmt.Sprintf("wire: %s larger than %s, the proxy's bound; it closed the connection: %s", what, bound, fix)
 	case errors.Is(err, errProtocol):
 		msg = fmt.Sprintf("wire: %s that is not RESP (%v); the proxy closed the connection", what, err)
 	default:
@@ -431,7 +424,7 @@ func (p *Proxy) count(c *conn, args []string, now int64) *pending {
 	// CLIENT REPLY OFF or SKIP: Redis leaves commands unanswered, so
 	// replies could no longer be matched to them.
 	noReply := name == "CLIENT" && len(args) > 2 && strings.EqualFold(args[1], "REPLY") && !strings.EqualFold(args[2], "ON")
-	pe := &pending{pass: passthrough[name] || noReply, reset: name == "RESET", user: authUser(name, args[1:])}
+	pe := &pending{pass: passthrough[name] || noReply, user: authUser(name, args[1:])}
 	if pe.pass || housekeeping[name] {
 		return pe
 	}
@@ -553,12 +546,8 @@ func (p *Proxy) replied(c *conn, f frame) bool {
 	}
 	pe := c.pending[0]
 	c.pending = c.pending[1:]
-	ok := f.kind != '-' && f.kind != '!'
-	switch {
-	case pe.user != "" && ok:
+	if pe.user != "" && f.kind != '-' && f.kind != '!' {
 		c.user = pe.user
-	case pe.reset && ok:
-		c.user = "default"
 	}
 	if pe.cmd == nil {
 		p.mu.Unlock()
@@ -614,8 +603,9 @@ func (p *Proxy) refuseAll(client net.Conn, err error) {
 	}
 }
 
-// logIn sends a command on a new connection to Redis and reads its reply,
-// a line: +OK, or the error it is.
+// logIn sends a command on a new connection to Redis and reads its reply:
+// +OK, or the error it is. Redis sends nothing more before the next
+// command, so the reader buffers nothing the copy that follows needs.
 func logIn(up net.Conn, args []string) error {
 	cmd := fmt.Sprintf("*%d\r\n", len(args))
 	for _, a := range args {
@@ -623,19 +613,16 @@ func logIn(up net.Conn, args []string) error {
 	}
 	up.SetDeadline(time.Now().Add(2 * time.Second))
 	defer up.SetDeadline(time.Time{})
-	if _, err := io.WriteString(up, cmd); err != nil {
+	_, err := io.WriteString(up, cmd)
+	var f frame
+	if err == nil {
+		f, err = newReader(up, 1<<10).readReply()
+	}
+	switch {
+	case err != nil:
 		return fmt.Errorf("log in as %s: %w", args[1], err)
-	}
-	var line []byte
-	b := make([]byte, 1)
-	for len(line) < 512 && !strings.HasSuffix(string(line), "\r\n") {
-		if _, err := up.Read(b); err != nil {
-			return fmt.Errorf("log in as %s: %w", args[1], err)
-		}
-		line = append(line, b[0])
-	}
-	if reply := strings.TrimSpace(string(line)); reply != "+OK" {
-		return fmt.Errorf("the login as %s was refused: %s", args[1], strings.TrimPrefix(reply, "-"))
+	case f.kind != '+':
+		return fmt.Errorf("the login as %s was refused: %s", args[1], f.text)
 	}
 	return nil
 }

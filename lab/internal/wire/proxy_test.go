@@ -750,3 +750,21 @@ func TestListenAs_logsEveryConnectionIn(t *testing.T) {
 		t.Errorf("PING through a proxy with the wrong password: %v", err)
 	}
 }
+
+// Each command is logged as the user its connection was authenticated as
+// when it ran: AUTH changes the user once it succeeds, RESET returns to
+// the default user.
+func TestUser_followsAuthAndReset(t *testing.T) {
+	p, _ := setup(t, "--user", "alice", "on", ">secret", "~*", "&*", "+@all")
+	rc := dial(t, p)
+	for _, args := range [][]string{{"GET", "k"}, {"AUTH", "alice", "wrong"}, {"GET", "k"}, {"AUTH", "alice", "secret"}, {"GET", "k"}, {"RESET"}, {"GET", "k"}} {
+		rc.do(args...)
+	}
+	var users []string
+	for _, c := range p.Log() {
+		users = append(users, c.User)
+	}
+	if got, want := strings.Join(users, " "), "default default alice default"; got != want {
+		t.Errorf("the GETs ran as %q, want %q", got, want)
+	}
+}

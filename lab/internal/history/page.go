@@ -64,12 +64,10 @@ func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits)
 		}
 		i := len(shown)
 		label := fmt.Sprintf("%s, wallet %d (linearizable=%s)", s.Label, win[0].Wallet, s.Verdict)
-		ops := make([]Op, len(win))
-		for j, op := range win {
-			op.Wallet = int64(i) // one partition per section: its wallet, moved to a key of its own
-			ops[j] = op
+		for j := range win { // window's own copy
+			win[j].Wallet = int64(i) // one partition per section: its wallet, moved to a key of its own
 		}
-		o := operations(ops)
+		o := operations(win)
 		d := drawn{s: s, n: len(o), from: o[0].Call}
 		for j := range o {
 			o[j].Metadata = label

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/walletlock/internal/safe"
 	"example.com/walletlock/lab/internal/env"
 	"example.com/walletlock/lab/internal/harness"
 	"example.com/walletlock/lab/internal/lesson"
@@ -239,7 +240,7 @@ func Missing(phases []harness.PhaseResult) []string {
 // Leftovers gives the commands that delete whatever a killed step wrote
 // under prefix: Redis keys, and the PostgreSQL rows it owns.
 func Leftovers(prefix string) string {
-	redisCmd := "redis-cli --scan --pattern " + harness.ShellQuote(env.GlobEscape(prefix)+"*") + " | xargs redis-cli del"
+	redisCmd := "redis-cli --scan --pattern " + safe.Quote(env.GlobEscape(prefix)+"*") + " | xargs redis-cli del"
 	if opt, err := env.RedisOptions(); err == nil {
 		redisCmd = harness.RedisDelPrefix(opt, prefix)
 	}

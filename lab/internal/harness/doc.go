@@ -7,7 +7,8 @@
 // its prefix (TakeLease), the commands that name what a run could not
 // clean up (RedisDelPrefix, PostgresDeleteOwner, ...), the check against
 // the lesson and the report with its exit code (Report), and the
-// repository's two modules, found and built (Repo, Build).
+// repository's two modules, found and built (Repo, Build). cmd/loadtest's
+// main.go is a program built on it, from New to Report.Finish.
 //
 // The drill keeps a run lease of its own, in PostgreSQL (drill.TakePrefix),
 // on purpose: its Redis servers are its own, and it kills and restarts
@@ -15,14 +16,4 @@
 // leases share "take, or be refused as busy; release", and nothing else.
 // The article's steps, at the root, have their own small package
 // (internal/step there).
-//
-//	func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-//		h := harness.New("loadtest", "walletlock:loadtest:", stdout, stderr)
-//		f := loadtest.AddFlags(h)
-//		if code, ok := h.Parse(args, f.Checks); !ok {
-//			return code
-//		}
-//		...
-//		return report.Finish(stdout, stderr, h.JSON())
-//	}
 package harness

@@ -67,15 +67,12 @@ func TakeLease(ctx context.Context, rdb lock.Client, prefix string) (*Lease, err
 	return &Lease{lock: l, ctx: ctx, stop: stop}, nil
 }
 
-// retryEvery is how soon Close sends a release that got no answer again.
-const retryEvery = lock.RetryEvery
-
 // Context is cancelled when the lease is lost.
 func (l *Lease) Context() context.Context { return l.ctx }
 
 // Close stops the watchdog and releases the lease, after the run has
 // deleted its keys and rows. A release that got no answer (a failover
-// under way) is sent again every retryEvery, for LeaseTTL at most, until
+// under way) is sent again every lock.RetryEvery, for LeaseTTL at most, until
 // one says the lease is gone: a release that finds the key no longer ours
 // means a first try deleted it, or it expired. It is safe on a nil
 // *Lease.
@@ -94,7 +91,7 @@ func (l *Lease) Close(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("runlease: release %s: %w", l.lock.Key, err)
-		case <-time.After(retryEvery):
+		case <-time.After(lock.RetryEvery):
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 //
 // On a cluster it scans every master and deletes key by key.
 func RedisDelPrefix(opt *redis.UniversalOptions, prefix string) string {
-	pattern := ShellQuote(env.GlobEscape(prefix) + "*")
+	pattern := safe.Quote(env.GlobEscape(prefix) + "*")
 	if !env.IsCluster(opt) {
 		cli := redisCLI(opt, "")
 		return cli + " --scan --pattern " + pattern + " | xargs " + cli + " del"
@@ -59,10 +59,10 @@ func psql(sql string) string {
 	if env.DatabaseURL() == env.DefaultDatabaseURL {
 		if u, err := url.Parse(env.DefaultDatabaseURL); err == nil {
 			u.User = url.User(u.User.Username())
-			target = ShellQuote(u.String())
+			target = safe.Quote(u.String())
 		}
 	}
-	return "psql " + target + " -c " + ShellQuote(sql)
+	return "psql " + target + " -c " + safe.Quote(sql)
 }
 
 // sqlString quotes s as an SQL string literal.
@@ -97,6 +97,3 @@ func redisCLI(opt *redis.UniversalOptions, node string) string {
 	}
 	return strings.Join(args, " ")
 }
-
-// ShellQuote is the root's one shell quote (safe.Quote).
-func ShellQuote(s string) string { return safe.Quote(s) }

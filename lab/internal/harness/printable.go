@@ -2,6 +2,7 @@ package harness
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -11,13 +12,8 @@ import (
 // neither drive the terminal (set its title, move the cursor, ring) nor
 // start a line of its own that reads like the program's.
 func Printable(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
 	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+	return strconv.Quote(s)
 }

@@ -5,7 +5,7 @@
 //
 //	r := harness.NewReport(step)
 //	r.Set("redis_version", version)
-//	r.Add("1", verdict, figures)
+//	r.AddAt("1", 0, verdict, figures)
 //	return r.Finish(stdout, stderr, asJSON)
 
 package harness
@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 
 	"example.com/walletlock/lab/internal/lesson"
@@ -37,7 +38,7 @@ type Report struct {
 // with the step's own figures beside it, in the same JSON object.
 type PhaseResult struct {
 	lesson.Result
-	Workers int // the level of contention it ran at (see AddAt); 0: not given
+	Workers int // the level of contention it ran at; 0: not given
 	Figures any // a struct or map whose JSON keys join the Result's; nil for none
 }
 
@@ -80,15 +81,11 @@ func (r *Report) SetAll(v any) error {
 	return nil
 }
 
-// Add records a phase that ran to the end and returns its check against
+// AddAt records a phase that ran to the end and returns its check against
 // the lesson. figures go into the phase's JSON object; nil adds nothing.
-func (r *Report) Add(phase string, v wallet.Verdict, figures any) lesson.Result {
-	return r.AddAt(phase, 0, v, figures)
-}
-
-// AddAt is Add for a program that runs each phase at several levels of
-// contention (step 6: every strategy at each -workers count): the phase's
-// JSON object gets a "workers" key, and a line about it names the level.
+// A program that runs each phase at several levels of contention (every
+// strategy at each -workers count) gives workers: the phase's JSON object
+// gets a "workers" key, and a line about it names the level; 0 gives none.
 func (r *Report) AddAt(phase string, workers int, v wallet.Verdict, figures any) lesson.Result {
 	p := r.phase(phase, v, figures)
 	p.Workers = workers
@@ -124,7 +121,7 @@ func (r *Report) Fail(stderr io.Writer, err error) {
 	r.failed = true
 }
 
-// Phases returns the phases recorded with Add, in order.
+// Phases returns the phases recorded with AddAt and AddResult, in order.
 func (r *Report) Phases() []PhaseResult { return r.phases }
 
 func (r *Report) phase(name string, v wallet.Verdict, figures any) PhaseResult {
@@ -174,51 +171,29 @@ func (r *Report) Finish(stdout, stderr io.Writer, asJSON bool) int {
 // encode writes one JSON object: "step", the Set keys, "phases",
 // "interrupted" and, when a phase was cut short, "interrupted_phase".
 func (r *Report) encode(w io.Writer) error {
-	var b bytes.Buffer
-	field := func(key string, value any) error {
-		k, _ := json.Marshal(key)
-		v, err := json.Marshal(value)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-		return nil
-	}
-	b.WriteByte('{')
 	phases := r.phases
 	if phases == nil {
 		phases = []PhaseResult{}
 	}
-	fields := []string{"step"}
-	fields = append(fields, r.keys...)
-	for _, key := range append(fields, "phases", "interrupted", "interrupted_phase") {
-		var value any
-		switch key {
-		case "step":
-			value = r.step
-		case "phases":
-			value = phases
-		case "interrupted":
-			value = r.interrupted
-		case "interrupted_phase":
-			if r.cut == nil {
-				continue
-			}
-			value = r.cut
-		default:
-			value = r.values[key]
+	keys := slices.Concat([]string{"step"}, r.keys, []string{"phases", "interrupted"})
+	values := maps.Clone(r.values)
+	values["step"], values["phases"], values["interrupted"] = r.step, phases, r.interrupted
+	if r.cut != nil {
+		keys, values["interrupted_phase"] = append(keys, "interrupted_phase"), r.cut
+	}
+	b := []byte{'{'}
+	for i, key := range keys {
+		v, err := json.Marshal(values[key])
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
 		}
-		if err := field(key, value); err != nil {
-			return err
+		k, _ := json.Marshal(key)
+		b = append(append(append(b, k...), ':'), v...)
+		if i < len(keys)-1 {
+			b = append(b, ',')
 		}
 	}
-	b.WriteString("}\n")
-	_, err := w.Write(b.Bytes())
+	_, err := w.Write(append(b, "}\n"...))
 	return err
 }
 

@@ -26,8 +26,8 @@ func finish(t *testing.T, r *Report, asJSON bool) (code int, stdout, stderr stri
 
 func TestFinishExitsZeroAndPrintsNothingWhenEveryPhaseMatches(t *testing.T) {
 	r := NewReport("step3-ttl")
-	r.Add("1", broken, nil)
-	r.Add("2", ok, nil)
+	r.AddAt("1", 0, broken, nil)
+	r.AddAt("2", 0, ok, nil)
 	if code, stdout, stderr := finish(t, r, false); code != 0 || stdout != "" || stderr != "" {
 		t.Errorf("Finish = %d, stdout %q, stderr %q; want 0 and nothing printed", code, stdout, stderr)
 	}
@@ -35,8 +35,8 @@ func TestFinishExitsZeroAndPrintsNothingWhenEveryPhaseMatches(t *testing.T) {
 
 func TestFinishNamesEachMismatchAndExitsOne(t *testing.T) {
 	r := NewReport("step3-ttl")
-	r.Add("1", ok, nil)
-	r.Add("2", ok, nil)
+	r.AddAt("1", 0, ok, nil)
+	r.AddAt("2", 0, ok, nil)
 	code, _, stderr := finish(t, r, false)
 	want := "step3-ttl: phase 1 gave OK, the lesson says BROKEN (work outlives the TTL with no watchdog: two holders at once); try the defaults\n"
 	if code != 1 || stderr != want {
@@ -48,7 +48,7 @@ func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
 	r := NewReport("step2-lock")
 	var errs bytes.Buffer
 	r.Fail(&errs, errors.New("the lock key is still there"))
-	r.Add("lock", wallet.Check(100, 10, wallet.Tally{Accepted: 10, Unknown: 0}, 0), nil)
+	r.AddAt("lock", 0, wallet.Check(100, 10, wallet.Tally{Accepted: 10, Unknown: 0}, 0), nil)
 	if errs.String() != "step2-lock: the lock key is still there\n" {
 		t.Errorf("Fail printed %q", errs.String())
 	}
@@ -59,7 +59,7 @@ func TestFailPrintsTheErrorAndFinishExitsOne(t *testing.T) {
 
 func TestInterruptedExits130AndHoldsNothingToTheLesson(t *testing.T) {
 	r := NewReport("step3-ttl")
-	r.Add("1", broken, nil)
+	r.AddAt("1", 0, broken, nil)
 	r.Interrupted("2", broken, map[string]int{"releases": 1}) // BROKEN where OK is promised: not judged
 	code, stdout, stderr := finish(t, r, true)
 	if code != ExitInterrupted || stderr != "" {
@@ -95,8 +95,8 @@ func TestJSONIsOneObjectWithTheSetKeysAndFiguresInsideEachPhase(t *testing.T) {
 	r := NewReport("step3-ttl")
 	r.Set("redis_version", "7.0.15")
 	r.Set("n", 3)
-	r.Add("1", broken, figures{NotHeld: 3})
-	r.Add("2", ok, nil)
+	r.AddAt("1", 0, broken, figures{NotHeld: 3})
+	r.AddAt("2", 0, ok, nil)
 	code, stdout, _ := finish(t, r, true)
 	want := `{"step":"step3-ttl","redis_version":"7.0.15","n":3,"phases":[` +
 		`{"step":"step3-ttl","phase":"1","check":"accepted=3 balance=80 expected=70 BROKEN","verdict":"BROKEN","want":"BROKEN","releases_not_held":3},` +
@@ -109,7 +109,7 @@ func TestJSONIsOneObjectWithTheSetKeysAndFiguresInsideEachPhase(t *testing.T) {
 
 func TestFiguresThatAreNotAnObjectAreAFailure(t *testing.T) {
 	r := NewReport("step1-race")
-	r.Add("race", broken, 7)
+	r.AddAt("race", 0, broken, 7)
 	if code, _, stderr := finish(t, r, true); code != 1 || !strings.Contains(stderr, "not a JSON object") {
 		t.Errorf("Finish = %d, stderr %q; want 1 and the reason", code, stderr)
 	}

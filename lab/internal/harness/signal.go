@@ -70,11 +70,11 @@ func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer)
 // prints after it: "Ctrl-C", "SIGTERM", "SIGHUP" or "a closed output".
 // For any other context it says "Ctrl-C", the usual reason.
 func Why(ctx context.Context) string {
-	var sig signalError
-	switch cause := context.Cause(ctx); {
-	case errors.As(cause, &sig):
+	cause := context.Cause(ctx)
+	if sig, ok := errors.AsType[signalError](cause); ok {
 		return sig.Error()
-	case errors.Is(cause, ErrStdoutClosed):
+	}
+	if errors.Is(cause, ErrStdoutClosed) {
 		return "a closed output"
 	}
 	return "Ctrl-C"

@@ -156,13 +156,10 @@ func (b *budget) stopped(total int) string {
 	return ""
 }
 
-// mebibytes is n as a person reads it: 128 MiB, 64 KiB, 100 bytes.
+// mebibytes is n as a person reads it: 128 MiB, or 100000 bytes.
 func mebibytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
+	if n >= 1<<20 && n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -49,20 +50,9 @@ type Limits struct {
 // seconds and a hundred-odd MiB.
 var DefaultLimits = Limits{Ops: 400_000, WalletOps: 20_000, Timeout: 5 * time.Second, Memory: 128 << 20}
 
-func (l Limits) orDefault() Limits {
-	if l.Ops <= 0 {
-		l.Ops = DefaultLimits.Ops
-	}
-	if l.WalletOps <= 0 {
-		l.WalletOps = DefaultLimits.WalletOps
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultLimits.Timeout
-	}
-	if l.Memory <= 0 {
-		l.Memory = DefaultLimits.Memory
-	}
-	return l
+// or is l with each zero field taken from d.
+func (l Limits) or(d Limits) Limits {
+	return Limits{cmp.Or(l.Ops, d.Ops), cmp.Or(l.WalletOps, d.WalletOps), cmp.Or(l.Timeout, d.Timeout), cmp.Or(l.Memory, d.Memory)}
 }
 
 // Check judges the recorder's history (Check), unless it has holes (it
@@ -86,7 +76,7 @@ func (r *Recorder) Check(ctx context.Context, lim Limits) Verdict {
 // porcupine would try every order of them to say so.
 func Check(ctx context.Context, ops []Op, lim Limits) (v Verdict) {
 	start := time.Now()
-	lim = lim.orDefault()
+	lim = lim.or(DefaultLimits)
 	v = Verdict{Linearizable: Yes}
 	for _, op := range ops {
 		if op.Result != Set && op.Result != Read {
@@ -106,13 +96,14 @@ func Check(ctx context.Context, ops []Op, lim Limits) (v Verdict) {
 			return v
 		}
 	}
-	total := 0
-	for _, w := range wallets {
-		total += checked(parts[w])
+	searches, total := make([][]porcupine.Operation, len(wallets)), 0
+	for i, w := range wallets {
+		searches[i] = operations(parts[w]) // all but the failed ones
+		total += len(searches[i])
 	}
 	b := newBudget(ctx, lim, start)
-	for _, w := range wallets {
-		part := operations(parts[w])
+	for i, w := range wallets {
+		part := searches[i]
 		if len(part) > lim.WalletOps {
 			v.Linearizable, v.Why = Unsure, fmt.Sprintf("wallet %d has %d operations, more than the checker takes for one (%d)", w, len(part), lim.WalletOps)
 			b.done += len(part)
@@ -131,17 +122,6 @@ func Check(ctx context.Context, ops []Op, lim Limits) (v Verdict) {
 		b.done += len(part)
 	}
 	return v
-}
-
-// checked is how many of ops a search takes: all but the failed ones.
-func checked(ops []Op) int {
-	n := 0
-	for _, op := range ops {
-		if op.Result != Failed {
-			n++
-		}
-	}
-	return n
 }
 
 // arithmetic checks one wallet's history (sorted by call), one Set, spends

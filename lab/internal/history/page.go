@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,7 +48,7 @@ type Section struct {
 // ctx: what is left unchecked is drawn as unknown.
 func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits) error {
 	start := time.Now()
-	lim = lim.pageDefault()
+	lim = lim.or(PageLimits)
 	find := newBudget(ctx, Limits{Timeout: lim.Timeout / 2, Memory: lim.Memory}, start)
 	type drawn struct {
 		s          Section
@@ -62,12 +64,10 @@ func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits)
 		}
 		i := len(shown)
 		label := fmt.Sprintf("%s, wallet %d (linearizable=%s)", s.Label, win[0].Wallet, s.Verdict)
-		ops := make([]Op, len(win))
-		for j, op := range win {
-			op.Wallet = int64(i) // one partition per section: its wallet, moved to a key of its own
-			ops[j] = op
+		for j := range win { // window's own copy
+			win[j].Wallet = int64(i) // one partition per section: its wallet, moved to a key of its own
 		}
-		o := operations(ops)
+		o := operations(win)
 		d := drawn{s: s, n: len(o), from: o[0].Call}
 		for j := range o {
 			o[j].Metadata = label
@@ -99,12 +99,7 @@ func WritePage(ctx context.Context, w io.Writer, sections []Section, lim Limits)
 	var said []string // each window's lines, for the page's head
 	partials := info.PartialLinearizations()
 	for i, d := range shown {
-		full := false
-		if i < len(partials) {
-			for _, p := range partials[i] {
-				full = full || len(p) == d.n
-			}
-		}
+		full := i < len(partials) && slices.ContainsFunc(partials[i], func(p []int) bool { return len(p) == d.n })
 		say := "this window: linearizable=yes, in the order drawn"
 		switch {
 		case full:
@@ -149,16 +144,6 @@ the workers repeat what was found for each window:</p>
 </ul>
 </div>`
 
-func (l Limits) pageDefault() Limits {
-	if l.Timeout <= 0 {
-		l.Timeout = PageLimits.Timeout
-	}
-	if l.Memory <= 0 {
-		l.Memory = PageLimits.Memory
-	}
-	return l
-}
-
 // window picks what WritePage shows of ops (see there), searching within
 // b. When b runs out before the window is found, it shows the first
 // wallet's (or the one no order explains) from its start.
@@ -169,12 +154,7 @@ func window(b *budget, ops []Op, v Verdict) []Op {
 	}
 	w, ok := v.Wallet, v.Linearizable == No
 	if _, there := parts[w]; !ok || !there {
-		w = -1
-		for id := range parts {
-			if w == -1 || id < w {
-				w = id
-			}
-		}
+		w = slices.Min(slices.Collect(maps.Keys(parts)))
 	}
 	var kept []Op
 	for _, op := range parts[w] {

@@ -260,17 +260,13 @@ func fatal(e *pgconn.PgError) bool {
 }
 
 // writeError classifies the error of a write that may have reached the
-// server, as wallet.WriteError does for Redis: an ERROR reply, or a
-// failure pgx knows came before anything was sent, means it did not
-// happen; anything else (a timeout, a lost connection, a FATAL reply)
-// leaves the outcome unknown, and matches wallet.ErrUnknownOutcome.
+// server, as the root's does: an ERROR reply, or a failure pgx knows came
+// before anything was sent, means it did not happen; anything else (a
+// timeout, a lost connection, a FATAL reply: see sent) leaves the outcome
+// unknown, and matches wallet.ErrUnknownOutcome.
 func writeError(err error) error {
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
-		if !fatal(pgErr) {
-			return err
-		}
-	} else if pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
-		return err
+	if _, replied := errors.AsType[*pgconn.PgError](err); replied || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return sent(err)
 	}
 	return fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err)
 }
@@ -394,26 +390,13 @@ func unlockOwners(ctx context.Context, conn *pgxpool.Conn) {
 // order, in one query. It returns ErrNoWallet if any of them is missing.
 func (s *Store) Balances(ctx context.Context, first int64, n int) ([]int64, error) {
 	last := first + int64(n) - 1
-	rows, err := s.pool.Query(ctx, "SELECT id, balance FROM walletlock_wallets WHERE id BETWEEN $1 AND $2", first, last)
+	rows, _ := s.pool.Query(ctx, "SELECT balance FROM walletlock_wallets WHERE id BETWEEN $1 AND $2 ORDER BY id", first, last)
+	bal, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read %d balances: %w", n, err)
 	}
-	defer rows.Close()
-	bal := make([]int64, n)
-	seen := 0
-	for rows.Next() {
-		var id, b int64
-		if err := rows.Scan(&id, &b); err != nil {
-			return nil, fmt.Errorf("ledger: read balances: %w", err)
-		}
-		bal[id-first] = b
-		seen++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: read balances: %w", err)
-	}
-	if seen != n {
-		return nil, fmt.Errorf("%w for %d of wallets %d to %d in PostgreSQL", ErrNoWallet, n-seen, first, last)
+	if len(bal) != n { // the ids are unique and in range: each one missing is one less
+		return nil, fmt.Errorf("%w for %d of wallets %d to %d in PostgreSQL", ErrNoWallet, n-len(bal), first, last)
 	}
 	return bal, nil
 }

@@ -1,8 +1,5 @@
 package postgres
 
-// Where step 5 and step 6 find PostgreSQL: DATABASE_URL, as wallet's
-// connect.go finds Redis.
-
 import (
 	"cmp"
 	"context"

@@ -41,7 +41,7 @@ func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.
 		return err
 	})
 	if ok && err != nil { // the COMMIT was sent: it may have landed
-		return false, writeError(err)
+		return false, WriteError(err)
 	}
 	return ok, err
 }

@@ -4,10 +4,12 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,9 +105,8 @@ func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error
 
 // WriteFencedOnly is the fence checked at the write alone, a mistake kept
 // for step 5 to show: it lands when fence is above the row's and raises the
-// row to it, whatever was written since the caller read. A (fence 1) and
-// B (fence 2) both read 100; A writes 90 (1 > 0), then B writes 90 (2 > 1):
-// two spends, one recorded.
+// row to it, whatever was written since the caller read: two holders that
+// read the same balance both land, the later fence last (phase 1b).
 func (s *Store) WriteFencedOnly(ctx context.Context, id, fence, balance int64) error {
 	return s.write(ctx, "UPDATE walletlock_wallets SET balance = $3, fence = $2, version = version + 1 WHERE id = $1 AND fence < $2", id, fence, balance)
 }
@@ -130,12 +131,11 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 	}
 }
 
-// write runs a statement that changes one row. No row changed is
-// ErrStale; a reply that never came is wallet.ErrUnknownOutcome.
+// write runs a statement that changes one row; none changed is ErrStale.
 func (s *Store) write(ctx context.Context, sql string, args ...any) error {
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
-		return writeError(err)
+		return WriteError(err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: wallet %d", ErrStale, args[0])
@@ -143,9 +143,15 @@ func (s *Store) write(ctx context.Context, sql string, args ...any) error {
 	return nil
 }
 
-func writeError(err error) error {
-	if _, replied := errors.AsType[*pgconn.PgError](err); replied || pgconn.SafeToRetry(err) {
-		return fmt.Errorf("postgres: write: %w", err) // the server refused it, or it was never sent
+// WriteError classifies a failed write: refused (an ERROR reply, or a
+// failure before sending), or of unknown outcome (wallet.ErrUnknownOutcome).
+func WriteError(err error) error {
+	pg, refused := errors.AsType[*pgconn.PgError](err)
+	if refused { // a FATAL reply ends the session, and may come after the commit
+		refused = !slices.Contains([]string{"FATAL", "PANIC"}, cmp.Or(pg.SeverityUnlocalized, pg.Severity))
+	}
+	if refused || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return fmt.Errorf("postgres: write: %w", err)
 	}
 	return fmt.Errorf("postgres: write: %w: %w", wallet.ErrUnknownOutcome, err)
 }

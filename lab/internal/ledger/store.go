@@ -7,7 +7,6 @@ package ledger
 // counting its conflicts.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"example.com/walletlock/wallet"
@@ -115,9 +113,9 @@ func (s *Store) Fence(ctx context.Context, id int64) (int64, error) {
 // (ErrNoWallet), and match ctx's end and its cause when ctx ended.
 func (s *Store) Write(ctx context.Context, id, balance int64) error {
 	if err := ctx.Err(); err != nil {
-		return s.failed(ctx, "write", id, 0, err) // nothing was sent (see sent)
+		return s.failed(ctx, "write", id, 0, err) // nothing was sent
 	}
-	return s.failed(ctx, "write", id, 0, sent(s.Store.Write(ctx, id, balance)))
+	return s.failed(ctx, "write", id, 0, s.Store.Write(ctx, id, balance))
 }
 
 // Claim is the root's Claim (it reads the balance of wallet id and stamps
@@ -147,7 +145,7 @@ func (s *Store) WriteFenced(ctx context.Context, id, fence, balance int64) error
 	if err := ctx.Err(); err != nil {
 		return s.failed(ctx, "write", id, fence, err) // nothing was sent
 	}
-	return s.failed(ctx, "write", id, fence, sent(s.Store.WriteFenced(ctx, id, fence, balance)))
+	return s.failed(ctx, "write", id, fence, s.Store.WriteFenced(ctx, id, fence, balance))
 }
 
 // SpendFenced is the root's spend by the holder of fence (Claim, the
@@ -172,7 +170,7 @@ func (s *Store) SpendFenced(ctx context.Context, id, fence, amount int64, work t
 // lock, so a history learns only its result.
 func (s *Store) SpendForUpdate(ctx context.Context, id, amount int64, work time.Duration) (bool, error) {
 	ok, err := s.Store.SpendForUpdate(ctx, id, amount, work)
-	return ok, s.failed(ctx, "spend from", id, 0, sent(err))
+	return ok, s.failed(ctx, "spend from", id, 0, err)
 }
 
 // SpendVersioned is the root's versioned spend (it writes only if the
@@ -197,7 +195,7 @@ func (s *Store) SpendVersioned(ctx context.Context, id, amount int64, work time.
 		}
 		tag, err := s.pool.Exec(ctx, "UPDATE walletlock_wallets SET balance = $2, version = version + 1 WHERE id = $1 AND version = $3", id, bal-amount, version)
 		if err != nil {
-			return false, conflicts, withCause(ctx, fmt.Errorf("ledger: write wallet %d: %w", id, writeError(err)))
+			return false, conflicts, withCause(ctx, fmt.Errorf("ledger: write wallet %d: %w", id, postgres.WriteError(err)))
 		}
 		if tag.RowsAffected() == 1 {
 			return true, conflicts, nil
@@ -239,36 +237,6 @@ func (s *Store) refused(ctx context.Context, id, fence int64) error {
 		return fmt.Errorf("%w: wallet %d refused fence %d, and then %w", ErrStaleFence, id, fence, err)
 	}
 	return &StaleFenceError{ID: id, Fence: fence, Highest: highest}
-}
-
-// sent corrects the root's verdict on a write that failed (its
-// writeError): a FATAL reply ends the session and may come after the
-// commit, so the write may have landed, and its error matches
-// wallet.ErrUnknownOutcome; the root counts it as refused. (And a write
-// whose ctx had ended before it was sent is refused, never unknown: the
-// callers check ctx first.)
-func sent(err error) error {
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && fatal(pgErr) && !errors.Is(err, wallet.ErrUnknownOutcome) {
-		return fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err)
-	}
-	return err
-}
-
-func fatal(e *pgconn.PgError) bool {
-	severity := cmp.Or(e.SeverityUnlocalized, e.Severity) // Severity alone: servers before 9.6
-	return severity == "FATAL" || severity == "PANIC"
-}
-
-// writeError classifies the error of a write that may have reached the
-// server, as the root's does: an ERROR reply, or a failure pgx knows came
-// before anything was sent, means it did not happen; anything else (a
-// timeout, a lost connection, a FATAL reply: see sent) leaves the outcome
-// unknown, and matches wallet.ErrUnknownOutcome.
-func writeError(err error) error {
-	if _, replied := errors.AsType[*pgconn.PgError](err); replied || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
-		return sent(err)
-	}
-	return fmt.Errorf("%w: %w", wallet.ErrUnknownOutcome, err)
 }
 
 // withCause makes err, when ctx has ended, match ctx.Err() and the

@@ -86,11 +86,11 @@ type Client interface {
 }
 
 //go:embed release.lua
-var releaseLua string
+var ReleaseLua string // the lab's hardened lock sends it too
 
 // Run sends EVALSHA, and EVAL when the server's script cache is empty
 // (after a restart or a failover).
-var releaseScript = redis.NewScript(releaseLua)
+var releaseScript = redis.NewScript(ReleaseLua)
 
 // failed is the error of an acquire that err ended. When ctx has run out,
 // it says so even where go-redis saw only its socket's deadline.

@@ -62,6 +62,6 @@ func (l *Lock) Watch(parent context.Context, ttl time.Duration) (work context.Co
 }
 
 //go:embed refresh.lua
-var refreshLua string
+var RefreshLua string // the lab's hardened lock sends it too
 
-var refreshScript = redis.NewScript(refreshLua)
+var refreshScript = redis.NewScript(RefreshLua)

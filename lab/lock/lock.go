@@ -77,13 +77,9 @@ func (e errorIs) Is(target error) bool {
 }
 
 var (
-	//go:embed release.lua
-	releaseLua    string
+	releaseLua    = rootlock.ReleaseLua // one compare-and-delete script: the article's
 	releaseScript = redis.NewScript(releaseLua)
-
-	//go:embed refresh.lua
-	refreshLua    string
-	refreshScript = redis.NewScript(refreshLua)
+	refreshScript = redis.NewScript(rootlock.RefreshLua)
 
 	//go:embed key_type.lua
 	keyTypeLua    string

@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
-	"example.com/walletlock/lab/internal/launch"
 	"example.com/walletlock/lab/internal/netns"
 )
 
@@ -40,9 +37,12 @@ var partition = forgetting{what: "a partition",
 			if i > 0 {
 				args = []string{"--replicaof", n.LAN(0), "6379"}
 			}
-			if err := c.startInHost(i, 6379, args...); err != nil {
+			srv, err := n.StartRedis(c.ctx, c.r.procs, c.r.dir, i, 6379, args...)
+			if err != nil {
 				return "", err
 			}
+			c.atEnd = append(c.atEnd, func() { srv.Proc.Kill(3 * time.Second) })
+			c.hosts = append(c.hosts, srv.Ctl)
 		}
 		for _, s := range c.hosts[1:] {
 			if err := c.poll(10*time.Second, func() bool { return replicaInSync(c.ctx, s) }); err != nil {
@@ -51,16 +51,12 @@ var partition = forgetting{what: "a partition",
 		}
 		var sentinels []string
 		for i := range netns.Hosts {
-			conf := filepath.Join(c.r.dir, fmt.Sprintf("sentinel-h%d-%d.conf", i, now()))
-			text := fmt.Sprintf("port 26379\nbind %s %s\nprotected-mode no\nsentinel monitor judge %s 6379 2\n"+
-				"sentinel down-after-milliseconds judge 1000\nsentinel failover-timeout judge 60000\n", n.LAN(i), n.Uplink(i), n.LAN(0))
-			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			srv, err := n.StartSentinel(c.ctx, c.r.procs, c.r.dir, i, 26379, "judge", 6379, time.Second)
+			if err != nil {
 				return "", err
 			}
-			if err := c.startInHost(i, 26379, conf, "--sentinel"); err != nil {
-				return "", err
-			}
-			sentinels = append(sentinels, c.hosts[len(c.hosts)-1])
+			c.atEnd = append(c.atEnd, func() { srv.Proc.Kill(3 * time.Second) })
+			sentinels = append(sentinels, srv.Ctl)
 		}
 		c.sentinels = sentinels
 		if err := c.sentinelsReady(sentinels, netns.Hosts-1); err != nil {
@@ -95,35 +91,6 @@ var partition = forgetting{what: "a partition",
 		c.useRedis(promoted)
 		return fmt.Sprintf("the Sentinels of the hosts cut off from the primary's since %s promoted a replica, while the primary still served A", c.sec(c.cut)), nil
 	}}
-
-// startInHost starts redis-server (or a Sentinel, on 26379) with args in
-// host i, listening on both its addresses, and waits until it answers on
-// the uplink; it keeps the uplink address in c.hosts.
-func (c *check) startInHost(i, port int, args ...string) error {
-	bin, err := launch.RedisBinary()
-	if err != nil {
-		return err
-	}
-	ctl := net.JoinHostPort(c.net.Uplink(i), fmt.Sprint(port))
-	if port == 6379 {
-		args = append([]string{"--port", "6379", "--bind", c.net.LAN(i), c.net.Uplink(i), "--protected-mode", "no",
-			"--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"}, args...)
-	}
-	cmd := c.net.Command(i, bin, args...)
-	cmd.Dir = c.r.dir
-	var log launch.Log
-	cmd.Stdout, cmd.Stderr = &log, &log
-	p, err := c.r.procs.Start(fmt.Sprintf("redis-server %s (host %d)", ctl, i), cmd)
-	if err != nil {
-		return err
-	}
-	c.atEnd = append(c.atEnd, func() { p.Kill(3 * time.Second) })
-	if err := c.poll(10*time.Second, func() bool { return !p.Running() || launch.Answers(ctl) }); err != nil || !p.Running() {
-		return fmt.Errorf("redis-server in host %d did not start: %s", i, log.LastLine())
-	}
-	c.hosts = append(c.hosts, ctl)
-	return nil
-}
 
 // partitioned judges the money through a partition, where this machine
 // can make one.

@@ -12,9 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
-
-	"golang.org/x/mod/modfile"
 )
 
 // The module paths of the repository's two modules.
@@ -50,11 +49,20 @@ func Repo(ctx context.Context) (root, lab string, err error) {
 	return root, lab, nil
 }
 
+var moduleLine = regexp.MustCompile(`(?m)^module\s+"?([^\s"]+)"?\s*$`)
+
 // modulePath is the module path a go.mod file declares, "" when it cannot
 // be read.
 func modulePath(gomod string) string {
-	b, _ := os.ReadFile(gomod)
-	return modfile.ModulePath(b)
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	m := moduleLine.FindSubmatch(b)
+	if m == nil {
+		return ""
+	}
+	return string(m[1])
 }
 
 // Build compiles pkgs, patterns of the module in dir such as ./cmd/...,

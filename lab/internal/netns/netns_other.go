@@ -3,10 +3,14 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
+	"time"
+
+	"example.com/walletlock/lab/internal/launch"
 )
 
 // Hosts is the number of hosts of a partition.
@@ -35,3 +39,19 @@ func (n *Net) Uplink(int) string                        { return "" }
 func (n *Net) Remove() error                            { return nil }
 func (n *Net) Cut(int) error                            { return CanPartition() }
 func (n *Net) Command(int, string, ...string) *exec.Cmd { return nil }
+
+// Server is a server in a host; there are none here.
+type Server struct {
+	Addr, Ctl string
+	Proc      *launch.Proc
+}
+
+// StartRedis starts nothing here.
+func (n *Net) StartRedis(context.Context, *launch.Group, string, int, int, ...string) (*Server, error) {
+	return nil, CanPartition()
+}
+
+// StartSentinel starts nothing here.
+func (n *Net) StartSentinel(context.Context, *launch.Group, string, int, int, string, int, time.Duration) (*Server, error) {
+	return nil, CanPartition()
+}

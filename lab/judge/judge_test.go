@@ -12,6 +12,7 @@ import (
 
 	"example.com/walletlock/internal/testenv"
 	"example.com/walletlock/lab/internal/launch"
+	"example.com/walletlock/lab/internal/netns"
 	"example.com/walletlock/lock"
 )
 
@@ -202,5 +203,25 @@ func TestRun_anInterruptionIsNoVerdict(t *testing.T) {
 		if left := launch.DeadTemps(folderPrefix); len(left) > 0 {
 			t.Errorf("left folders behind: %q", left)
 		}
+	}
+}
+
+// The partition, run where this machine can make network namespaces: the
+// judge's three hosts, each with a redis-server and a Sentinel, the
+// primary's cut off from the other two, which promote a replica; the
+// article's fenced lock keeps the money right through it.
+func TestRun_partitionKeepsTheMoneyRight(t *testing.T) {
+	if err := netns.CanPartition(); err != nil {
+		if os.Getenv("CI") != "" { // CI runs as root: the partition must be judged
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	rep := judged(t, t.Context(), "root", "partition")
+	if len(rep.Verdicts) != 1 || rep.Verdicts[0].ID != "partition" {
+		t.Fatalf("got %d verdicts, want the partition's one", len(rep.Verdicts))
+	}
+	if v := rep.Verdicts[0]; v.Outcome != pass {
+		t.Errorf("got %s: %s; want pass", v.Outcome, v.Why)
 	}
 }
